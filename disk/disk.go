@@ -1,0 +1,222 @@
+// Package disk implements largo.Store on a local folder.
+//
+// Every open goes through an os.Root, so "..", absolute paths and symlinks
+// that lead out of the folder fail by construction, whatever the name; names
+// are still checked with largo.ParseName by the caller. Symlinks that stay
+// inside the folder work. ETags are strong: they change with the inode, the
+// size or the modification time.
+//
+// A Store is safe for concurrent use. Files it opens are backed by *os.File
+// and implement largo.OSFile, so downloads keep sendfile.
+package disk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"strings"
+	"syscall"
+
+	"largo"
+)
+
+// Store is a largo.Store on a local folder. Create one with Open.
+type Store struct {
+	dir  string
+	root *os.Root
+}
+
+var _ largo.Store = (*Store)(nil)
+
+// Open returns a Store on the folder dir, which must exist and be readable.
+func Open(dir string) (*Store, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := root.Stat(".")
+	if err == nil && !fi.IsDir() {
+		err = fmt.Errorf("%s: not a folder", dir)
+	}
+	if err == nil {
+		// A folder we may open but not list is as good as missing.
+		var f *os.File
+		if f, err = root.Open("."); err == nil {
+			_, err = f.ReadDir(1)
+			f.Close()
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+		}
+	}
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return &Store{dir: dir, root: root}, nil
+}
+
+// Close releases the folder. Files already open stay usable.
+func (s *Store) Close() error { return s.root.Close() }
+
+// Dir returns the folder the store was opened on.
+func (s *Store) Dir() string { return s.dir }
+
+// Root returns the os.Root the store works through, for packages that keep
+// their own state inside the served folder (uploads).
+func (s *Store) Root() *os.Root { return s.root }
+
+// Stat implements largo.Store.
+func (s *Store) Stat(_ context.Context, name string) (largo.Info, error) {
+	fi, err := s.root.Stat(osName(name))
+	if err != nil {
+		return largo.Info{}, mapErr(err)
+	}
+	return info(name, fi), nil
+}
+
+// Open implements largo.Store.
+func (s *Store) Open(_ context.Context, name string) (largo.File, error) {
+	f, err := s.root.Open(osName(name))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, mapErr(err)
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", name, largo.ErrIsDir)
+	}
+	if !fi.Mode().IsRegular() {
+		// Devices, pipes and sockets: reading them could block forever.
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file: %w", name, largo.ErrNotFound)
+	}
+	return &file{File: f, info: info(name, fi)}, nil
+}
+
+// List implements largo.Store. Symlinks are resolved inside the root; those
+// that point outside it or nowhere are left out, as are hidden entries and
+// anything that is neither a regular file nor a folder.
+func (s *Store) List(_ context.Context, name string) iter.Seq2[largo.Info, error] {
+	return func(yield func(largo.Info, error) bool) {
+		d, err := s.root.Open(osName(name))
+		if err != nil {
+			yield(largo.Info{}, mapErr(err))
+			return
+		}
+		defer d.Close()
+		fi, err := d.Stat()
+		if err != nil {
+			yield(largo.Info{}, mapErr(err))
+			return
+		}
+		if !fi.IsDir() {
+			yield(largo.Info{}, fmt.Errorf("%s: %w", name, largo.ErrNotDir))
+			return
+		}
+		for {
+			ents, err := d.ReadDir(256)
+			for _, e := range ents {
+				if strings.HasPrefix(e.Name(), ".") {
+					continue
+				}
+				child := largo.Join(name, e.Name())
+				var fi fs.FileInfo
+				if e.Type()&(fs.ModeSymlink) != 0 {
+					fi, err = s.root.Stat(child)
+					if err != nil {
+						continue
+					}
+				} else if fi, err = e.Info(); err != nil {
+					continue // vanished while listing
+				}
+				if !fi.IsDir() && !fi.Mode().IsRegular() {
+					continue
+				}
+				if !yield(info(child, fi), nil) {
+					return
+				}
+			}
+			if errors.Is(err, io.EOF) || (err == nil && len(ents) == 0) {
+				return
+			}
+			if err != nil {
+				yield(largo.Info{}, mapErr(err))
+				return
+			}
+		}
+	}
+}
+
+// file is an open file of the store.
+type file struct {
+	*os.File
+	info largo.Info
+}
+
+var (
+	_ largo.File   = (*file)(nil)
+	_ largo.OSFile = (*file)(nil)
+)
+
+func (f *file) Info() largo.Info           { return f.info }
+func (f *file) OSFile() *os.File           { return f.File }
+func (f *file) String() string             { return f.info.Name }
+func (f *file) Stat() (fs.FileInfo, error) { return f.File.Stat() }
+
+// osName turns a store name into a name for os.Root.
+func osName(name string) string {
+	if name == "" {
+		return "."
+	}
+	return name
+}
+
+// info builds the metadata of name from fi.
+func info(name string, fi fs.FileInfo) largo.Info {
+	in := largo.Info{
+		Name:    name[strings.LastIndexByte(name, '/')+1:],
+		ModTime: fi.ModTime(),
+		IsDir:   fi.IsDir(),
+	}
+	if !in.IsDir {
+		in.Size = fi.Size()
+		in.ETag = etag(fi)
+	}
+	return in
+}
+
+// mapErr wraps an operating-system error in the largo error kind it means.
+// Paths that escape the root (through "..", or a symlink that leads out)
+// read as not found: the caller learns nothing about what is outside.
+func mapErr(err error) error {
+	var errno syscall.Errno
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %w", largo.ErrNotFound, err)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w: %w", largo.ErrPermission, err)
+	case errors.As(err, &errno) && (errno == syscall.ENOTDIR || errno == syscall.ELOOP || errno == syscall.ENAMETOOLONG):
+		return fmt.Errorf("%w: %w", largo.ErrNotFound, err)
+	case escapes(err):
+		return fmt.Errorf("%w: %w", largo.ErrNotFound, err)
+	}
+	return err
+}
+
+// escapes reports whether err is os.Root's refusal of a path that leads out
+// of the root. The standard library does not export that error, so it is
+// recognised by its text; an unrecognised refusal is still a refusal, only
+// reported as an internal error instead of not found.
+func escapes(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes from parent")
+}

@@ -1,0 +1,123 @@
+package disk
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"largo"
+	"largo/storetest"
+)
+
+// makeTree writes files under a new temporary folder and returns it.
+func makeTree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, files map[string]string) largo.Store {
+		s, err := Open(makeTree(t, files))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+func TestSymlinks(t *testing.T) {
+	outside := makeTree(t, map[string]string{"secret": "outside"})
+	dir := makeTree(t, map[string]string{"real/file": "inside", "other": "x"})
+	links := map[string]string{
+		"in":        "real/file",
+		"indir":     "real",
+		"abs":       filepath.Join(outside, "secret"),
+		"up":        "../" + filepath.Base(outside) + "/secret",
+		"real/up2":  "../../" + filepath.Base(outside) + "/secret",
+		"absdir":    outside,
+		"dangling":  "nowhere",
+		"loop":      "loop",
+		"real/back": "../other",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for _, name := range []string{"in", "indir/file", "real/back"} {
+		f, err := s.Open(ctx, name)
+		if err != nil {
+			t.Errorf("Open(%q): %v", name, err)
+			continue
+		}
+		f.Close()
+	}
+	for _, name := range []string{"abs", "up", "real/up2", "absdir/secret", "dangling", "loop"} {
+		if f, err := s.Open(ctx, name); !errors.Is(err, largo.ErrNotFound) {
+			if f != nil {
+				f.Close()
+			}
+			t.Errorf("Open(%q) = %v; want ErrNotFound", name, err)
+		}
+	}
+	var names []string
+	for in, err := range s.List(ctx, "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, in.Name)
+	}
+	want := map[string]bool{"in": true, "indir": true, "real": true, "other": true}
+	if len(names) != len(want) {
+		t.Errorf("List = %q; want the four entries that stay inside", names)
+	}
+	for _, n := range names {
+		if !want[n] {
+			t.Errorf("List yields %q", n)
+		}
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	if _, err := Open(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Error("Open(missing) succeeded")
+	}
+	f := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(f, nil, 0o644)
+	if _, err := Open(f); err == nil {
+		t.Error("Open(file) succeeded")
+	}
+}
+
+func TestETagChanges(t *testing.T) {
+	dir := makeTree(t, map[string]string{"f": "one"})
+	s, _ := Open(dir)
+	defer s.Close()
+	ctx := context.Background()
+	a, _ := s.Stat(ctx, "f")
+	os.WriteFile(filepath.Join(dir, "f.new"), []byte("two"), 0o644)
+	os.Rename(filepath.Join(dir, "f.new"), filepath.Join(dir, "f"))
+	b, _ := s.Stat(ctx, "f")
+	if a.ETag == b.ETag {
+		t.Fatalf("ETag unchanged after replace: %s", a.ETag)
+	}
+}

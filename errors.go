@@ -1,0 +1,32 @@
+package largo
+
+import "errors"
+
+// The kinds of error a Store returns, wrapped with %w around their cause. The
+// HTTP layer maps each kind to one status in a single table.
+var (
+	// ErrNotFound: no such file or folder, or one the policy hides.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalidName: a name that breaks the naming rules (see ParseName).
+	ErrInvalidName = errors.New("invalid name")
+	// ErrIsDir: a file operation on a folder.
+	ErrIsDir = errors.New("is a folder")
+	// ErrNotDir: a folder operation on a file, or a file used as a folder.
+	ErrNotDir = errors.New("not a folder")
+	// ErrExist: the target exists and the operation requires that it does not.
+	ErrExist = errors.New("already exists")
+	// ErrNotEmpty: a folder that must be empty is not.
+	ErrNotEmpty = errors.New("folder not empty")
+	// ErrPrecondition: a conditional operation whose condition failed.
+	ErrPrecondition = errors.New("precondition failed")
+	// ErrPermission: the store refuses access to the file.
+	ErrPermission = errors.New("permission denied")
+	// ErrTooLarge: a write larger than the configured limit.
+	ErrTooLarge = errors.New("too large")
+	// ErrNoSpace: the store has no room for the write.
+	ErrNoSpace = errors.New("no space left")
+	// ErrDigest: the content does not match the digest the client sent.
+	ErrDigest = errors.New("digest mismatch")
+	// ErrUnsupported: the store cannot perform the operation.
+	ErrUnsupported = errors.New("not supported by this store")
+)

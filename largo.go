@@ -1,0 +1,65 @@
+// Package largo holds the vocabulary shared by every part of the server: what a
+// stored file is (Info), how files are reached (the Store interface and its
+// optional capabilities), which names are valid (ParseName), and the few kinds
+// of error a store may return (ErrNotFound and friends).
+//
+// It imports only the standard library and knows nothing of HTTP: stores
+// (package disk, package s3) implement it, and the HTTP surface (package serve)
+// consumes it, so nothing above a store ever assumes a local path.
+package largo
+
+import (
+	"context"
+	"io"
+	"iter"
+	"os"
+	"time"
+)
+
+// Info describes one stored file or folder.
+type Info struct {
+	// Name is the last element of the file's name ("" for the root folder).
+	Name string
+	// Size is the length in bytes; zero for folders.
+	Size int64
+	// ModTime is the time of the last modification.
+	ModTime time.Time
+	// IsDir reports whether the entry is a folder.
+	IsDir bool
+	// ETag is a strong validator in HTTP form, quotes included, that changes
+	// whenever the content may have changed. Empty for folders.
+	ETag string
+	// ContentType is the media type a store knows for the file, or "" when
+	// the server should derive one from the name and the content.
+	ContentType string
+}
+
+// File is an open stored file: a seekable body and the metadata captured
+// when it was opened. A File is not safe for concurrent use.
+type File interface {
+	io.ReadSeekCloser
+	// Info returns the metadata of the opened version of the file.
+	Info() Info
+}
+
+// Store is where files live. Names are slash-separated and relative, as
+// returned by ParseName; "" is the root folder. Implementations must be safe
+// for concurrent use.
+type Store interface {
+	// Stat returns the metadata of name without opening it.
+	Stat(ctx context.Context, name string) (Info, error)
+	// Open opens the file name for reading. If name is a folder it returns
+	// an error wrapping ErrIsDir.
+	Open(ctx context.Context, name string) (File, error)
+	// List yields the entries of the folder name, in no particular order.
+	// Hidden entries (see Hidden) are never yielded. A failure ends the
+	// sequence with a non-nil error.
+	List(ctx context.Context, name string) iter.Seq2[Info, error]
+}
+
+// OSFile is implemented by files backed by an operating-system file. The
+// transfer layer hands such files to the kernel (sendfile), so their bytes
+// never pass through user space.
+type OSFile interface {
+	OSFile() *os.File
+}

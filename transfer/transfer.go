@@ -1,0 +1,287 @@
+// Package transfer governs long transfers by progress instead of by total
+// time. A Response wraps an http.ResponseWriter: it sends file bodies in
+// segments, each still handed to the kernel with sendfile, and extends the
+// connection's write deadline before each one, so a client that stops
+// reading is cut after the idle timeout however large the file, while a slow
+// but steady client is never cut. It also counts the bytes sent and
+// classifies how the transfer ended (Outcome).
+//
+// Why segments: http.Server's WriteTimeout caps a whole response, which cuts
+// every long download; a single deadline per write would, with sendfile,
+// cover the whole file. Segments are sized from the client's measured rate
+// so that each one takes a fraction of the idle timeout.
+//
+// Response keeps sendfile alive: it implements io.ReaderFrom and passes an
+// *os.File (anything implementing syscall.Conn, behind an io.LimitedReader)
+// through to the underlying ResponseWriter, and it forwards Unwrap so that
+// http.ResponseController reaches the connection.
+package transfer
+
+import (
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Options governs a transfer. The zero value sets no deadlines and no
+// minimum rate.
+type Options struct {
+	// IdleTimeout is how long a client may go without taking any bytes
+	// before it is cut. Zero means no limit.
+	IdleTimeout time.Duration
+	// MinRate, in bytes per second, is the lowest average rate a client may
+	// keep once the first IdleTimeout (or ten seconds, without one) has
+	// passed. Zero means no minimum.
+	MinRate int64
+	// Sent, when set, is called with every count of bytes that reaches the
+	// connection, as it happens, so that counters stay current during long
+	// transfers.
+	Sent func(n int64)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// segment is how much of a file one sendfile call may send before the
+// deadline is extended again.
+const segment = 4 << 20
+
+// ErrTooSlow is the error of a transfer cut for staying below MinRate.
+var ErrTooSlow = errors.New("client below the minimum transfer rate")
+
+// Response is an http.ResponseWriter that governs the transfer of its body.
+// Like any ResponseWriter it is used by one goroutine at a time; Written may
+// be read from any goroutine.
+type Response struct {
+	rw      http.ResponseWriter
+	rc      *http.ResponseController
+	opt     Options
+	start   time.Time
+	status  int
+	written atomic.Int64
+	err     error
+
+	mu    sync.Mutex // guards dirty against the watchdog
+	dirty bool       // a deadline was set on the connection
+}
+
+// NewResponse wraps w.
+func NewResponse(w http.ResponseWriter, opt Options) *Response {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Response{rw: w, rc: http.NewResponseController(w), opt: opt, start: opt.Now()}
+}
+
+var (
+	_ io.ReaderFrom = (*Response)(nil)
+	_ http.Flusher  = (*Response)(nil)
+)
+
+// Header implements http.ResponseWriter.
+func (r *Response) Header() http.Header { return r.rw.Header() }
+
+// WriteHeader implements http.ResponseWriter.
+func (r *Response) WriteHeader(code int) {
+	if r.status == 0 && code >= 200 {
+		r.status = code
+	}
+	r.rw.WriteHeader(code)
+}
+
+// Write implements http.ResponseWriter, extending the write deadline first.
+func (r *Response) Write(p []byte) (int, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	r.extend()
+	n, err := r.rw.Write(p)
+	r.count(int64(n))
+	if err == nil {
+		err = r.checkRate()
+	}
+	if err != nil {
+		r.fail(err)
+	}
+	return n, err
+}
+
+// ReadFrom implements io.ReaderFrom. A source that is an operating-system
+// file, bare or behind an io.LimitedReader as http.ServeContent passes it,
+// is sent in segments by the underlying writer's ReadFrom (sendfile); any
+// other source is copied through a pooled buffer by Write.
+//
+// Within a segment the kernel moves the bytes and no code of ours runs, so a
+// watchdog reads the file's offset every quarter of the idle timeout (a
+// timer, no goroutine while it sleeps) and extends the deadline whenever the
+// offset moved: a client is cut only after a whole idle timeout without
+// taking a byte, however slowly it reads.
+func (r *Response) ReadFrom(src io.Reader) (int64, error) {
+	if r.err != nil {
+		return 0, r.err
+	}
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	rf, ok := r.rw.(io.ReaderFrom)
+	lr, limited := src.(*io.LimitedReader)
+	inner := src
+	remain := int64(math.MaxInt64)
+	if limited {
+		inner, remain = lr.R, lr.N
+	}
+	if _, isFile := inner.(syscall.Conn); !ok || !isFile {
+		return r.copy(src)
+	}
+	wd := r.watch(inner)
+	defer wd.stop()
+	var total int64
+	for remain > 0 {
+		seg := min(segment, remain)
+		r.extend()
+		n, err := rf.ReadFrom(&io.LimitedReader{R: inner, N: seg})
+		total += n
+		remain -= n
+		r.count(n)
+		if err == nil {
+			err = r.checkRate()
+		}
+		if err != nil {
+			if wd.tooSlow() {
+				err = ErrTooSlow
+			}
+			r.fail(err)
+			break
+		}
+		if n < seg {
+			break // end of the source
+		}
+	}
+	if limited {
+		lr.N = remain
+	}
+	return total, r.err
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copy sends src through Write with a pooled buffer.
+func (r *Response) copy(src io.Reader) (int64, error) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	return io.CopyBuffer(writerOnly{r}, src, *bp)
+}
+
+// writerOnly hides Response.ReadFrom from io.CopyBuffer.
+type writerOnly struct{ io.Writer }
+
+// extend moves the write deadline to one idle timeout from now.
+func (r *Response) extend() {
+	if r.opt.IdleTimeout <= 0 {
+		return
+	}
+	r.setDeadline(r.opt.Now().Add(r.opt.IdleTimeout))
+}
+
+// setDeadline sets the connection's write deadline. The watchdog calls it
+// from its timer while the handler's goroutine is inside sendfile; for
+// HTTP/1 that is a deadline on the net.Conn, which is safe to move from
+// any goroutine.
+func (r *Response) setDeadline(t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.rc.SetWriteDeadline(t); err == nil {
+		r.dirty = !t.IsZero()
+	}
+}
+
+// checkRate enforces MinRate once its grace period is over.
+func (r *Response) checkRate() error {
+	if r.opt.MinRate <= 0 {
+		return nil
+	}
+	grace := r.opt.IdleTimeout
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	elapsed := r.opt.Now().Sub(r.start)
+	if elapsed < grace {
+		return nil
+	}
+	if float64(r.written.Load())/elapsed.Seconds() < float64(r.opt.MinRate) {
+		return ErrTooSlow
+	}
+	return nil
+}
+
+func (r *Response) count(n int64) {
+	if n <= 0 {
+		return
+	}
+	r.written.Add(n)
+	if r.opt.Sent != nil {
+		r.opt.Sent(n)
+	}
+}
+
+func (r *Response) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+// Flush implements http.Flusher.
+func (r *Response) Flush() {
+	r.extend()
+	if err := r.rc.Flush(); err != nil {
+		r.fail(err)
+	}
+}
+
+// Unwrap returns the wrapped ResponseWriter, for http.ResponseController.
+func (r *Response) Unwrap() http.ResponseWriter { return r.rw }
+
+// Status returns the status sent, 200 if the body was written without one,
+// or 0 if nothing was sent yet.
+func (r *Response) Status() int { return r.status }
+
+// Written returns the number of body bytes that reached the connection.
+func (r *Response) Written() int64 { return r.written.Load() }
+
+// Err returns the first error met while writing, or nil.
+func (r *Response) Err() error { return r.err }
+
+// Finish clears the deadline this transfer put on the connection, so that a
+// kept-alive connection's next request starts clean. Call it once the
+// handler has returned.
+func (r *Response) Finish() {
+	r.mu.Lock()
+	dirty := r.dirty
+	r.mu.Unlock()
+	if dirty && r.err == nil {
+		r.setDeadline(time.Time{})
+	}
+}
+
+// Outcome says how the transfer ended: Complete, or why it did not. method
+// is the request's method: a HEAD response sends no body, whatever its
+// Content-Length says.
+func (r *Response) Outcome(method string) Outcome {
+	if r.err != nil {
+		return Classify(r.err)
+	}
+	if method != http.MethodHead && r.status != http.StatusNotModified && r.rw.Header().Get("Content-Encoding") == "" {
+		if cl, err := strconv.ParseInt(r.rw.Header().Get("Content-Length"), 10, 64); err == nil && r.written.Load() < cl {
+			return Error // the source ended early: the file shrank under us
+		}
+	}
+	return Complete
+}
