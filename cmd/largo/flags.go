@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"largo"
+)
+
+// sizeValue is a flag holding a byte count, given in bytes or with a unit
+// (500MB, 10GiB).
+type sizeValue int64
+
+func (s *sizeValue) Set(v string) error {
+	n, err := largo.ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*s = sizeValue(n)
+	return nil
+}
+
+func (s *sizeValue) String() string {
+	if *s == 0 {
+		return "0"
+	}
+	return strconv.FormatInt(int64(*s), 10)
+}
+
+func (s *sizeValue) Type() string { return "size" }
+
+// choiceValue is a flag that takes one of a fixed set of words.
+type choiceValue struct {
+	value   string
+	choices []string
+}
+
+func (c *choiceValue) Set(v string) error {
+	for _, ch := range c.choices {
+		if v == ch {
+			c.value = v
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not one of %v", v, c.choices)
+}
+
+func (c *choiceValue) String() string { return c.value }
+func (c *choiceValue) Type() string   { return "string" }

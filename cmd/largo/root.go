@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// env is what a run of largo receives from its process.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) (string, bool)
+	signals        <-chan os.Signal
+}
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitInterrupted = 3
+)
+
+// exitError carries the exit code of a failure.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErr marks err as the user's to fix: a bad flag, folder or address.
+func usageErr(err error) error { return &exitError{code: exitUsage, err: err} }
+
+// failed marks err as a failure of the work itself.
+func failed(err error) error { return &exitError{code: exitFailed, err: err} }
+
+// exitCode maps the error of run to the process's exit code. Errors that
+// carry no code come from parsing the command line: usage errors.
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitUsage
+}
+
+// run is largo's command line: it parses args and runs the command.
+func run(ctx context.Context, args []string, e *env) error {
+	root := newRoot(e)
+	root.SetArgs(args)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	return root.ExecuteContext(ctx)
+}
+
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "largo",
+		Short: "Serve and accept large files with flat memory",
+		Long: `largo serves a folder of files of any size to any number of clients, fast or
+slow, with memory that stays flat: downloads go through sendfile with ranges
+and resumes, stalled and vanished clients are cut and their files closed.
+
+Every flag can also be set with an environment variable: LARGO_ followed by
+the flag's name in capitals with dashes as underscores (--max-conns is
+LARGO_MAX_CONNS). A flag on the command line wins over the variable.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return applyEnv(cmd.Flags(), e.getenv)
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	root.AddCommand(newServe(e))
+	return root
+}
+
+// envName is the environment variable of a flag.
+func envName(flag string) string {
+	return "LARGO_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// documentEnv appends each flag's environment variable to its help.
+func documentEnv(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		f.Usage += " [$" + envName(f.Name) + "]"
+	})
+}
+
+// applyEnv sets every flag not given on the command line from its
+// environment variable, if that is set.
+func applyEnv(fs *pflag.FlagSet, getenv func(string) (string, bool)) error {
+	var err error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if err != nil || f.Changed || f.Name == "help" {
+			return
+		}
+		v, ok := getenv(envName(f.Name))
+		if !ok {
+			return
+		}
+		if serr := fs.Set(f.Name, v); serr != nil {
+			err = usageErr(fmt.Errorf("$%s: %v", envName(f.Name), serr))
+		}
+	})
+	return err
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+
+	"largo/disk"
+	"largo/limit"
+	"largo/metrics"
+	"largo/serve"
+	"largo/transfer"
+)
+
+// serveConfig is everything `largo serve` is told.
+type serveConfig struct {
+	dir           string
+	listen        string
+	adminListen   string
+	idleTimeout   time.Duration
+	minRate       sizeValue
+	maxConns      int
+	maxConnsPerIP int
+	drainTimeout  time.Duration
+	tlsCert       string
+	tlsKey        string
+	logFormat     choiceValue
+}
+
+// Fixed server limits: they protect the server and need no tuning.
+const (
+	readHeaderTimeout = 10 * time.Second
+	maxHeaderBytes    = 64 << 10
+)
+
+func newServe(e *env) *cobra.Command {
+	cfg := &serveConfig{logFormat: choiceValue{value: "text", choices: []string{"text", "json"}}}
+	cmd := &cobra.Command{
+		Use:   "serve [DIR]",
+		Short: "Serve a folder over HTTP",
+		Long: `Serve the files of DIR (default: the current folder) over HTTP.
+
+Downloads support ranges (single, multiple, suffix and open-ended), If-Range,
+ETag and Last-Modified with 304 answers, and resume with curl -C -. Files and
+folders whose name starts with a dot are never served. Folders are listed as
+HTML, or as JSON for Accept: application/json.
+
+largo's own endpoints live under /_largo/: healthz, readyz and metrics.
+SIGINT or SIGTERM stops accepting connections and lets transfers in flight
+finish for up to --drain-timeout; a second signal exits at once.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg.dir = "."
+			if len(args) == 1 {
+				cfg.dir = args[0]
+			}
+			return runServe(cmd.Context(), e, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address to serve on, host:port (port 0 picks a free one)")
+	f.StringVar(&cfg.adminListen, "admin-listen", "", "separate address for metrics and pprof (default none: metrics at /_largo/metrics, no pprof)")
+	f.DurationVar(&cfg.idleTimeout, "idle-timeout", 60*time.Second, "cut a client that takes or sends no bytes for this long, and close idle keep-alive connections")
+	f.Var(&cfg.minRate, "min-rate", "cut a client slower than this many bytes per second on average, after the first idle timeout (default 0: no minimum)")
+	f.IntVar(&cfg.maxConns, "max-conns", 10000, "most connections held at once; beyond it clients get 503 (0: no limit)")
+	f.IntVar(&cfg.maxConnsPerIP, "max-conns-per-ip", 0, "most connections held at once from one client address (default 0: no limit)")
+	f.DurationVar(&cfg.drainTimeout, "drain-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long transfers in flight may finish before they are cut")
+	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file, PEM (with --tls-key: serve HTTPS and HTTP/2)")
+	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key file, PEM")
+	f.Var(&cfg.logFormat, "log-format", "log format: text or json")
+	documentEnv(f)
+	return cmd
+}
+
+// runServe serves until a signal, then drains.
+func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
+	logger := newLogger(e.stderr, cfg.logFormat.value)
+	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
+		return usageErr(errors.New("--tls-cert and --tls-key go together"))
+	}
+	var tlsConf *tls.Config
+	if cfg.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
+		if err != nil {
+			return usageErr(fmt.Errorf("TLS: %v", err))
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	abs, err := filepath.Abs(cfg.dir)
+	if err != nil {
+		return usageErr(err)
+	}
+	store, err := disk.Open(abs)
+	if err != nil {
+		return usageErr(fmt.Errorf("cannot serve %s: %v", cfg.dir, pathErrText(err)))
+	}
+	defer store.Close()
+
+	reg := prometheus.NewRegistry()
+	outcomes := make([]string, len(transfer.Outcomes))
+	for i, o := range transfer.Outcomes {
+		outcomes[i] = string(o)
+	}
+	m := metrics.New(reg, outcomes)
+	hcfg := serve.Config{
+		Store:       store,
+		Logger:      logger,
+		Observer:    m,
+		Metrics:     m.Handler(),
+		IdleTimeout: cfg.idleTimeout,
+		MinRate:     int64(cfg.minRate),
+	}
+	if cfg.adminListen != "" {
+		hcfg.Metrics = nil
+	}
+	h := serve.New(hcfg)
+
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.listen, netErrText(err)))
+	}
+	lim := limit.Wrap(ln, limit.Config{
+		Max:       cfg.maxConns,
+		PerIP:     cfg.maxConnsPerIP,
+		Answer503: tlsConf == nil,
+		Refused: func(a net.Addr) {
+			logger.Warn("connection refused: too many connections", "client", a.String())
+		},
+	})
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       cfg.idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		TLSConfig:         tlsConf,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	var admin *http.Server
+	if cfg.adminListen != "" {
+		aln, err := net.Listen("tcp", cfg.adminListen)
+		if err != nil {
+			ln.Close()
+			return usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.adminListen, netErrText(err)))
+		}
+		admin = &http.Server{Handler: adminMux(m.Handler()), ReadHeaderTimeout: readHeaderTimeout}
+		go admin.Serve(aln)
+		defer admin.Close()
+		fmt.Fprintf(e.stdout, "largo: metrics and pprof at http://%s/\n", aln.Addr())
+	}
+
+	served := make(chan error, 1)
+	go func() {
+		if tlsConf != nil {
+			served <- srv.ServeTLS(lim, "", "")
+		} else {
+			served <- srv.Serve(lim)
+		}
+	}()
+	scheme := "http"
+	if tlsConf != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(e.stdout, "largo: serving %s at %s://%s/\n", abs, scheme, displayAddr(ln.Addr()))
+
+	select {
+	case err := <-served:
+		return failed(err)
+	case <-ctx.Done():
+	case <-e.signals:
+	}
+	return drain(e, logger, h, srv, lim, cfg.drainTimeout)
+}
+
+// drain stops accepting connections and waits for transfers in flight,
+// for at most timeout or until a second signal.
+func drain(e *env, logger *slog.Logger, h *serve.Handler, srv *http.Server, lim *limit.Listener, timeout time.Duration) error {
+	h.Drain()
+	logger.Info("draining: no new connections; transfers in flight may finish", "timeout", timeout, "connections", lim.Open())
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	select {
+	case err := <-done:
+		if err == nil {
+			logger.Info("stopped")
+			return nil
+		}
+		logger.Warn("drain timeout: cutting transfers still in flight", "connections", lim.Open())
+		srv.Close()
+		return nil
+	case <-e.signals:
+		srv.Close()
+		return failed(errors.New("second signal: stopped at once"))
+	}
+}
+
+// adminMux serves metrics and pprof on the admin listener.
+func adminMux(metrics http.Handler) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	mux.Handle("GET /_largo/metrics", metrics)
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+func newLogger(w io.Writer, format string) *slog.Logger {
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// displayAddr is the address to print: an unspecified host (all
+// interfaces) is shown as localhost, which works from this machine.
+func displayAddr(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok || !ta.IP.IsUnspecified() {
+		return a.String()
+	}
+	return net.JoinHostPort("localhost", fmt.Sprint(ta.Port))
+}

@@ -1,0 +1,198 @@
+// Package limit caps the connections a server holds: in total and per
+// client address. It wraps a net.Listener, so a connection beyond the caps
+// is turned away before it costs a goroutine in the HTTP server, a buffer
+// or a file.
+//
+// A refused plain-HTTP connection is answered, when cheap enough, with a
+// minimal "503 Service Unavailable" and a Retry-After header by a small,
+// bounded pool of goroutines; past that bound, or on a TLS listener, it is
+// simply closed. Either way the accept loop never waits on a client.
+//
+// Accepted connections keep the io.ReaderFrom of the connection they wrap,
+// so net/http still hands files to sendfile.
+package limit
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Config sets the caps. The zero value caps nothing.
+type Config struct {
+	// Max is the most connections held at once; zero means no cap.
+	Max int
+	// PerIP is the most connections held at once from one client
+	// address; zero means no cap.
+	PerIP int
+	// Answer503 makes refused connections get a plain-HTTP 503 response
+	// before they are closed. Leave it off for TLS listeners.
+	Answer503 bool
+	// RetryAfter is the Retry-After value of that response; zero means
+	// five seconds.
+	RetryAfter time.Duration
+	// Refused, when set, is called for every refused connection.
+	Refused func(remote net.Addr)
+}
+
+// maxAnswering bounds the goroutines that answer refused connections.
+const maxAnswering = 64
+
+// Listener is a net.Listener that enforces a Config. It is safe for
+// concurrent use.
+type Listener struct {
+	net.Listener
+	cfg       Config
+	answering chan struct{}
+
+	mu    sync.Mutex
+	total int
+	byIP  map[string]int
+}
+
+// Wrap returns a Listener that enforces cfg on l.
+func Wrap(l net.Listener, cfg Config) *Listener {
+	if cfg.RetryAfter <= 0 {
+		cfg.RetryAfter = 5 * time.Second
+	}
+	return &Listener{Listener: l, cfg: cfg, answering: make(chan struct{}, maxAnswering), byIP: map[string]int{}}
+}
+
+// Accept returns the next connection within the caps, turning away those
+// beyond them.
+func (l *Listener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := hostOf(c.RemoteAddr())
+		if l.acquire(ip) {
+			return &conn{Conn: c, release: func() { l.release(ip) }}, nil
+		}
+		if l.cfg.Refused != nil {
+			l.cfg.Refused(c.RemoteAddr())
+		}
+		l.refuse(c)
+	}
+}
+
+// Open returns the number of connections held now.
+func (l *Listener) Open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total
+}
+
+func (l *Listener) acquire(ip string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cfg.Max > 0 && l.total >= l.cfg.Max {
+		return false
+	}
+	if l.cfg.PerIP > 0 && l.byIP[ip] >= l.cfg.PerIP {
+		return false
+	}
+	l.total++
+	l.byIP[ip]++
+	return true
+}
+
+func (l *Listener) release(ip string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.total--
+	if l.byIP[ip]--; l.byIP[ip] <= 0 {
+		delete(l.byIP, ip)
+	}
+}
+
+// refuse turns a connection away: with a 503 if a goroutine is free for
+// it, else by closing it.
+func (l *Listener) refuse(c net.Conn) {
+	if !l.cfg.Answer503 {
+		c.Close()
+		return
+	}
+	select {
+	case l.answering <- struct{}{}:
+	default:
+		c.Close()
+		return
+	}
+	go func() {
+		defer func() { <-l.answering }()
+		answer503(c, l.cfg.RetryAfter)
+	}()
+}
+
+// answer503 reads the request head, so that closing does not reset the
+// connection under the client's feet, and answers 503.
+func answer503(c net.Conn, retry time.Duration) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 4096)
+	var head []byte
+	for len(head) < 16<<10 {
+		n, err := c.Read(buf)
+		head = append(head, buf[:n]...)
+		if bytes.Contains(head, []byte("\r\n\r\n")) || err != nil {
+			break
+		}
+	}
+	const body = "too many connections, retry later\n"
+	io.WriteString(c, "HTTP/1.1 503 Service Unavailable\r\n"+
+		"Retry-After: "+strconv.Itoa(int(max(retry.Seconds(), 1)))+"\r\n"+
+		"Content-Type: text/plain; charset=utf-8\r\n"+
+		"Content-Length: "+strconv.Itoa(len(body))+"\r\n"+
+		"Connection: close\r\n\r\n"+body)
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+	}
+}
+
+// hostOf returns the IP of a remote address, without the port.
+func hostOf(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
+// conn is an accepted connection that frees its place when closed.
+type conn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+// Close implements net.Conn.
+func (c *conn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// ReadFrom passes the source to the wrapped connection's ReadFrom, where
+// *net.TCPConn uses sendfile for files.
+func (c *conn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// CloseWrite shuts the sending side, as net/http does before closing.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

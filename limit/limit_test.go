@@ -1,0 +1,117 @@
+package limit
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func listen(t *testing.T, cfg Config) (*Listener, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Wrap(ln, cfg)
+	t.Cleanup(func() { l.Close() })
+	return l, ln.Addr().String()
+}
+
+func TestTotalCap(t *testing.T) {
+	var refused atomic.Int32
+	l, addr := listen(t, Config{Max: 2, Answer503: true, Refused: func(net.Addr) { refused.Add(1) }})
+	accepted := make(chan net.Conn, 10)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	var held []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		held = append(held, <-accepted)
+	}
+	// The third gets a 503 with Retry-After.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("got %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if l.Open() != 2 || refused.Load() != 1 {
+		t.Fatalf("open %d, refused %d", l.Open(), refused.Load())
+	}
+	// Closing one frees a place, once, however often it is closed.
+	held[0].Close()
+	held[0].Close()
+	if l.Open() != 1 {
+		t.Fatalf("open %d after close", l.Open())
+	}
+	c2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	select {
+	case <-accepted:
+	case <-time.After(5 * time.Second):
+		t.Fatal("freed place not reused")
+	}
+}
+
+func TestPerIPCap(t *testing.T) {
+	l, addr := listen(t, Config{PerIP: 1})
+	go func() {
+		for {
+			if _, err := l.Accept(); err != nil {
+				return
+			}
+		}
+	}()
+	a, _ := net.Dial("tcp", addr)
+	defer a.Close()
+	b, _ := net.Dial("tcp", addr)
+	defer b.Close()
+	b.SetReadDeadline(time.Now().Add(5 * time.Second))
+	// Without Answer503 the second is closed at once.
+	n, err := b.Read(make([]byte, 1))
+	if n != 0 || err == nil || strings.Contains(err.Error(), "timeout") {
+		t.Fatalf("second connection from one address: read %d, %v; want closed", n, err)
+	}
+}
+
+// TestReaderFromKept checks that the wrapper keeps the TCP connection's
+// ReadFrom, which net/http needs for sendfile.
+func TestReaderFromKept(t *testing.T) {
+	l, addr := listen(t, Config{Max: 10})
+	go net.Dial("tcp", addr)
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(io.ReaderFrom); !ok {
+		t.Fatal("accepted connection lost io.ReaderFrom")
+	}
+}

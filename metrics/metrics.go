@@ -1,0 +1,80 @@
+// Package metrics holds all of largo's Prometheus code: the collectors, the
+// registry they are registered with, and the handler that exposes them.
+// The rest of largo reports events through small interfaces declared where
+// they are used (serve.Observer); this package implements them.
+//
+// The process collector is included on purpose: resident memory and open
+// descriptors, not the Go heap, are the figures that show whether a file
+// server holds files in memory or leaks them.
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is the set of largo's collectors. It is safe for concurrent use.
+type Metrics struct {
+	reg       *prometheus.Registry
+	active    prometheus.Gauge
+	bytesSent prometheus.Counter
+	transfers *prometheus.CounterVec
+	panics    prometheus.Counter
+}
+
+// New creates the collectors and registers them, with the process and Go
+// runtime collectors, in reg. outcomes are the outcome labels to create
+// from the start, so every series exists before its first event.
+func New(reg *prometheus.Registry, outcomes []string) *Metrics {
+	m := &Metrics{
+		reg: reg,
+		active: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "largo_transfers_active",
+			Help: "Requests for the file tree being served now.",
+		}),
+		bytesSent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "largo_bytes_sent_total",
+			Help: "Body bytes sent to clients.",
+		}),
+		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "largo_transfers_total",
+			Help: "Requests for the file tree served, by how they ended.",
+		}, []string{"outcome"}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "largo_panics_total",
+			Help: "Requests that panicked and were recovered.",
+		}),
+	}
+	for _, o := range outcomes {
+		m.transfers.WithLabelValues(o)
+	}
+	reg.MustRegister(
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewGoCollector(),
+		m.active, m.bytesSent, m.transfers, m.panics,
+	)
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// TransferStarted implements serve.Observer.
+func (m *Metrics) TransferStarted() { m.active.Inc() }
+
+// BytesSent implements serve.Observer.
+func (m *Metrics) BytesSent(n int64) { m.bytesSent.Add(float64(n)) }
+
+// TransferEnded implements serve.Observer.
+func (m *Metrics) TransferEnded(outcome string) {
+	m.active.Dec()
+	m.transfers.WithLabelValues(outcome).Inc()
+}
+
+// Panicked implements serve.Observer.
+func (m *Metrics) Panicked() { m.panics.Inc() }

@@ -1,0 +1,96 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"largo"
+)
+
+// readMethods are the methods the file tree answers without writes.
+const readMethods = "GET, HEAD, OPTIONS"
+
+// statusTable maps each largo error kind to the status and the one-line
+// reason a client sees. The first match wins.
+var statusTable = []struct {
+	err    error
+	code   int
+	reason string
+}{
+	{largo.ErrInvalidName, http.StatusBadRequest, "invalid path"},
+	{largo.ErrNotFound, http.StatusNotFound, "not found"},
+	{largo.ErrNotDir, http.StatusNotFound, "not found"},
+	{largo.ErrPermission, http.StatusForbidden, "permission denied"},
+	{largo.ErrIsDir, http.StatusConflict, "is a folder"},
+	{largo.ErrExist, http.StatusConflict, "already exists"},
+	{largo.ErrNotEmpty, http.StatusConflict, "folder not empty"},
+	{largo.ErrPrecondition, http.StatusPreconditionFailed, "precondition failed"},
+	{largo.ErrTooLarge, http.StatusRequestEntityTooLarge, "too large"},
+	{largo.ErrNoSpace, http.StatusInsufficientStorage, "insufficient storage"},
+	{largo.ErrDigest, http.StatusBadRequest, "digest mismatch"},
+	{largo.ErrUnsupported, http.StatusNotImplemented, "not supported"},
+	{context.Canceled, 499, "client closed request"},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timed out"},
+}
+
+// statusError is an error with its own status and reason, for failures
+// that are not a store's (a bad header, a missing token).
+type statusError struct {
+	code   int
+	reason string
+}
+
+func (e *statusError) Error() string { return e.reason }
+
+// errorf returns a statusError.
+func errorf(code int, reason string) error { return &statusError{code: code, reason: reason} }
+
+// methodError is a method the resource does not allow.
+type methodError struct{ allow string }
+
+func (e *methodError) Error() string { return "method not allowed" }
+
+// status returns the status and reason for err. Reasons of store errors
+// are fixed phrases, never the error text, which may hold local paths.
+func status(err error) (int, string) {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.code, se.reason
+	}
+	var me *methodError
+	if errors.As(err, &me) {
+		return http.StatusMethodNotAllowed, "method not allowed"
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return http.StatusRequestEntityTooLarge, "too large"
+	}
+	for _, row := range statusTable {
+		if errors.Is(err, row.err) {
+			return row.code, row.reason
+		}
+	}
+	return http.StatusInternalServerError, "internal error"
+}
+
+// allowed returns the Allow header for a methodError.
+func allowed(err error) string {
+	var me *methodError
+	if errors.As(err, &me) {
+		return me.allow
+	}
+	return readMethods
+}
+
+// writeError answers with a status and a one-line plain-text reason.
+func writeError(w http.ResponseWriter, code int, reason string) {
+	h := w.Header()
+	for _, k := range []string{"Content-Encoding", "Content-Length", "ETag", "Last-Modified", "Content-Range", "Content-Disposition"} {
+		h.Del(k)
+	}
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write([]byte(reason + "\n"))
+}

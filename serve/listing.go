@@ -1,0 +1,102 @@
+package serve
+
+import (
+	"cmp"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"largo"
+)
+
+// Entry is one item of a folder listing, as the JSON listing shows it.
+type Entry struct {
+	Name     string    `json:"name"`
+	Dir      bool      `json:"dir"`
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+	ETag     string    `json:"etag,omitempty"`
+}
+
+// Listing is a folder's JSON listing.
+type Listing struct {
+	// Path is the folder's URL path, with its trailing slash.
+	Path    string  `json:"path"`
+	Entries []Entry `json:"entries"`
+}
+
+// list answers a folder: JSON for clients that ask for it (an Accept
+// header naming application/json, or ?format=json), HTML otherwise.
+// Folders come first, then files, each by name.
+func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) error {
+	entries := []Entry{}
+	for in, err := range h.cfg.Store.List(r.Context(), name) {
+		if err != nil {
+			return err
+		}
+		entries = append(entries, Entry{Name: in.Name, Dir: in.IsDir, Size: in.Size, Modified: in.ModTime.UTC(), ETag: in.ETag})
+	}
+	slices.SortFunc(entries, func(a, b Entry) int {
+		if a.Dir != b.Dir {
+			if a.Dir {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	l := Listing{Path: "/" + name + "/", Entries: entries}
+	if name == "" {
+		l.Path = "/"
+	}
+	hdr := w.Header()
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("Vary", "Accept")
+	if wantsJSON(r) {
+		hdr.Set("Content-Type", "application/json")
+		if r.Method == http.MethodHead {
+			return nil
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(l)
+	}
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	return listingPage.Execute(w, l)
+}
+
+// wantsJSON reports whether the client asked for the JSON listing.
+func wantsJSON(r *http.Request) bool {
+	if f := r.URL.Query().Get("format"); f != "" {
+		return f == "json"
+	}
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(part, ";")
+		if strings.TrimSpace(mt) == "application/json" {
+			return true
+		}
+	}
+	return false
+}
+
+var listingPage = template.Must(template.New("listing").Funcs(template.FuncMap{
+	"size": largo.FormatSize,
+	"time": func(t time.Time) string { return t.Format("2006-01-02 15:04") },
+	"href": href,
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Path}}</title>
+<style>body{font:15px system-ui,sans-serif;margin:2em}td{padding:.2em 1em .2em 0}td.n{text-align:right}</style>
+</head><body><h1>{{.Path}}</h1><table>
+<thead><tr><th>Name</th><th>Size</th><th>Modified</th></tr></thead><tbody>
+{{if ne .Path "/"}}<tr><td><a href="../">../</a></td><td></td><td></td></tr>{{end}}
+{{range .Entries}}<tr><td><a href="{{href .}}">{{.Name}}{{if .Dir}}/{{end}}</a></td><td class="n">{{if not .Dir}}{{size .Size}}{{end}}</td><td>{{time .Modified}}</td></tr>
+{{end}}</tbody></table></body></html>
+`))

@@ -1,0 +1,66 @@
+package serve
+
+import (
+	"mime"
+	"path"
+	"strings"
+
+	"largo"
+)
+
+// mediaTypes covers the extensions of large files that system tables often
+// lack or disagree on, so that the answer does not depend on the machine.
+// Everything else falls back to the mime package, then to sniffing.
+var mediaTypes = map[string]string{
+	".7z":      "application/x-7z-compressed",
+	".avi":     "video/x-msvideo",
+	".bz2":     "application/x-bzip2",
+	".csv":     "text/csv; charset=utf-8",
+	".deb":     "application/vnd.debian.binary-package",
+	".dmg":     "application/x-apple-diskimage",
+	".flac":    "audio/flac",
+	".gz":      "application/gzip",
+	".img":     "application/octet-stream",
+	".iso":     "application/x-iso9660-image",
+	".jsonl":   "application/jsonl",
+	".log":     "text/plain; charset=utf-8",
+	".m4a":     "audio/mp4",
+	".m4v":     "video/mp4",
+	".md":      "text/markdown; charset=utf-8",
+	".mkv":     "video/x-matroska",
+	".mov":     "video/quicktime",
+	".mp3":     "audio/mpeg",
+	".mp4":     "video/mp4",
+	".ndjson":  "application/x-ndjson",
+	".ogg":     "audio/ogg",
+	".opus":    "audio/ogg",
+	".parquet": "application/vnd.apache.parquet",
+	".qcow2":   "application/octet-stream",
+	".rar":     "application/vnd.rar",
+	".rpm":     "application/x-rpm",
+	".tar":     "application/x-tar",
+	".tgz":     "application/gzip",
+	".txt":     "text/plain; charset=utf-8",
+	".vmdk":    "application/octet-stream",
+	".wasm":    "application/wasm",
+	".webm":    "video/webm",
+	".xz":      "application/x-xz",
+	".zip":     "application/zip",
+	".zst":     "application/zstd",
+}
+
+// contentType returns the media type of a file: the store's, else by
+// extension, else "" so that http.ServeContent sniffs the first bytes.
+func contentType(in largo.Info) string {
+	if in.ContentType != "" {
+		return in.ContentType
+	}
+	ext := strings.ToLower(path.Ext(in.Name))
+	if ext == "" {
+		return ""
+	}
+	if t, ok := mediaTypes[ext]; ok {
+		return t
+	}
+	return mime.TypeByExtension(ext)
+}

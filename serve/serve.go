@@ -1,0 +1,259 @@
+// Package serve is largo's HTTP surface: an http.Handler that serves the
+// files of a largo.Store (downloads with ranges and conditional requests,
+// folder listings) and largo's own endpoints under the reserved prefix
+// /_largo/ (health, readiness, metrics).
+//
+// Every request passes the same gate before it reaches a store: its path is
+// parsed by largo.ParseName (400 for anything that could leave the root or be
+// read two ways) and hidden names (dotfiles, dot-folders, largo's state
+// folder) answer 404. Every response goes through a transfer.Response, which
+// keeps sendfile, moves the write deadline as the client makes progress,
+// and reports the bytes sent and the outcome to the access log and the
+// Observer. A panic in one request is recovered, logged, counted and
+// answered 500; it never takes the process down.
+//
+// Handlers return errors; one table (errors.go) turns them into statuses,
+// and the client sees a one-line reason while the log sees the cause.
+package serve
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"largo"
+	"largo/transfer"
+)
+
+// Prefix is the reserved path prefix of largo's own endpoints. It can never
+// collide with a file: names starting with "_largo" are refused there.
+const Prefix = "/_largo/"
+
+// Observer receives the events that metrics are made of. Implementations
+// must be safe for concurrent use.
+type Observer interface {
+	// TransferStarted is called when a request for the file tree begins.
+	TransferStarted()
+	// BytesSent is called as body bytes reach a client.
+	BytesSent(n int64)
+	// TransferEnded is called once per started transfer with its outcome.
+	TransferEnded(outcome string)
+	// Panicked is called when a request panics.
+	Panicked()
+}
+
+// Config configures a Handler. Only Store is required.
+type Config struct {
+	// Store holds the files to serve.
+	Store largo.Store
+	// Logger receives the access log (one line per request) and errors.
+	// Nil discards them.
+	Logger *slog.Logger
+	// Observer receives metrics events. Nil ignores them.
+	Observer Observer
+	// Metrics serves /_largo/metrics. Nil answers 404 there, as when the
+	// metrics live on a separate admin listener.
+	Metrics http.Handler
+	// IdleTimeout cuts a client that takes no bytes for this long. Zero
+	// means no limit.
+	IdleTimeout time.Duration
+	// MinRate, in bytes per second, cuts a client slower than this on
+	// average once the first IdleTimeout has passed. Zero means none.
+	MinRate int64
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Handler serves a store over HTTP. Create one with New; it is safe for
+// concurrent use.
+type Handler struct {
+	cfg      Config
+	log      *slog.Logger
+	obs      Observer
+	own      *http.ServeMux // the reserved prefix
+	draining atomic.Bool
+}
+
+// New returns a Handler for cfg.
+func New(cfg Config) *Handler {
+	h := &Handler{cfg: cfg, log: cfg.Logger, obs: cfg.Observer}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.obs == nil {
+		h.obs = nopObserver{}
+	}
+	if h.cfg.Now == nil {
+		h.cfg.Now = time.Now
+	}
+	h.own = http.NewServeMux()
+	h.own.HandleFunc("GET "+Prefix+"healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		fmt.Fprintln(w, "ok")
+	})
+	h.own.HandleFunc("GET "+Prefix+"readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if h.draining.Load() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	if cfg.Metrics != nil {
+		h.own.Handle("GET "+Prefix+"metrics", cfg.Metrics)
+	}
+	h.own.Handle(Prefix, h.adapt(func(http.ResponseWriter, *http.Request) error {
+		return errNoEndpoint
+	}))
+	return h
+}
+
+// Drain makes the readiness endpoint answer 503 from now on, so that load
+// balancers stop sending new clients while transfers in flight finish.
+func (h *Handler) Drain() { h.draining.Store(true) }
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := h.cfg.Now()
+	own := strings.HasPrefix(r.URL.Path, Prefix)
+	opt := transfer.Options{IdleTimeout: h.cfg.IdleTimeout, MinRate: h.cfg.MinRate, Now: h.cfg.Now}
+	if !own {
+		opt.Sent = h.obs.BytesSent
+		h.obs.TransferStarted()
+	}
+	tw := transfer.NewResponse(w, opt)
+	tw.Header().Set("X-Content-Type-Options", "nosniff")
+
+	panicked, abort := h.serve(tw, r, own)
+	tw.Finish()
+
+	outcome := tw.Outcome(r.Method)
+	if panicked {
+		outcome = transfer.Error
+	}
+	if !own {
+		h.obs.TransferEnded(string(outcome))
+	}
+	h.accessLog(r, tw, outcome, h.cfg.Now().Sub(start))
+	if abort {
+		// The status line is out: the only honest signal left is to cut
+		// the connection, which net/http does for this value, quietly.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// serve routes the request and recovers from a panic in it. abort reports a
+// panic after the response had begun.
+func (h *Handler) serve(tw *transfer.Response, r *http.Request, own bool) (panicked, abort bool) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if v == http.ErrAbortHandler {
+			panicked, abort = true, true
+			return
+		}
+		h.obs.Panicked()
+		h.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		panicked = true
+		if tw.Status() != 0 {
+			abort = true
+			return
+		}
+		writeError(tw, http.StatusInternalServerError, "internal error")
+	}()
+	if own {
+		if _, err := largo.ParseName(r.URL.Path); err != nil {
+			h.fail(tw, r, err)
+			return
+		}
+		h.own.ServeHTTP(tw, r)
+		return
+	}
+	h.adapt(h.files)(tw, r)
+	return
+}
+
+// handlerFunc is an HTTP handler that returns its error instead of
+// writing it.
+type handlerFunc func(http.ResponseWriter, *http.Request) error
+
+// adapt turns a handlerFunc into an http.HandlerFunc: an error becomes a
+// response through the status table, unless the response had begun.
+func (h *Handler) adapt(f handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := f(w, r); err != nil {
+			h.fail(w, r, err)
+		}
+	}
+}
+
+// fail answers err, or only logs it when the response has already begun.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code, msg := status(err)
+	if code >= 500 {
+		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
+		return
+	}
+	if code == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", allowed(err))
+	}
+	writeError(w, code, msg)
+}
+
+// files serves the file tree.
+func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
+	name, err := largo.ParseName(r.URL.Path)
+	if err != nil {
+		return err
+	}
+	if largo.Hidden(name) || strings.HasPrefix(name, strings.Trim(Prefix, "/")) {
+		return fmt.Errorf("%s: hidden: %w", name, largo.ErrNotFound)
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return h.get(w, r, name)
+	case http.MethodOptions:
+		w.Header().Set("Allow", readMethods)
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	return &methodError{allow: readMethods}
+}
+
+// accessLog writes the request's line.
+func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome transfer.Outcome, d time.Duration) {
+	attrs := []slog.Attr{
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.Int("status", tw.Status()),
+		slog.Int64("bytes", tw.Written()),
+		slog.Duration("duration", d),
+		slog.String("client", r.RemoteAddr),
+		slog.String("outcome", string(outcome)),
+	}
+	if rg := r.Header.Get("Range"); rg != "" {
+		attrs = append(attrs, slog.String("range", rg))
+	}
+	if err := tw.Err(); err != nil && outcome != transfer.Complete {
+		attrs = append(attrs, slog.String("err", err.Error()))
+	}
+	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) TransferStarted()     {}
+func (nopObserver) BytesSent(int64)      {}
+func (nopObserver) TransferEnded(string) {}
+func (nopObserver) Panicked()            {}
+
+var errNoEndpoint = fmt.Errorf("no such endpoint: %w", largo.ErrNotFound)
+
