@@ -38,19 +38,13 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := root.Stat(".")
-	if err == nil && !fi.IsDir() {
-		err = fmt.Errorf("%s: not a folder", dir)
-	}
+	// A folder we may open but not list is as good as missing.
+	f, err := root.Open(".")
 	if err == nil {
-		// A folder we may open but not list is as good as missing.
-		var f *os.File
-		if f, err = root.Open("."); err == nil {
-			_, err = f.ReadDir(1)
-			f.Close()
-			if errors.Is(err, io.EOF) {
-				err = nil
-			}
+		_, err = f.ReadDir(1)
+		f.Close()
+		if errors.Is(err, io.EOF) {
+			err = nil
 		}
 	}
 	if err != nil {

@@ -50,7 +50,8 @@ func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, f largo.F
 	}
 	// User content never runs script on largo's origin.
 	hdr.Set("Content-Security-Policy", "sandbox")
-	if strings.Count(r.Header.Get("Range"), ",") >= maxRanges {
+	if rg := r.Header.Get("Range"); rg != "" && (!strings.HasPrefix(rg, "bytes=") || strings.Count(rg, ",") >= maxRanges) {
+		// RFC 9110 14.2: a range unit the server does not know is ignored.
 		r.Header.Del("Range")
 	}
 	var content io.ReadSeeker = f

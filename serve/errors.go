@@ -43,9 +43,6 @@ type statusError struct {
 
 func (e *statusError) Error() string { return e.reason }
 
-// errorf returns a statusError.
-func errorf(code int, reason string) error { return &statusError{code: code, reason: reason} }
-
 // methodError is a method the resource does not allow.
 type methodError struct{ allow string }
 

@@ -256,4 +256,3 @@ func (nopObserver) TransferEnded(string) {}
 func (nopObserver) Panicked()            {}
 
 var errNoEndpoint = fmt.Errorf("no such endpoint: %w", largo.ErrNotFound)
-

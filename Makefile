@@ -1,0 +1,26 @@
+# largo's two set-up commands are `make serve` and `make test`.
+
+GO ?= go
+
+.PHONY: serve test deps check build bench-quick
+
+# Serve the current folder on http://127.0.0.1:8080/.
+serve:
+	$(GO) run ./cmd/largo serve
+
+# Install what the tests need, check the code, run every test with the race
+# detector; a test that lacks a real component it needs fails.
+test: deps check
+	LARGO_TEST_STRICT=1 $(GO) test -race -timeout 40m ./...
+
+deps:
+	./scripts/test-deps
+
+check:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+build:
+	$(GO) build -o largo ./cmd/largo

@@ -1,0 +1,8 @@
+// Package e2e holds largo's end-to-end tests: they build the real binary,
+// run it as a separate process on loopback, and drive it with real clients
+// (Go's HTTP client, raw sockets, curl, and others where a test needs them),
+// measuring the server from outside through /proc.
+//
+// A test that needs a program the machine lacks skips with a loud message;
+// with LARGO_TEST_STRICT=1 (what `make test` and CI set) it fails instead.
+package e2e

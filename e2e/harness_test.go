@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"largo/proc"
+)
+
+// largoBin is the binary under test, built once by TestMain.
+var largoBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "largo-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	largoBin = filepath.Join(dir, "largo")
+	build := exec.Command("go", "build", "-o", largoBin, "largo/cmd/largo")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building largo:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// strict reports whether a missing component fails the test instead of
+// skipping it.
+func strict() bool { return os.Getenv("LARGO_TEST_STRICT") == "1" }
+
+// need returns the path of a program the test requires, or skips the test
+// (fails it, under LARGO_TEST_STRICT=1) when the program is missing.
+func need(t testing.TB, program string) string {
+	t.Helper()
+	p, err := exec.LookPath(program)
+	if err == nil {
+		return p
+	}
+	msg := fmt.Sprintf("%s not found: install it (make test does) to run this test", program)
+	if strict() {
+		t.Fatal("LARGO_TEST_STRICT=1: " + msg)
+	}
+	t.Skip("SKIPPED, NOT TESTED: " + msg)
+	return ""
+}
+
+// server is a running largo process.
+type server struct {
+	t      testing.TB
+	cmd    *exec.Cmd
+	URL    string // base URL, with a trailing slash
+	Addr   string // host:port
+	PID    int
+	stdout *lockedBuffer
+	stderr *lockedBuffer
+	done   chan struct{}
+	err    error // of Wait, once done is closed
+}
+
+var urlLine = regexp.MustCompile(`serving .* at (https?://([^/\s]+)/)`)
+
+// startServer runs `largo serve dir --listen 127.0.0.1:0 args...` and waits
+// until it prints its URL. The process is killed when the test ends.
+func startServer(t testing.TB, dir string, args ...string) *server {
+	t.Helper()
+	return startLargo(t, append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, args...), nil)
+}
+
+// startLargo runs largo with args and environment additions env, and
+// waits for its URL line.
+func startLargo(t testing.TB, args []string, env []string) *server {
+	t.Helper()
+	s := &server{t: t, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	s.cmd = exec.Command(largoBin, args...)
+	s.cmd.Env = append(os.Environ(), env...)
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Stderr = s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.PID = s.cmd.Process.Pid
+	found := make(chan []string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sent := false
+		for sc.Scan() {
+			line := sc.Text()
+			s.stdout.Write([]byte(line + "\n"))
+			if m := urlLine.FindStringSubmatch(line); m != nil && !sent {
+				found <- m
+				sent = true
+			}
+		}
+		s.err = s.cmd.Wait()
+		close(s.done)
+	}()
+	t.Cleanup(func() {
+		s.cmd.Process.Kill()
+		<-s.done
+		if t.Failed() {
+			t.Logf("largo stdout:\n%s\nlargo stderr (last 4 KiB):\n%s", s.stdout.String(), tail(s.stderr.String(), 4096))
+		}
+	})
+	select {
+	case m := <-found:
+		s.URL, s.Addr = m[1], m[2]
+	case <-s.done:
+		t.Fatalf("largo exited before serving: %v\n%s", s.err, s.stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("largo printed no URL in 20s\n%s", s.stderr.String())
+	}
+	return s
+}
+
+// signal sends sig to the server.
+func (s *server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// wait waits for the process to end and returns its exit code.
+func (s *server) wait(timeout time.Duration) int {
+	s.t.Helper()
+	select {
+	case <-s.done:
+	case <-time.After(timeout):
+		s.t.Fatalf("largo still running after %s", timeout)
+	}
+	return s.cmd.ProcessState.ExitCode()
+}
+
+// fds returns the server's open descriptor count.
+func (s *server) fds() int {
+	s.t.Helper()
+	n, err := proc.CountFDs(s.PID)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return n
+}
+
+// memory returns the server's resident memory.
+func (s *server) memory() proc.Memory {
+	s.t.Helper()
+	m, err := proc.ReadMemory(s.PID)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return m
+}
+
+// rchar returns the bytes the server has read (sendfile included).
+func (s *server) rchar() int64 {
+	s.t.Helper()
+	io, err := proc.ReadIO(s.PID)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return io.RChar
+}
+
+// waitFor polls cond every 50 ms until it holds or timeout passes.
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// writeRandom writes size pseudo-random bytes (seeded, so reruns match) to
+// path and returns their sha256.
+func writeRandom(t testing.TB, path string, size int64, seed uint64) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(seed >> 16)})
+	if _, err := io.CopyN(io.MultiWriter(f, h), r, size); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// fileSHA returns the sha256 of a file.
+func fileSHA(t testing.TB, path string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	io.Copy(h, f)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// bodySHA reads a response body to its end and returns its sha256 and
+// length.
+func bodySHA(t testing.TB, r io.Reader) (string, int64) {
+	t.Helper()
+	h := sha256.New()
+	n, err := io.Copy(h, r)
+	if err != nil {
+		t.Fatalf("reading body after %d bytes: %v", n, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), n
+}
+
+// get sends a GET with headers given as name, value pairs.
+func get(t testing.TB, url string, hdr ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// lockedBuffer is a bytes buffer safe for concurrent writes and reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// procFDsTo counts the descriptors of pid open on path.
+func procFDsTo(pid int, path string) (int, error) { return proc.FDsTo(pid, path) }

@@ -1,0 +1,101 @@
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestParseStatus(t *testing.T) {
+	in := "Name:\tlargo\nVmPeak:\t  100 kB\nVmHWM:\t    2048 kB\nVmRSS:\t    1024 kB\nThreads:\t5\n"
+	m, err := parseStatus([]byte(in))
+	if err != nil || m.RSS != 1024<<10 || m.Peak != 2048<<10 {
+		t.Fatalf("parseStatus = %+v, %v", m, err)
+	}
+	for _, bad := range []string{"Name:\tx\n", "VmRSS:\t12 MB\nVmHWM:\t1 kB\n", "VmRSS:\tx kB\nVmHWM:\t1 kB\n"} {
+		if _, err := parseStatus([]byte(bad)); err == nil {
+			t.Errorf("parseStatus(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseIO(t *testing.T) {
+	in := "rchar: 123\nwchar: 45\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n"
+	io, err := parseIO([]byte(in))
+	if err != nil || io != (IO{RChar: 123, WChar: 45, ReadBytes: 4096, WriteBytes: 8192}) {
+		t.Fatalf("parseIO = %+v, %v", io, err)
+	}
+	if _, err := parseIO([]byte("rchar: 1\n")); err == nil {
+		t.Error("parseIO accepted a partial file")
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	in := "4242 (a (weird) name) S 17 4242 4242 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 4 0 1000 0 0\n"
+	st, err := parseStat([]byte(in))
+	if err != nil || st.PPID != 17 || st.CPU != 3*time.Second {
+		t.Fatalf("parseStat = %+v, %v", st, err)
+	}
+	if _, err := parseStat([]byte("1 (x) S 2")); err == nil {
+		t.Error("parseStat accepted a short line")
+	}
+}
+
+func TestSelf(t *testing.T) {
+	pid := os.Getpid()
+	m, err := ReadMemory(pid)
+	if err != nil || m.RSS <= 0 || m.Peak < m.RSS {
+		t.Fatalf("ReadMemory = %+v, %v", m, err)
+	}
+	f, err := os.Open("proc_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	n, err := FDsTo(pid, abs)
+	f.Close()
+	if err != nil || n != 1 {
+		t.Fatalf("FDsTo = %d, %v", n, err)
+	}
+	if _, err := ReadIO(pid); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := CountFDs(pid); err != nil || c < 3 {
+		t.Fatalf("CountFDs = %d, %v", c, err)
+	}
+}
+
+// TestTree starts a shell with two sleeping children and sums its tree.
+func TestTree(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 30 & sleep 30 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	var pids []int
+	for range 100 {
+		pids, _ = Tree(pid)
+		if len(pids) == 3 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(pids) != 3 || pids[0] != pid {
+		t.Fatalf("Tree(%d) = %v; want the shell and two children", pid, pids)
+	}
+	sum, err := TreeMemory(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, _ := ReadMemory(pid)
+	if sum.RSS <= one.RSS {
+		t.Fatalf("tree RSS %d not above the shell's own %d", sum.RSS, one.RSS)
+	}
+	if _, err := Tree(1 << 30); err == nil {
+		t.Fatal("Tree of a missing process succeeded")
+	}
+}
+
