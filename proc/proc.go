@@ -246,4 +246,3 @@ func TreeMemory(pid int) (Memory, error) {
 	}
 	return Sum(pids, ReadMemory, func(a, b Memory) Memory { return Memory{a.RSS + b.RSS, a.Peak + b.Peak} })
 }
-

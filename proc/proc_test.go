@@ -98,4 +98,3 @@ func TestTree(t *testing.T) {
 		t.Fatal("Tree of a missing process succeeded")
 	}
 }
-

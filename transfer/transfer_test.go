@@ -2,8 +2,8 @@ package transfer
 
 import (
 	"bufio"
-	"context"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"io"
 	"net"
