@@ -84,6 +84,7 @@ type Store struct {
 	core   minio.Core
 	bucket string
 	prefix string // "" or ending in "/"
+	page   int    // keys per listing request; 0 is the server's default (1,000)
 }
 
 var _ largo.Store = (*Store)(nil)
@@ -191,10 +192,10 @@ func (s *Store) check(ctx context.Context) error {
 func checkErr(bucket string, err error) error {
 	var er minio.ErrorResponse
 	if errors.As(err, &er) {
-		switch er.Code {
-		case minio.NoSuchBucket:
+		switch {
+		case er.Code == minio.NoSuchBucket:
 			return fmt.Errorf("s3: bucket %q does not exist", bucket)
-		case minio.AccessDenied, minio.InvalidAccessKeyID, minio.SignatureDoesNotMatch, "InvalidToken", "ExpiredToken":
+		case er.StatusCode == http.StatusForbidden || er.StatusCode == http.StatusUnauthorized || credentialCodes[er.Code]:
 			return fmt.Errorf("s3: bucket %q refused the credentials: %s (%s)", bucket, er.Code, oneLine(er.Message))
 		}
 		if er.Code != "" {
@@ -206,6 +207,17 @@ func checkErr(bucket string, err error) error {
 		return fmt.Errorf("s3: cannot reach the endpoint: %v", ue.Err)
 	}
 	return fmt.Errorf("s3: bucket %q: %v", bucket, oneLine(err.Error()))
+}
+
+// credentialCodes are the error codes of refused credentials, whatever
+// status a server sends them with (versitygw answers an unknown key 404).
+var credentialCodes = map[string]bool{
+	minio.AccessDenied:          true,
+	minio.InvalidAccessKeyID:    true,
+	minio.SignatureDoesNotMatch: true,
+	"InvalidToken":              true,
+	"ExpiredToken":              true,
+	"XAdminUserNotFound":        true,
 }
 
 // oneLine keeps the first line of a message, at most 200 bytes of it.
@@ -293,7 +305,7 @@ func (s *Store) List(ctx context.Context, name string) iter.Seq2[largo.Info, err
 		if name != "" {
 			dir = s.key(name) + "/"
 		}
-		opts := minio.ListObjectsOptions{Prefix: dir, FetchOwner: new(bool)}
+		opts := minio.ListObjectsOptions{Prefix: dir, FetchOwner: new(bool), MaxKeys: s.page}
 		found := name == "" // the root exists even when empty
 		for o := range s.client.ListObjectsIter(ctx, s.bucket, opts) {
 			if o.Err != nil {
@@ -384,9 +396,12 @@ func mapErr(name string, err error) error {
 		// The configured bucket vanished: the server's fault, not the
 		// client's, so no kind (a 500 that is logged).
 		return fmt.Errorf("%s: bucket gone: %w", name, err)
+	case credentialCodes[er.Code] && er.Code != minio.AccessDenied:
+		// Credentials that stopped working: the server's fault, a 500.
+		return fmt.Errorf("%s: credentials refused: %w", name, err)
 	case er.StatusCode == http.StatusNotFound:
 		kind = largo.ErrNotFound
-	case er.StatusCode == http.StatusForbidden && er.Code != minio.InvalidAccessKeyID && er.Code != minio.SignatureDoesNotMatch:
+	case er.StatusCode == http.StatusForbidden:
 		kind = largo.ErrPermission
 	default:
 		return fmt.Errorf("%s: %s: %w", name, er.Code, err)
