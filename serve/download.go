@@ -32,14 +32,18 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 	if strings.HasSuffix(r.URL.Path, "/") {
 		return errors.Join(largo.ErrNotFound, errors.New("file named as a folder"))
 	}
-	h.serveContent(w, r, f)
-	return nil
+	return h.serveContent(w, r, f)
 }
 
 // serveContent sends an open file with http.ServeContent, which implements
 // ranges, multipart/byteranges, If-Range and the conditional requests; it
 // evaluates them against the ETag set here.
-func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, f largo.File) {
+//
+// ServeContent drops the error of a read that fails mid-body (a store
+// connection lost, an object replaced since it was opened); it is kept
+// here and returned, so that the response is cut rather than ended as if
+// complete. Files of the operating system go through bare, for sendfile.
+func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, f largo.File) error {
 	in := f.Info()
 	hdr := w.Header()
 	if in.ETag != "" {
@@ -54,11 +58,27 @@ func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, f largo.F
 		// RFC 9110 14.2: a range unit the server does not know is ignored.
 		r.Header.Del("Range")
 	}
-	var content io.ReadSeeker = f
 	if of, ok := f.(largo.OSFile); ok {
-		content = of.OSFile() // what sendfile recognises
+		http.ServeContent(w, r, in.Name, in.ModTime, of.OSFile()) // what sendfile recognises
+		return nil
 	}
+	content := &readErr{ReadSeeker: f}
 	http.ServeContent(w, r, in.Name, in.ModTime, content)
+	return content.err
+}
+
+// readErr keeps the first error other than io.EOF that its reader returns.
+type readErr struct {
+	io.ReadSeeker
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.ReadSeeker.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
 }
 
 // redirectSlash sends a folder named without its trailing slash to its

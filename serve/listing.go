@@ -17,7 +17,7 @@ type Entry struct {
 	Name     string    `json:"name"`
 	Dir      bool      `json:"dir"`
 	Size     int64     `json:"size"`
-	Modified time.Time `json:"modified"`
+	Modified time.Time `json:"modified,omitzero"` // absent for folders of object stores
 	ETag     string    `json:"etag,omitempty"`
 }
 
@@ -97,6 +97,6 @@ var listingPage = template.Must(template.New("listing").Funcs(template.FuncMap{
 </head><body><h1>{{.Path}}</h1><table>
 <thead><tr><th>Name</th><th>Size</th><th>Modified</th></tr></thead><tbody>
 {{if ne .Path "/"}}<tr><td><a href="../">../</a></td><td></td><td></td></tr>{{end}}
-{{range .Entries}}<tr><td><a href="{{href .}}">{{.Name}}{{if .Dir}}/{{end}}</a></td><td class="n">{{if not .Dir}}{{size .Size}}{{end}}</td><td>{{time .Modified}}</td></tr>
+{{range .Entries}}<tr><td><a href="{{href .}}">{{.Name}}{{if .Dir}}/{{end}}</a></td><td class="n">{{if not .Dir}}{{size .Size}}{{end}}</td><td>{{if not .Modified.IsZero}}{{time .Modified}}{{end}}</td></tr>
 {{end}}</tbody></table></body></html>
 `))

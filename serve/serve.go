@@ -193,14 +193,21 @@ func (h *Handler) adapt(f handlerFunc) http.HandlerFunc {
 	}
 }
 
-// fail answers err, or only logs it when the response has already begun.
+// fail answers err. When the response has already begun, a status can no
+// longer be sent: the error is logged and the connection cut (by the
+// http.ErrAbortHandler panic that serve recovers), so that the client sees
+// a broken transfer, never a short body that looks complete.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
+		if tw.Err() != nil {
+			return // the connection failed first: nothing left to cut
+		}
+		h.log.Warn("response cut", "method", r.Method, "path", r.URL.Path, "sent", tw.Written(), "err", err)
+		panic(http.ErrAbortHandler)
+	}
 	code, msg := status(err)
 	if code >= 500 {
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	}
-	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
-		return
 	}
 	if code == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", allowed(err))
