@@ -125,7 +125,10 @@ func (f *file) skip() {
 }
 
 // fetch starts a GET of the next window from pos, conditional on the ETag
-// seen at Open.
+// seen at Open. An object without an ETag (a file put in a gateway's folder
+// behind its back) gets no condition: If-Unmodified-Since would be the next
+// best guard, but servers compare it with times finer than the second they
+// report, and refuse objects that never changed.
 func (f *file) fetch() error {
 	end := min(f.info.Size, f.pos+f.window)
 	f.window = min(2*f.window, maxWindow)

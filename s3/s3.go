@@ -71,7 +71,7 @@ type Config struct {
 	// S3-compatible servers support everywhere.
 	VirtualHost bool
 	// Transport carries the requests; nil means minio-go's default
-	// transport.
+	// transport, keeping up to 64 idle connections to the store.
 	Transport http.RoundTripper
 	// MaxRetries is how many times a failed request is tried in all; zero
 	// means 3.
@@ -85,6 +85,21 @@ type Store struct {
 	bucket string
 	prefix string // "" or ending in "/"
 	page   int    // keys per listing request; 0 is the server's default (1,000)
+
+	transport http.RoundTripper
+}
+
+// idleConns is how many idle connections to the store are kept for reuse:
+// enough for a few dozen downloads at once, each between two windows.
+const idleConns = 64
+
+// Close closes the idle connections to the store. Files already open stay
+// usable, and the Store too: it opens new connections as needed.
+func (s *Store) Close() error {
+	if c, ok := s.transport.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+	return nil
 }
 
 var _ largo.Store = (*Store)(nil)
@@ -117,19 +132,28 @@ func ParseURL(raw string) (bucket, prefix string, err error) {
 // download.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Bucket == "" {
-		return nil, errors.New("s3: no bucket")
+		return nil, errors.New("no bucket")
 	}
 	if err := s3utils.CheckValidBucketName(cfg.Bucket); err != nil {
-		return nil, fmt.Errorf("s3: bucket %q: %v", cfg.Bucket, err)
+		return nil, fmt.Errorf("bucket %q: %v", cfg.Bucket, err)
 	}
 	host, secure, err := parseEndpoint(cfg.Endpoint)
 	if err != nil {
 		return nil, err
 	}
+	tr := cfg.Transport
+	if tr == nil {
+		t, err := minio.DefaultTransport(secure)
+		if err != nil {
+			return nil, err
+		}
+		t.MaxIdleConnsPerHost = idleConns
+		tr = t
+	}
 	opts := &minio.Options{
 		Secure:       secure,
 		Region:       cfg.Region,
-		Transport:    cfg.Transport,
+		Transport:    tr,
 		MaxRetries:   cfg.MaxRetries,
 		BucketLookup: minio.BucketLookupPath,
 	}
@@ -146,9 +170,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	client, err := minio.New(host, opts)
 	if err != nil {
-		return nil, fmt.Errorf("s3: %v", err)
+		return nil, err
 	}
-	s := &Store{client: client, core: minio.Core{Client: client}, bucket: cfg.Bucket}
+	s := &Store{client: client, core: minio.Core{Client: client}, bucket: cfg.Bucket, transport: tr}
 	if p := strings.Trim(cfg.Prefix, "/"); p != "" {
 		s.prefix = p + "/"
 	}
@@ -168,10 +192,10 @@ func parseEndpoint(ep string) (host string, secure bool, err error) {
 	}
 	u, err := url.Parse(ep)
 	if err != nil {
-		return "", false, fmt.Errorf("s3: endpoint: %v", err)
+		return "", false, fmt.Errorf("endpoint: %v", err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return "", false, fmt.Errorf("s3: endpoint %q is not of the form http(s)://HOST[:PORT]", ep)
+		return "", false, fmt.Errorf("endpoint %q is not of the form http(s)://HOST[:PORT]", ep)
 	}
 	return u.Host, u.Scheme == "https", nil
 }
@@ -194,19 +218,19 @@ func checkErr(bucket string, err error) error {
 	if errors.As(err, &er) {
 		switch {
 		case er.Code == minio.NoSuchBucket:
-			return fmt.Errorf("s3: bucket %q does not exist", bucket)
+			return fmt.Errorf("bucket %q does not exist", bucket)
 		case er.StatusCode == http.StatusForbidden || er.StatusCode == http.StatusUnauthorized || credentialCodes[er.Code]:
-			return fmt.Errorf("s3: bucket %q refused the credentials: %s (%s)", bucket, er.Code, oneLine(er.Message))
+			return fmt.Errorf("bucket %q refused the credentials: %s (%s)", bucket, er.Code, oneLine(er.Message))
 		}
 		if er.Code != "" {
-			return fmt.Errorf("s3: bucket %q: %s: %s", bucket, er.Code, oneLine(er.Message))
+			return fmt.Errorf("bucket %q: %s: %s", bucket, er.Code, oneLine(er.Message))
 		}
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return fmt.Errorf("s3: cannot reach the endpoint: %v", ue.Err)
+		return fmt.Errorf("cannot reach the endpoint: %v", ue.Err)
 	}
-	return fmt.Errorf("s3: bucket %q: %v", bucket, oneLine(err.Error()))
+	return fmt.Errorf("bucket %q: %v", bucket, oneLine(err.Error()))
 }
 
 // credentialCodes are the error codes of refused credentials, whatever

@@ -10,13 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"largo/disk"
 	"largo/limit"
 	"largo/metrics"
 	"largo/serve"
@@ -26,6 +24,10 @@ import (
 // serveConfig is everything `largo serve` is told.
 type serveConfig struct {
 	dir           string
+	store         string
+	s3Endpoint    string
+	s3Region      string
+	s3VirtualHost bool
 	listen        string
 	adminListen   string
 	idleTimeout   time.Duration
@@ -48,8 +50,9 @@ func newServe(e *env) *cobra.Command {
 	cfg := &serveConfig{logFormat: choiceValue{value: "text", choices: []string{"text", "json"}}}
 	cmd := &cobra.Command{
 		Use:   "serve [DIR]",
-		Short: "Serve a folder over HTTP",
-		Long: `Serve the files of DIR (default: the current folder) over HTTP.
+		Short: "Serve a folder or a bucket over HTTP",
+		Long: `Serve the files of DIR (default: the current folder) over HTTP, or, with
+--store s3://BUCKET/PREFIX, the objects of a bucket of any S3-compatible store.
 
 Downloads support ranges (single, multiple, suffix and open-ended), If-Range,
 ETag and Last-Modified with 304 answers, and resume with curl -C -. Files and
@@ -58,17 +61,31 @@ HTML, or as JSON for Accept: application/json.
 
 largo's own endpoints live under /_largo/: healthz, readyz and metrics.
 SIGINT or SIGTERM stops accepting connections and lets transfers in flight
-finish for up to --drain-timeout; a second signal exits at once.`,
+finish for up to --drain-timeout; a second signal exits at once.
+
+With --store s3://BUCKET/PREFIX the credentials come from AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (none: anonymous requests), the
+endpoint from --s3-endpoint, else AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL
+(none: Amazon S3), and the region from --s3-region, else AWS_REGION or
+AWS_DEFAULT_REGION. A bucket that does not exist or refuses the credentials
+is an error at start-up. Several instances may serve one bucket: they keep no
+state of their own.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg.dir = "."
 			if len(args) == 1 {
+				if cfg.store != "" {
+					return usageErr(errors.New("give a folder or --store ($LARGO_STORE), not both"))
+				}
 				cfg.dir = args[0]
 			}
 			return runServe(cmd.Context(), e, cfg)
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&cfg.store, "store", "", "where the files are: s3://BUCKET/PREFIX for a bucket, or a folder (default: the DIR argument, else the current folder)")
+	f.StringVar(&cfg.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, http(s)://HOST[:PORT] (default: $AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL, else Amazon S3)")
+	f.StringVar(&cfg.s3Region, "s3-region", "", "S3 region (default: $AWS_REGION, else $AWS_DEFAULT_REGION, else asked of the store)")
+	f.BoolVar(&cfg.s3VirtualHost, "s3-virtual-host", false, "address the bucket as BUCKET.HOST instead of HOST/BUCKET (path-style, the default)")
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address to serve on, host:port (port 0 picks a free one)")
 	f.StringVar(&cfg.adminListen, "admin-listen", "", "separate address for metrics and pprof (default none: metrics at /_largo/metrics, no pprof)")
 	f.DurationVar(&cfg.idleTimeout, "idle-timeout", 60*time.Second, "cut a client that takes or sends no bytes for this long, and close idle keep-alive connections")
@@ -97,13 +114,9 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		}
 		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	abs, err := filepath.Abs(cfg.dir)
+	store, where, err := openStore(ctx, e, cfg)
 	if err != nil {
-		return usageErr(err)
-	}
-	store, err := disk.Open(abs)
-	if err != nil {
-		return usageErr(fmt.Errorf("cannot serve %s: %v", cfg.dir, pathErrText(err)))
+		return err
 	}
 	defer store.Close()
 
@@ -171,7 +184,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	if tlsConf != nil {
 		scheme = "https"
 	}
-	fmt.Fprintf(e.stdout, "largo: serving %s at %s://%s/\n", abs, scheme, displayAddr(ln.Addr()))
+	fmt.Fprintf(e.stdout, "largo: serving %s at %s://%s/\n", where, scheme, displayAddr(ln.Addr()))
 
 	select {
 	case err := <-served:
