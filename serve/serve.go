@@ -132,8 +132,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tw.Finish()
 
 	outcome := tw.Outcome(r.Method)
-	if panicked {
+	switch {
+	case panicked:
 		outcome = transfer.Error
+	case outcome == transfer.Error && r.Context().Err() != nil:
+		// The client left while the source was still being read (a store
+		// request cancelled with it): the transfer was aborted, not failed.
+		outcome = transfer.Aborted
 	}
 	if !own {
 		h.obs.TransferEnded(string(outcome))
@@ -199,8 +204,8 @@ func (h *Handler) adapt(f handlerFunc) http.HandlerFunc {
 // a broken transfer, never a short body that looks complete.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
-		if tw.Err() != nil {
-			return // the connection failed first: nothing left to cut
+		if tw.Err() != nil || r.Context().Err() != nil {
+			return // the connection failed or the client left: nothing to cut
 		}
 		h.log.Warn("response cut", "method", r.Method, "path", r.URL.Path, "sent", tw.Written(), "err", err)
 		panic(http.ErrAbortHandler)

@@ -229,6 +229,43 @@ func (s *Server) PutReader(t testing.TB, bucket, key string, r io.Reader, size i
 	}
 }
 
+// PutFile stores the file at path at key in the bucket.
+func (s *Server) PutFile(t testing.TB, key, path string) {
+	t.Helper()
+	if _, err := s.Client.FPutObject(context.Background(), s.Bucket, key, path, minio.PutObjectOptions{}); err != nil {
+		t.Fatalf("FPutObject %s: %v", key, err)
+	}
+}
+
+// PlaceSparse makes an object of size bytes at key without sending them:
+// a sparse file written straight into the server's folder, with tail as
+// its last bytes, and an ETag set the way versitygw keeps it (a "user.etag"
+// extended attribute), since it computes none for files it did not
+// receive. It returns the file's path.
+func (s *Server) PlaceSparse(t testing.TB, key string, size int64, tail []byte) string {
+	t.Helper()
+	p := filepath.Join(s.Dir, s.Bucket, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(tail, size-int64(len(tail))); err != nil {
+		t.Fatal(err)
+	}
+	etag := fmt.Sprintf("sparse-%x-%s", size, randomHex(4))
+	if err := syscall.Setxattr(p, "user.etag", []byte(etag), 0); err != nil {
+		t.Fatalf("setting the ETag of %s: %v", p, err)
+	}
+	return p
+}
+
 // MakeBucket creates another empty bucket and returns its name.
 func (s *Server) MakeBucket(t testing.TB) string {
 	t.Helper()
