@@ -269,13 +269,7 @@ func TestStalledClient(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	rss0, read0, fds0 := s.memory().RSS, s.rchar(), s.fds()
 
-	c, err := net.Dial("tcp", s.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.(*net.TCPConn).SetReadBuffer(64 << 10)
-	fmt.Fprintf(c, "GET /stall.bin HTTP/1.1\r\nHost: %s\r\n\r\n", s.Addr)
+	c := stalledGet(t, s.Addr, "/stall.bin")
 	time.Sleep(1500 * time.Millisecond)
 
 	read := s.rchar() - read0
@@ -305,6 +299,21 @@ func TestStalledClient(t *testing.T) {
 	if n >= size {
 		t.Fatalf("stalled client got the whole file")
 	}
+}
+
+// stalledGet sends a GET of path on a connection with a small receive
+// buffer, and never reads: a client that stalls. The connection is closed
+// when the test ends.
+func stalledGet(t *testing.T, addr, path string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.(*net.TCPConn).SetReadBuffer(64 << 10)
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
+	return c
 }
 
 // TestTraversal sends paths that try to leave the served folder, raw on the

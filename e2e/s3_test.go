@@ -255,13 +255,7 @@ func TestS3StalledClient(t *testing.T) {
 	rss0, fds0 := s.memory().RSS, s.fds()
 	store0, _ := proc.ReadIO(srv.PID)
 
-	c, err := net.Dial("tcp", s.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.(*net.TCPConn).SetReadBuffer(64 << 10)
-	fmt.Fprintf(c, "GET /stall.bin HTTP/1.1\r\nHost: %s\r\n\r\n", s.Addr)
+	stalledGet(t, s.Addr, "/stall.bin")
 	time.Sleep(2 * time.Second)
 
 	io1, err := proc.ReadIO(s.PID)
@@ -341,12 +335,7 @@ func TestS3TwoInstances(t *testing.T) {
 // code 2.
 func TestS3StartErrors(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := dead.Addr().String()
-	dead.Close()
+	dead := s3test.Unreachable(t)
 	for _, tt := range []struct {
 		name  string
 		store string
@@ -355,7 +344,7 @@ func TestS3StartErrors(t *testing.T) {
 	}{
 		{"missing bucket", "s3://no-such-bucket/", nil, `bucket "no-such-bucket" does not exist`},
 		{"wrong secret", "s3://" + srv.Bucket, []string{"AWS_SECRET_ACCESS_KEY=wrong"}, "refused the credentials"},
-		{"unreachable", "s3://" + srv.Bucket, []string{"AWS_ENDPOINT_URL=http://" + deadAddr}, "cannot reach the endpoint"},
+		{"unreachable", "s3://" + srv.Bucket, []string{"AWS_ENDPOINT_URL=" + dead}, "cannot reach the endpoint"},
 		{"bad url", "s3://", nil, "--store"},
 	} {
 		env := append(srv.Env(), tt.env...)
@@ -365,7 +354,7 @@ func TestS3StartErrors(t *testing.T) {
 		}
 	}
 	// The flag wins over the variable.
-	code, _, errs := runLargo(t, append(srv.Env(), "AWS_ENDPOINT_URL=http://"+deadAddr), "serve", "--store", "s3://no-such-bucket", "--s3-endpoint", srv.Endpoint, "--listen", "127.0.0.1:0")
+	code, _, errs := runLargo(t, append(srv.Env(), "AWS_ENDPOINT_URL="+dead), "serve", "--store", "s3://no-such-bucket", "--s3-endpoint", srv.Endpoint, "--listen", "127.0.0.1:0")
 	if code != 2 || !strings.Contains(errs, "does not exist") {
 		t.Errorf("--s3-endpoint over AWS_ENDPOINT_URL: exit %d, %q", code, errs)
 	}

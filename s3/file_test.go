@@ -87,6 +87,23 @@ func wiredStore(t *testing.T, srv *s3test.Server, w *wire) *Store {
 	return s
 }
 
+// openWired puts an object of size random bytes and opens it, with ctx,
+// on a store whose traffic the returned wire records. The file is closed
+// when the test ends.
+func openWired(t *testing.T, ctx context.Context, size int) (*wire, largo.File) {
+	t.Helper()
+	srv := s3test.Start(t, s3test.Options{})
+	srv.Put(t, "obj", randomBytes(size, uint64(size)))
+	w := newWire()
+	s := wiredStore(t, srv, w)
+	f, err := s.Open(ctx, "obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return w, f
+}
+
 func randomBytes(n int, seed uint64) []byte {
 	b := make([]byte, n)
 	r := rand.NewChaCha8([32]byte{byte(seed)})
@@ -234,16 +251,8 @@ func TestReplacedWhileReading(t *testing.T) {
 // TestCancel cancels the context a file was opened with while a GET is in
 // flight: the read ends at once and the body is closed.
 func TestCancel(t *testing.T) {
-	srv := s3test.Start(t, s3test.Options{})
-	srv.Put(t, "c", randomBytes(4<<20, 3))
-	w := newWire()
-	s := wiredStore(t, srv, w)
 	ctx, cancel := context.WithCancel(context.Background())
-	f, err := s.Open(ctx, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	w, f := openWired(t, ctx, 4<<20)
 	buf := make([]byte, 1000)
 	if _, err := io.ReadFull(f, buf); err != nil {
 		t.Fatal(err)
@@ -268,14 +277,7 @@ func TestCancel(t *testing.T) {
 
 // TestCloseMidWindow closes a file half-way through a window.
 func TestCloseMidWindow(t *testing.T) {
-	srv := s3test.Start(t, s3test.Options{})
-	srv.Put(t, "c", randomBytes(2<<20, 4))
-	w := newWire()
-	s := wiredStore(t, srv, w)
-	f, err := s.Open(context.Background(), "c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, f := openWired(t, context.Background(), 2<<20)
 	buf := make([]byte, 1000)
 	io.ReadFull(f, buf)
 	if w.open.Load() != 1 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -84,12 +83,7 @@ func TestParseURL(t *testing.T) {
 func TestNewErrors(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
 	good := Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey}
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadAddr := dead.Addr().String()
-	dead.Close()
+	dead := s3test.Unreachable(t)
 	for _, tt := range []struct {
 		name string
 		edit func(*Config)
@@ -99,7 +93,7 @@ func TestNewErrors(t *testing.T) {
 		{"wrong secret", func(c *Config) { c.SecretKey = "wrong" }, "refused the credentials"},
 		{"unknown key", func(c *Config) { c.AccessKey = "nobody" }, "refused the credentials"},
 		{"anonymous", func(c *Config) { c.AccessKey, c.SecretKey = "", "" }, "refused the credentials"},
-		{"nothing listening", func(c *Config) { c.Endpoint = "http://" + deadAddr }, "cannot reach the endpoint"},
+		{"nothing listening", func(c *Config) { c.Endpoint = dead }, "cannot reach the endpoint"},
 		{"bad endpoint", func(c *Config) { c.Endpoint = "ftp://x" }, "not of the form"},
 		{"bad bucket name", func(c *Config) { c.Bucket = "Bad_Name" }, "bucket"},
 	} {

@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -63,7 +62,7 @@ type Server struct {
 	Client *minio.Client
 
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	log  string // the server's output
 	done chan struct{}
 }
 
@@ -138,9 +137,14 @@ func start(t testing.TB, bin string, opt Options) (*Server, error) {
 		Region:    "us-east-1",
 		Bucket:    "largo-test",
 		Dir:       t.TempDir(),
-		out:       &lockedBuffer{},
 		done:      make(chan struct{}),
 	}
+	s.log = filepath.Join(t.TempDir(), Program+".log")
+	out, err := os.Create(s.log)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close() // the child has its own copy
 	args := []string{"--port", addr, "--quiet", "--region", s.Region}
 	if !opt.NoKeepAlive {
 		args = append(args, "--keep-alive")
@@ -148,7 +152,7 @@ func start(t testing.TB, bin string, opt Options) (*Server, error) {
 	args = append(args, "posix", s.Dir)
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	s.cmd.Stdout, s.cmd.Stderr = out, out
 	if err := s.cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -186,17 +190,18 @@ func start(t testing.TB, bin string, opt Options) (*Server, error) {
 		}
 		select {
 		case <-s.done:
-			return nil, fmt.Errorf("%s exited: %s", Program, s.out.String())
+			return nil, fmt.Errorf("%s exited: %s", Program, s.Output())
 		case <-ctx.Done():
 			stop()
-			return nil, fmt.Errorf("%s did not answer in 20s: %v\n%s", Program, err, s.out.String())
+			return nil, fmt.Errorf("%s did not answer in 20s: %v\n%s", Program, err, s.Output())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	t.Cleanup(func() {
 		stop()
 		if t.Failed() {
-			t.Logf("%s output (last 4 KiB):\n%s", Program, tail(s.out.String(), 4096))
+			out := s.Output()
+			t.Logf("%s output (last 4 KiB):\n%s", Program, out[max(0, len(out)-4096):])
 		}
 	})
 	return s, nil
@@ -288,7 +293,21 @@ func (s *Server) Env() []string {
 }
 
 // Output returns what the server printed.
-func (s *Server) Output() string { return s.out.String() }
+func (s *Server) Output() string {
+	b, _ := os.ReadFile(s.log)
+	return string(b)
+}
+
+// Unreachable returns the URL of a loopback port where nothing listens,
+// for testing what a client does when the store does not answer.
+func Unreachable(t testing.TB) string {
+	t.Helper()
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + addr
+}
 
 // freeAddr returns a loopback address with a port free right now.
 func freeAddr() (string, error) {
@@ -304,29 +323,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// lockedBuffer is a buffer safe for concurrent writes and reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
