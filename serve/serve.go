@@ -132,7 +132,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tw.Finish()
 
 	outcome := tw.Outcome(r.Method)
-	if panicked {
+	if panicked && outcome == transfer.Complete {
 		outcome = transfer.Error
 	}
 	if !own {
@@ -193,14 +193,19 @@ func (h *Handler) adapt(f handlerFunc) http.HandlerFunc {
 	}
 }
 
-// fail answers err, or only logs it when the response has already begun.
+// fail answers err. When the response has already begun, the status is
+// out and the only honest signal left is to cut the connection, so that
+// the client sees a short body instead of a complete-looking wrong one.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := status(err)
+	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
+		if tw.Err() == nil {
+			h.log.Warn("response cut", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+		panic(http.ErrAbortHandler)
+	}
 	if code >= 500 {
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	}
-	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
-		return
 	}
 	if code == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", allowed(err))
