@@ -172,6 +172,22 @@ type limitWriter struct {
 	left int64
 }
 
+// ReadFrom passes a bounded source (copyFile's) to the underlying
+// writer's ReadFrom, so that a file can still go out through sendfile.
+func (l *limitWriter) ReadFrom(r io.Reader) (int64, error) {
+	lr, ok := r.(*io.LimitedReader)
+	rf, canRF := l.w.(io.ReaderFrom)
+	if !ok || !canRF {
+		return io.Copy(struct{ io.Writer }{l}, r)
+	}
+	if lr.N > l.left {
+		return 0, fmt.Errorf("archive longer than announced: %w", ErrChanged)
+	}
+	n, err := rf.ReadFrom(lr)
+	l.left -= n
+	return n, err
+}
+
 func (l *limitWriter) Write(p []byte) (int, error) {
 	if int64(len(p)) > l.left {
 		return 0, fmt.Errorf("archive longer than announced: %w", ErrChanged)

@@ -3,6 +3,7 @@ package archive
 import (
 	"archive/tar"
 	"archive/zip"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"hash/crc32"
@@ -15,10 +16,12 @@ import (
 )
 
 // writeTar writes a tar stream. Headers are deterministic: modes 0644 and
-// 0755, no owners, whole-second times; Go's writer picks USTAR, or PAX for
-// long names and sizes past 8 GiB.
+// 0755, no owners, whole-second times; Go's tar writer encodes each one
+// (USTAR, or PAX for long names and sizes past 8 GiB) into a small buffer,
+// and the file's bytes follow straight from the store, so that a file on
+// disk reaches the socket through sendfile, as a plain download does.
 func writeTar(ctx context.Context, w io.Writer, entries iter.Seq2[Entry, error], data contents) error {
-	tw := tar.NewWriter(w)
+	var hb bytes.Buffer
 	for e, err := range entries {
 		if err != nil {
 			return err
@@ -30,17 +33,32 @@ func writeTar(ctx context.Context, w io.Writer, entries iter.Seq2[Entry, error],
 		if e.Info.IsDir {
 			hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeDir, 0o755, 0
 		}
-		if err := tw.WriteHeader(hdr); err != nil {
+		hb.Reset()
+		if err := tar.NewWriter(&hb).WriteHeader(hdr); err != nil {
 			return err
 		}
-		if !e.Info.IsDir {
-			if err := data(e, tw); err != nil {
+		if _, err := w.Write(hb.Bytes()); err != nil {
+			return err
+		}
+		if e.Info.IsDir {
+			continue
+		}
+		if err := data(e, w); err != nil {
+			return err
+		}
+		if pad := (tarBlock - e.Info.Size%tarBlock) % tarBlock; pad > 0 {
+			if _, err := w.Write(zeroBlock[:pad]); err != nil {
 				return err
 			}
 		}
 	}
-	return tw.Close()
+	// The end of the archive: two zero blocks.
+	_, err := w.Write(zeroBlock[:2*tarBlock])
+	return err
 }
+
+// tarBlock is the size of a tar block.
+const tarBlock = 512
 
 // writeTarZst writes a tar stream compressed with zstd at its fastest level,
 // with one encoder goroutine and a small window so that memory stays bounded.
