@@ -37,9 +37,7 @@ func TestStore(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
 	storetest.Run(t, func(t *testing.T, files map[string]string) largo.Store {
 		bucket := srv.MakeBucket(t)
-		for name, content := range files {
-			srv.PutTo(t, bucket, name, []byte(content))
-		}
+		srv.PutAll(t, bucket, "", files)
 		return newStore(t, srv, bucket, "")
 	})
 }
@@ -50,9 +48,7 @@ func TestStorePrefix(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
 	storetest.Run(t, func(t *testing.T, files map[string]string) largo.Store {
 		bucket := srv.MakeBucket(t)
-		for name, content := range files {
-			srv.PutTo(t, bucket, "site/v1/"+name, []byte(content))
-		}
+		srv.PutAll(t, bucket, "site/v1/", files)
 		for _, k := range []string{"outside.txt", "site/v10/x", "site/v1.txt", "site/v1-docs/a"} {
 			srv.PutTo(t, bucket, k, []byte("not served"))
 		}

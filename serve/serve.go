@@ -133,7 +133,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	outcome := tw.Outcome(r.Method)
 	switch {
-	case panicked:
+	case panicked && outcome == transfer.Complete:
 		outcome = transfer.Error
 	case outcome == transfer.Error && r.Context().Err() != nil:
 		// The client left while the source was still being read (a store
@@ -198,10 +198,10 @@ func (h *Handler) adapt(f handlerFunc) http.HandlerFunc {
 	}
 }
 
-// fail answers err. When the response has already begun, a status can no
-// longer be sent: the error is logged and the connection cut (by the
+// fail answers err. When the response has already begun, the status is
+// out and the only honest signal left is to cut the connection (by the
 // http.ErrAbortHandler panic that serve recovers), so that the client sees
-// a broken transfer, never a short body that looks complete.
+// a short body instead of a complete-looking wrong one; the log says why.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
 		if tw.Err() != nil || r.Context().Err() != nil {

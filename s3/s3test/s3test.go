@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -217,6 +218,42 @@ func (s *Server) Put(t testing.TB, key string, content []byte) {
 func (s *Server) PutTo(t testing.TB, bucket, key string, content []byte) {
 	t.Helper()
 	s.PutReader(t, bucket, key, bytes.NewReader(content), int64(len(content)), "")
+}
+
+// PutAll stores files (names mapped to contents) in bucket, each at
+// prefix+name, a few at a time.
+func (s *Server) PutAll(t testing.TB, bucket, prefix string, files map[string]string) {
+	t.Helper()
+	type job struct{ key, content string }
+	jobs := make(chan job)
+	errs := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				opts := minio.PutObjectOptions{DisableContentSha256: j.content == ""} // see PutReader
+				_, err := s.Client.PutObject(context.Background(), bucket, j.key, strings.NewReader(j.content), int64(len(j.content)), opts)
+				if err != nil {
+					select {
+					case errs <- fmt.Errorf("PutObject %s/%s: %v", bucket, j.key, err):
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for name, content := range files {
+		jobs <- job{prefix + name, content}
+	}
+	close(jobs)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
 }
 
 // PutReader stores size bytes of r at key in bucket, with a Content-Type
