@@ -330,6 +330,23 @@ func TestS3TwoInstances(t *testing.T) {
 	}
 }
 
+// TestS3Archives downloads a bucket's folder as tar and as zip, and
+// unpacks both with the system's tools. The tree is put in the S3 server's
+// own folder, where its files become objects. Its sparse file is smaller
+// than the disk test's 5 GiB, which already covers the large-file formats:
+// here every byte crosses two HTTP hops.
+func TestS3Archives(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	const big = 1 << 30
+	_, want := archiveTreeIn(t, filepath.Join(srv.Dir, srv.Bucket), false, big)
+	// A bucket's empty folder is a marker object; the server shows a bare
+	// directory in its parent's listing but nowhere else.
+	srv.Put(t, "set/empty/", nil)
+	s := startS3Largo(t, srv, "")
+	t.Run("tar", func(t *testing.T) { testArchiveTar(t, s, want, big) })
+	t.Run("zip", func(t *testing.T) { testArchiveZip(t, s, want, big) })
+}
+
 // TestS3StartErrors: a bucket that does not exist, refused credentials or
 // an unreachable endpoint stop largo at start-up with one line and exit
 // code 2.

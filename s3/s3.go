@@ -301,7 +301,8 @@ func (s *Store) head(ctx context.Context, name string) (minio.ObjectInfo, error)
 	return minio.ObjectInfo{}, err
 }
 
-// isDir reports whether any key lies under the folder name.
+// isDir reports whether any key lies under the folder name. An empty
+// folder is a marker object named with a trailing slash, which counts.
 func (s *Store) isDir(ctx context.Context, name string) (bool, error) {
 	opts := minio.ListObjectsOptions{Prefix: s.key(name) + "/", MaxKeys: 1, FetchOwner: new(bool)}
 	for o := range s.client.ListObjectsIter(ctx, s.bucket, opts) {
