@@ -22,7 +22,7 @@ import (
 
 // startS3Largo runs `largo serve --store s3://BUCKET/prefix` against srv,
 // configured through the standard AWS variables.
-func startS3Largo(t *testing.T, srv *s3test.Server, prefix string, args ...string) *server {
+func startS3Largo(t testing.TB, srv *s3test.Server, prefix string, args ...string) *server {
 	t.Helper()
 	args = append([]string{"serve", "--store", "s3://" + srv.Bucket + "/" + prefix, "--listen", "127.0.0.1:0"}, args...)
 	return startLargo(t, args, srv.Env())

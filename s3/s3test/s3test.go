@@ -281,9 +281,9 @@ func (s *Server) PutFile(t testing.TB, key, path string) {
 
 // PlaceSparse makes an object of size bytes at key without sending them:
 // a sparse file written straight into the server's folder, with tail as
-// its last bytes, and an ETag set the way versitygw keeps it (a "user.etag"
-// extended attribute), since it computes none for files it did not
-// receive. It returns the file's path.
+// its last bytes, and a random ETag set the way versitygw keeps it (a
+// "user.etag" extended attribute), since it computes none for files it did
+// not receive. It returns the file's path.
 func (s *Server) PlaceSparse(t testing.TB, key string, size int64, tail []byte) string {
 	t.Helper()
 	p := filepath.Join(s.Dir, s.Bucket, filepath.FromSlash(key))
@@ -301,11 +301,32 @@ func (s *Server) PlaceSparse(t testing.TB, key string, size int64, tail []byte) 
 	if _, err := f.WriteAt(tail, size-int64(len(tail))); err != nil {
 		t.Fatal(err)
 	}
-	etag := fmt.Sprintf("sparse-%x-%s", size, randomHex(4))
-	if err := syscall.Setxattr(p, "user.etag", []byte(etag), 0); err != nil {
+	setETag(t, p)
+	return p
+}
+
+// Place makes the file at path an object at key without sending it: a hard
+// link to it in the server's folder, with an ETag as PlaceSparse sets. path
+// must be on the same file system as Dir (both under the temporary
+// folder, say) and must not change while the server serves it.
+func (s *Server) Place(t testing.TB, key, path string) {
+	t.Helper()
+	p := filepath.Join(s.Dir, s.Bucket, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(path, p); err != nil {
+		t.Fatal(err)
+	}
+	setETag(t, p)
+}
+
+// setETag gives the file at p a random ETag, where versitygw keeps it.
+func setETag(t testing.TB, p string) {
+	t.Helper()
+	if err := syscall.Setxattr(p, "user.etag", []byte("placed-"+randomHex(8)), 0); err != nil {
 		t.Fatalf("setting the ETag of %s: %v", p, err)
 	}
-	return p
 }
 
 // MakeBucket creates another empty bucket and returns its name.
