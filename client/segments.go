@@ -24,7 +24,10 @@ const saveEvery = time.Second
 
 // errChanged ends a segmented download whose remote file changed (or whose
 // server stopped honouring ranges).
-var errChanged = errors.New("the remote file changed")
+var (
+	errChanged  = errors.New("the remote file changed")
+	errNoRanges = errors.New("the server ignored the range request")
+)
 
 // liveSeg is a segment being fetched; done is read by the saver while a
 // worker adds to it.
@@ -127,7 +130,7 @@ func (d *download) segmented(ctx context.Context, st *partState) (Result, error)
 	if serr := snapshot(); err == nil {
 		err = serr
 	}
-	if errors.Is(err, errChanged) && ctx.Err() == nil {
+	if (errors.Is(err, errChanged) || errors.Is(err, errNoRanges)) && ctx.Err() == nil {
 		removePart(d.part)
 		if d.redone {
 			return d.res, err
@@ -230,7 +233,7 @@ func (d *download) fetchSegment(ctx context.Context, f *os.File, st *partState, 
 		if err == nil {
 			continue
 		}
-		if errors.Is(err, errChanged) {
+		if errors.Is(err, errChanged) || errors.Is(err, errNoRanges) {
 			return err
 		}
 		if s.done.Load() > before {
@@ -256,11 +259,11 @@ func (d *download) segmentAttempt(ctx context.Context, f *os.File, st *partState
 	case http.StatusPartialContent:
 	case http.StatusOK:
 		if st.changed(resp) {
-			return errChanged
+			return fmt.Errorf("%w since the part file was written", errChanged)
 		}
-		return fmt.Errorf("%w (the server stopped honouring ranges)", errChanged)
+		return errNoRanges
 	case http.StatusRequestedRangeNotSatisfiable:
-		return fmt.Errorf("%w (it is shorter now)", errChanged)
+		return fmt.Errorf("%w: it is shorter than the part file", errChanged)
 	default:
 		return statusError(resp)
 	}
