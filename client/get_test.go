@@ -272,7 +272,7 @@ func TestGetErrors(t *testing.T) {
 		t.Fatalf("404: %v after %d requests", err, f.requests.Load())
 	}
 	// 503 is retried, then given up as resumable.
-	busy := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "busy", 503) })
+	busy := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "busy", http.StatusServiceUnavailable) })
 	bs := httpServer(t, busy)
 	_, err = c.Get(context.Background(), bs.URL+"/x", filepath.Join(t.TempDir(), "x"))
 	if !errors.As(err, &se) || se.Code != 503 || !errors.Is(err, client.ErrResumable) || !l.has("retrying") {
