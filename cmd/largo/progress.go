@@ -50,6 +50,7 @@ func (b *barProgress) Begin(name string, total, done int64) {
 		progressbar.OptionSetWriter(b.w),
 		progressbar.OptionSetDescription(name),
 		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowCount(),
 		progressbar.OptionShowTotalBytes(true),
 		progressbar.OptionUseIECUnits(true),
 		progressbar.OptionSetPredictTime(true),
