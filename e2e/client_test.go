@@ -130,9 +130,14 @@ func TestGetKilled(t *testing.T) {
 		}
 		// What may be sent twice: the socket buffers of the killed
 		// connections (a few MiB each) and, with segments, what arrived
-		// since the last saved state (saved four times a second).
+		// since the last saved state (synced and saved four times a
+		// second, less often when fsync is slow on a loaded machine).
 		read := s.rchar() - read0
-		if read < size || read > size+size/5 {
+		limit := int64(size + size/10)
+		if seg != "1" {
+			limit = size + size*3/10
+		}
+		if read < size || read > limit {
 			t.Errorf("-j %s: the server read %d MiB for a 1024 MiB file", seg, read>>20)
 		}
 		t.Logf("-j %s: killed and resumed; the server read %d MiB in all for 1024 MiB", seg, read>>20)
