@@ -2,6 +2,7 @@ package largo
 
 import (
 	"context"
+	"fmt"
 	"io"
 )
 
@@ -93,4 +94,23 @@ type Remover interface {
 type SpaceReporter interface {
 	// Free returns the bytes that can still be written under name.
 	Free(ctx context.Context, name string) (int64, error)
+}
+
+// Check reports, with an error wrapping ErrPrecondition, whether c fails
+// for a target whose current state is in (exists false: no file there).
+// A folder never matches an ETag.
+func (c Condition) Check(name string, in Info, exists bool) error {
+	if c.IfNoneMatch && exists {
+		return fmt.Errorf("%s exists: %w", name, ErrPrecondition)
+	}
+	if c.IfMatch == "" {
+		return nil
+	}
+	if !exists || in.IsDir {
+		return fmt.Errorf("%s: no file to match: %w", name, ErrPrecondition)
+	}
+	if c.IfMatch != "*" && c.IfMatch != in.ETag {
+		return fmt.Errorf("%s has changed: %w", name, ErrPrecondition)
+	}
+	return nil
 }

@@ -184,7 +184,7 @@ func (u *upload) commit(cond largo.Condition) (largo.Info, bool, error) {
 	if exists && old.IsDir() {
 		return largo.Info{}, false, fmt.Errorf("%s: %w", u.name, largo.ErrIsDir)
 	}
-	if err := check(cond, u.name, old, exists); err != nil {
+	if err := cond.Check(u.name, infoOrZero(u.name, old), exists); err != nil {
 		return largo.Info{}, false, err
 	}
 	dir := path.Dir(u.name)
@@ -215,21 +215,12 @@ func (u *upload) commit(cond largo.Condition) (largo.Info, bool, error) {
 	return info(u.name, fi), !exists, nil
 }
 
-// check evaluates cond against the current state of a file.
-func check(cond largo.Condition, name string, fi fs.FileInfo, exists bool) error {
-	if cond.IfNoneMatch && exists {
-		return fmt.Errorf("%s exists: %w", name, largo.ErrPrecondition)
+// infoOrZero is info(name, fi), or the zero Info when fi is nil.
+func infoOrZero(name string, fi fs.FileInfo) largo.Info {
+	if fi == nil {
+		return largo.Info{}
 	}
-	if cond.IfMatch == "" {
-		return nil
-	}
-	if !exists || fi.IsDir() {
-		return fmt.Errorf("%s: no file to match: %w", name, largo.ErrPrecondition)
-	}
-	if cond.IfMatch != "*" && cond.IfMatch != etag(fi) {
-		return fmt.Errorf("%s has changed: %w", name, largo.ErrPrecondition)
-	}
-	return nil
+	return info(name, fi)
 }
 
 // mkdirs makes the folder dir ("." for the root) and the folders above it
@@ -328,7 +319,7 @@ func (s *Store) Remove(_ context.Context, name string, opt largo.RemoveOptions) 
 			err = s.root.Remove(name)
 		}
 	} else {
-		if err := check(opt.Condition, name, fi, true); err != nil {
+		if err := opt.Condition.Check(name, info(name, fi), true); err != nil {
 			return err
 		}
 		err = s.root.Remove(name)
