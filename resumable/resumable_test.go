@@ -25,7 +25,11 @@ type observer struct {
 }
 
 func (o *observer) PendingBytes(n int64) { o.mu.Lock(); o.pending += n; o.mu.Unlock() }
-func (o *observer) UploadEnded(s string) { o.mu.Lock(); o.outcomes = append(o.outcomes, s); o.mu.Unlock() }
+func (o *observer) UploadEnded(s string) {
+	o.mu.Lock()
+	o.outcomes = append(o.outcomes, s)
+	o.mu.Unlock()
+}
 
 type fixture struct {
 	dir string
