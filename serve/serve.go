@@ -192,7 +192,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			IdleTimeout: h.cfg.IdleTimeout, MinRate: h.cfg.MinRate, Now: h.cfg.Now,
 			Received: h.up.BytesReceived,
 		})
-		r.Body = body
+		// A copy: the server keeps its own Request, whose Body it inspects
+		// after the handler (an unread Expect: 100-continue body means
+		// closing the connection rather than reading it).
+		r2 := *r
+		r2.Body = body
+		r = &r2
 	}
 
 	panicked, abort := h.serve(tw, r, own)
