@@ -120,6 +120,8 @@ type upload struct {
 	h    hash.Hash
 	n    int64
 	done bool
+
+	flushed int64 // bytes whose writeback has been started
 }
 
 func (u *upload) Write(p []byte) (int, error) {
@@ -131,6 +133,10 @@ func (u *upload) Write(p []byte) (int, error) {
 	u.n += int64(n)
 	if err != nil {
 		return n, writeErr(err)
+	}
+	if u.n-u.flushed >= writebackEvery {
+		startWriteback(u.f, u.flushed, u.n-u.flushed)
+		u.flushed = u.n
 	}
 	return n, nil
 }

@@ -40,15 +40,11 @@ type Stored struct {
 // the files stored. If-None-Match: * applies to every file. A failure ends
 // the request; the files stored before it stay.
 func (h *Handler) postForm(w http.ResponseWriter, r *http.Request, folder string) error {
-	cr, ok := h.cfg.Store.(largo.Creator)
-	if !ok {
-		return fmt.Errorf("write: %w", largo.ErrUnsupported)
-	}
-	ctx := r.Context()
-	cond, err := condition(r)
+	cr, cond, err := h.writeSetup(r)
 	if err != nil {
 		return err
 	}
+	ctx := r.Context()
 	if cond.IfMatch != "" {
 		return fmt.Errorf("If-Match on a form of several files: %w", errBadCondition)
 	}

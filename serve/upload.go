@@ -17,15 +17,11 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error
 	if strings.HasSuffix(r.URL.Path, "/") {
 		return fmt.Errorf("%s: PUT to a folder path: %w", name, largo.ErrIsDir)
 	}
-	cr, ok := h.cfg.Store.(largo.Creator)
-	if !ok {
-		return fmt.Errorf("write: %w", largo.ErrUnsupported)
-	}
-	ctx := r.Context()
-	cond, err := condition(r)
+	cr, cond, err := h.writeSetup(r)
 	if err != nil {
 		return err
 	}
+	ctx := r.Context()
 	want, err := wantDigest(r.Header)
 	if err != nil {
 		return err

@@ -96,6 +96,17 @@ func (h *Handler) resumable(next http.Handler) http.Handler {
 	})
 }
 
+// writeSetup returns the store's Creator and the request's condition, the
+// first needs of every upload.
+func (h *Handler) writeSetup(r *http.Request) (largo.Creator, largo.Condition, error) {
+	cr, ok := h.cfg.Store.(largo.Creator)
+	if !ok {
+		return nil, largo.Condition{}, fmt.Errorf("write: %w", largo.ErrUnsupported)
+	}
+	cond, err := condition(r)
+	return cr, cond, err
+}
+
 // condition reads If-None-Match and If-Match. Only the forms a write can
 // apply atomically are accepted: If-None-Match: * and a single ETag (or *)
 // in If-Match.
