@@ -21,6 +21,10 @@ type CreateOptions struct {
 	// the target's folder does not exist, instead of creating the missing
 	// folders at commit.
 	NoMkdir bool
+	// StagedSHA256, for Adopt only, is the SHA-256 of the staged file when
+	// the caller computed it while the bytes arrived; nil makes Adopt read
+	// the file to compute it.
+	StagedSHA256 []byte
 }
 
 // Condition is what must hold of the target when an upload is committed or

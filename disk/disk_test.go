@@ -184,6 +184,14 @@ func TestAdoptAndSweep(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ".largo/tus/abc")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("staged file still there: %v", err)
 	}
+	// A staged file whose SHA-256 is known is not read again.
+	os.WriteFile(filepath.Join(dir, ".largo/tus/def"), []byte("known"), 0o644)
+	known := sha256.Sum256([]byte("not what the file holds"))
+	u, err = s.Adopt(ctx, "known", ".largo/tus/def", largo.CreateOptions{StagedSHA256: known[:]})
+	if err != nil || u.SHA256() != known || u.Written() != 5 {
+		t.Fatalf("Adopt with a known sum: %v, %x, %d", err, u.SHA256(), u.Written())
+	}
+	u.Abort()
 	free, err := s.Free(ctx, "")
 	if err != nil || free <= 0 {
 		t.Fatalf("Free = %d, %v", free, err)

@@ -19,7 +19,9 @@
 //     conditions the creation request carried (If-None-Match: *, If-Match);
 //   - when the client sent a "sha256" metadata value (64 hex digits or
 //     base64), the finished file's SHA-256 must match it, or the upload is
-//     discarded and the last PATCH answered 400;
+//     discarded and the last PATCH answered 400; the hash is computed as
+//     the chunks arrive and its state kept beside the upload (hash.go), so
+//     finishing does not read the file again;
 //   - uploads left without a byte for Config.Expiry are removed with their
 //     space.
 //
@@ -375,7 +377,7 @@ func (h *Handler) finish(ev tusd.HookEvent) (tusd.HTTPResponse, error) {
 // stage turns a finished upload's bytes into a largo.Upload to name:
 // adopted in place when the store can, copied otherwise.
 func (h *Handler) stage(ctx context.Context, name string, info tusd.FileInfo) (largo.Upload, error) {
-	opt := largo.CreateOptions{Size: info.Size, NoMkdir: h.cfg.NoMkdir}
+	opt := largo.CreateOptions{Size: info.Size, NoMkdir: h.cfg.NoMkdir, StagedSHA256: h.store.finishedSum(info.ID, info.Size)}
 	if a, ok := h.cfg.Store.(largo.Adopter); ok {
 		return a.Adopt(ctx, name, h.cfg.Staged+"/"+info.ID, opt)
 	}

@@ -138,6 +138,32 @@ func TestUploadInChunks(t *testing.T) {
 	}
 }
 
+// TestHashStateLost loses the hash kept between chunks: the finish reads
+// the file instead, and the digest still holds.
+func TestHashStateLost(t *testing.T) {
+	f := newFixture(t, Config{})
+	data := strings.Repeat("lost state ", 5000)
+	sum := sha256.Sum256([]byte(data))
+	url, _ := f.create(t, int64(len(data)), map[string]string{"filename": "c.txt", "sha256": base64.StdEncoding.EncodeToString(sum[:])})
+	f.patch(t, url, 0, data[:1000])
+	states, _ := filepath.Glob(filepath.Join(f.dir, ".largo", "tus", "*.sha256"))
+	if len(states) != 1 {
+		t.Fatalf("hash states %q after a chunk", states)
+	}
+	os.WriteFile(states[0], []byte("garbage"), 0o644)
+	f.patch(t, url, 1000, data[1000:2000])
+	os.Remove(states[0])
+	if r := f.patch(t, url, 2000, data[2000:]); r.StatusCode != 204 {
+		t.Fatalf("last PATCH: %d", r.StatusCode)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.dir, "c.txt")); string(b) != data {
+		t.Fatalf("stored %d bytes", len(b))
+	}
+	if f.stateFiles(t) != 0 {
+		t.Errorf("%d state files left", f.stateFiles(t))
+	}
+}
+
 func TestRefusedAtCreation(t *testing.T) {
 	f := newFixture(t, Config{MaxSize: 1000, Reserve: 0, NoMkdir: true})
 	for _, tt := range []struct {

@@ -84,7 +84,7 @@ func (s *dataStore) infoPath(id string) string { return filepath.Join(s.fs.Path,
 
 // remove deletes what is left of an upload.
 func (s *dataStore) remove(id string) {
-	for _, p := range []string{s.binPath(id), s.infoPath(id)} {
+	for _, p := range []string{s.binPath(id), s.infoPath(id), s.hashPath(id)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.h.log.Warn("removing an upload's state", "id", id, "err", err)
 		}
@@ -104,6 +104,9 @@ func (s *dataStore) scan() (int64, error) {
 	}
 	var pending int64
 	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".sha256") {
+			continue // goes with its upload
+		}
 		id, isInfo := strings.CutSuffix(e.Name(), ".info")
 		switch {
 		case isInfo && !has[id], !isInfo && !has[id+".info"]:
@@ -128,7 +131,17 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 	h := u.s.h
 	h.begin(u.id)
 	defer h.end(u.id)
+	var tee *countingTee
+	if sum := u.s.loadHash(u.id, offset); sum != nil {
+		tee = &countingTee{r: src, h: sum}
+		src = tee
+	}
 	n, err := u.Upload.WriteChunk(ctx, offset, src)
+	if tee != nil && tee.n == n {
+		u.s.saveHash(u.id, offset+n, tee.h)
+	} else {
+		u.s.saveHash(u.id, 0, nil) // the finish will read the file
+	}
 	h.obs.PendingBytes(n)
 	if err != nil {
 		return n, h.storeErr("write", err)
@@ -141,6 +154,7 @@ func (u *upload) Terminate(ctx context.Context) error {
 	if err := u.s.fs.AsTerminatableUpload(u.Upload).Terminate(ctx); err != nil {
 		return u.s.h.storeErr("terminate", err)
 	}
+	u.s.saveHash(u.id, 0, nil)
 	u.s.h.obs.PendingBytes(-info.Offset)
 	u.s.h.obs.UploadEnded("aborted")
 	return nil
