@@ -166,7 +166,10 @@ func New(cfg Config) (*Handler, error) {
 	composer.UseTerminater(h.store)
 	composer.UseLengthDeferrer(h.store)
 	memorylocker.New().UseIn(composer)
+	cors := tusd.DefaultCorsConfig
+	cors.ExposeHeaders += ", ETag, Repr-Digest, Content-Location"
 	tcfg := tusd.Config{
+		Cors:                      &cors,
 		StoreComposer:             composer,
 		BasePath:                  cfg.BasePath,
 		MaxSize:                   cfg.MaxSize,
