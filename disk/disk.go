@@ -133,18 +133,19 @@ func (s *Store) List(_ context.Context, name string) iter.Seq2[largo.Info, error
 				}
 				child := largo.Join(name, e.Name())
 				var fi fs.FileInfo
-				if e.Type()&(fs.ModeSymlink) != 0 {
-					fi, err = s.root.Stat(child)
-					if err != nil {
-						continue
-					}
-				} else if fi, err = e.Info(); err != nil {
-					continue // vanished while listing
+				var ferr error
+				link := e.Type()&fs.ModeSymlink != 0
+				if link {
+					fi, ferr = s.root.Stat(child)
+				} else {
+					fi, ferr = e.Info()
 				}
-				if !fi.IsDir() && !fi.Mode().IsRegular() {
-					continue
+				if ferr != nil || !fi.IsDir() && !fi.Mode().IsRegular() {
+					continue // vanished, dangling, leads out, or a device
 				}
-				if !yield(info(child, fi), nil) {
+				in := info(child, fi)
+				in.Link = link
+				if !yield(in, nil) {
 					return
 				}
 			}

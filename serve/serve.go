@@ -208,7 +208,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body.Close()
 		outcome = writeOutcome(tw, body)
 	}
-	if panicked {
+	if panicked && outcome == transfer.Complete {
 		outcome = transfer.Error
 	}
 	if !own {
@@ -272,14 +272,19 @@ func (h *Handler) adapt(f handlerFunc) http.HandlerFunc {
 	}
 }
 
-// fail answers err, or only logs it when the response has already begun.
+// fail answers err. When the response has already begun, the status is
+// out and the only honest signal left is to cut the connection, so that
+// the client sees a short body instead of a complete-looking wrong one.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := status(err)
+	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
+		if tw.Err() == nil {
+			h.log.Warn("response cut", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+		panic(http.ErrAbortHandler)
+	}
 	if code >= 500 {
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	}
-	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
-		return
 	}
 	switch code {
 	case http.StatusMethodNotAllowed:
