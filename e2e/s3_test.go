@@ -370,8 +370,13 @@ func TestS3StartErrors(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 and one line with %q", tt.name, code, errs, tt.want)
 		}
 	}
+	// Writes on a bucket are not there yet: refused, not ignored.
+	code, _, errs := runLargo(t, srv.Env(), "serve", "--store", "s3://"+srv.Bucket, "--upload", "--listen", "127.0.0.1:0")
+	if code != 2 || !strings.Contains(errs, "not supported") {
+		t.Errorf("--upload on a bucket: exit %d, %q", code, errs)
+	}
 	// The flag wins over the variable.
-	code, _, errs := runLargo(t, append(srv.Env(), "AWS_ENDPOINT_URL="+dead), "serve", "--store", "s3://no-such-bucket", "--s3-endpoint", srv.Endpoint, "--listen", "127.0.0.1:0")
+	code, _, errs = runLargo(t, append(srv.Env(), "AWS_ENDPOINT_URL="+dead), "serve", "--store", "s3://no-such-bucket", "--s3-endpoint", srv.Endpoint, "--listen", "127.0.0.1:0")
 	if code != 2 || !strings.Contains(errs, "does not exist") {
 		t.Errorf("--s3-endpoint over AWS_ENDPOINT_URL: exit %d, %q", code, errs)
 	}

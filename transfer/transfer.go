@@ -15,6 +15,10 @@
 // *os.File (anything implementing syscall.Conn, behind an io.LimitedReader)
 // through to the underlying ResponseWriter, and it forwards Unwrap so that
 // http.ResponseController reaches the connection.
+//
+// Body is the same for the other direction: it wraps a request body, moves
+// the connection's read deadline as bytes arrive, counts them and says how
+// the upload ended.
 package transfer
 
 import (
