@@ -25,6 +25,14 @@ type CreateOptions struct {
 	// the caller computed it while the bytes arrived; nil makes Adopt read
 	// the file to compute it.
 	StagedSHA256 []byte
+	// Condition is the condition the caller will pass to Commit, stated
+	// at creation. A store that sends the bytes on while they arrive (an
+	// object store's single PUT, which carries its condition in its
+	// headers) needs it before the first byte; such a store refuses, with
+	// ErrUnsupported, a Commit under another condition, and refuses at
+	// Create a condition it cannot apply atomically. Stores that decide at
+	// Commit ignore it.
+	Condition Condition
 }
 
 // Condition is what must hold of the target when an upload is committed or

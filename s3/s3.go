@@ -28,6 +28,49 @@
 // blocks until the whole buffer is full. The few lines here do one HEAD per
 // download and bounded GETs on the connection pool.
 //
+// Writes (write.go, send.go, remove.go) implement largo.Creator,
+// largo.Adopter and largo.Remover, not largo.SpaceReporter: a bucket has
+// no free space to report. An upload is invisible until Commit, whichever
+// way its bytes travel, chosen by what is known of their length:
+//   - a known length up to 5 GiB (curl -T, a browser, a tus finish): one
+//     PUT, streamed as the bytes arrive with no buffer of largo's, whose
+//     last byte is held back until Commit. A server stores nothing of a
+//     PUT whose body is incomplete, so the object appears only once the
+//     caller has checked the digest, and an abort (a digest mismatch, a
+//     client gone) cuts the request and leaves nothing.
+//   - a known length beyond 5 GiB: a multipart upload whose parts
+//     (PartSize, or more when 10,000 of them would not hold the body) are
+//     each streamed the same way, completed at Commit.
+//   - an unknown length (a chunked body, a form's file): parts buffered in
+//     memory and sent while the next fills, at most PartConcurrency
+//     buffers of PartSize per upload; a body that fits its first buffer
+//     goes as one PUT at Commit. Memory per such upload is at most
+//     PartSize x PartConcurrency (32 MiB with the defaults), whatever the
+//     body's size, and a body is limited to 10,000 parts.
+//
+// minio-go's own PutObject would buffer every part of a known length
+// beyond its part size too, and would send a condition nowhere but in the
+// first request; hence the few lines here, on minio.Core.
+//
+// Conditions are the server's: If-None-Match: * and If-Match travel with
+// the request that makes the object visible (the PUT, or the completion of
+// the multipart upload), so a commit under a condition is atomic without
+// any lock of largo's, across instances. A single PUT carries them in its
+// headers, before its bytes, which is why largo.CreateOptions states the
+// condition at Create. If-Match: * is sent as the ETag found there (not
+// every server takes the star), and DELETE under If-Match carries the
+// header too. PrepareWrites probes, at start-up, whether the server
+// applies them; a store whose server does not refuses every condition
+// with largo.ErrUnsupported (501) instead of checking and writing in two
+// steps, which would race.
+//
+// A finished resumable upload, staged under largo.StateDir in the same
+// bucket, is adopted by a server-side copy (a multipart copy in ranges of
+// at most 5 GiB beyond that, or under a condition, since servers apply no
+// condition on the target of a plain copy) and then removed. Removing a
+// folder removes the keys under its prefix, a thousand per request. Sweep
+// aborts the multipart uploads that crashed instances left behind.
+//
 // A Store is safe for concurrent use; the files it opens are not.
 package s3
 
@@ -39,6 +82,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -76,7 +121,27 @@ type Config struct {
 	// MaxRetries is how many times a failed request is tried in all; zero
 	// means 3.
 	MaxRetries int
+	// PartSize is the size of the parts of multipart uploads (bodies
+	// larger than one PUT may carry, or of unknown length), and so of the
+	// buffers of a body of unknown length; zero means DefaultPartSize. It
+	// must lie between MinPartSize and MaxPartSize.
+	PartSize int64
+	// PartConcurrency is how many parts of one body of unknown length
+	// exist at once: the one being filled and those being sent. Such an
+	// upload holds at most PartSize x PartConcurrency bytes of memory.
+	// Zero means DefaultPartConcurrency.
+	PartConcurrency int
 }
+
+// Defaults and limits of the write settings.
+const (
+	DefaultPartSize        = 16 << 20
+	DefaultPartConcurrency = 2
+	// MinPartSize and MaxPartSize are S3's bounds on the parts of a
+	// multipart upload (the last part may be smaller).
+	MinPartSize = 5 << 20
+	MaxPartSize = 5 << 30
+)
 
 // Store is a largo.Store on an S3 bucket. Create one with New.
 type Store struct {
@@ -87,6 +152,15 @@ type Store struct {
 	page   int    // keys per listing request; 0 is the server's default (1,000)
 
 	transport http.RoundTripper
+
+	// The write side (write.go).
+	partSize  int64
+	partConc  int
+	maxSingle int64       // largest body sent as one PUT
+	copyPart  int64       // largest part of a server-side copy
+	noCond    atomic.Bool // the server ignores conditional writes
+	bufs      sync.Pool   // part buffers of partSize bytes
+	active    sync.Map    // multipart upload IDs of uploads in progress here
 }
 
 // idleConns is how many idle connections to the store are kept for reuse:
@@ -150,10 +224,22 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		t.MaxIdleConnsPerHost = idleConns
 		tr = t
 	}
+	if cfg.PartSize == 0 {
+		cfg.PartSize = DefaultPartSize
+	}
+	if cfg.PartSize < MinPartSize || cfg.PartSize > MaxPartSize {
+		return nil, fmt.Errorf("part size %d: must be between %d (5 MiB) and %d (5 GiB)", cfg.PartSize, MinPartSize, MaxPartSize)
+	}
+	if cfg.PartConcurrency == 0 {
+		cfg.PartConcurrency = DefaultPartConcurrency
+	}
+	if cfg.PartConcurrency < 1 {
+		return nil, fmt.Errorf("part concurrency %d: must be at least 1", cfg.PartConcurrency)
+	}
 	opts := &minio.Options{
 		Secure:       secure,
 		Region:       cfg.Region,
-		Transport:    tr,
+		Transport:    headerTransport{tr},
 		MaxRetries:   cfg.MaxRetries,
 		BucketLookup: minio.BucketLookupPath,
 	}
@@ -172,7 +258,16 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{client: client, core: minio.Core{Client: client}, bucket: cfg.Bucket, transport: tr}
+	s := &Store{
+		client:    client,
+		core:      minio.Core{Client: client},
+		bucket:    cfg.Bucket,
+		transport: tr,
+		partSize:  cfg.PartSize,
+		partConc:  cfg.PartConcurrency,
+		maxSingle: maxSinglePut,
+		copyPart:  maxCopyPart,
+	}
 	if p := strings.Trim(cfg.Prefix, "/"); p != "" {
 		s.prefix = p + "/"
 	}

@@ -110,7 +110,7 @@ func (h *Handler) storePart(ctx context.Context, cr largo.Creator, folder string
 	if err := h.precheck(ctx, name, cond); err != nil {
 		return Stored{}, err
 	}
-	u, err := cr.Create(ctx, name, largo.CreateOptions{Size: -1, NoMkdir: h.cfg.NoMkdir})
+	u, err := cr.Create(ctx, name, largo.CreateOptions{Size: -1, NoMkdir: h.cfg.NoMkdir, Condition: cond})
 	if err != nil {
 		return Stored{}, createErr(err)
 	}

@@ -33,7 +33,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error
 	if err := h.precheck(ctx, name, cond); err != nil {
 		return err
 	}
-	u, err := cr.Create(ctx, name, largo.CreateOptions{Size: r.ContentLength, NoMkdir: h.cfg.NoMkdir})
+	u, err := cr.Create(ctx, name, largo.CreateOptions{Size: r.ContentLength, NoMkdir: h.cfg.NoMkdir, Condition: cond})
 	if err != nil {
 		return createErr(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"sync"
 	"testing"
@@ -28,60 +29,79 @@ func RunWrite(t *testing.T, newStore func(t *testing.T, files map[string]string)
 
 	t.Run("CreateCommit", func(t *testing.T) {
 		s := newStore(t, map[string]string{"old.txt": "old"})
-		u := create(t, s, "new/deep/file.bin")
-		data := bytes.Repeat([]byte("0123456789abcdef"), 70000)
-		for p := data; len(p) > 0; p = p[min(len(p), 65536):] {
-			if _, err := u.Write(p[:min(len(p), 65536)]); err != nil {
-				t.Fatal(err)
+		// Beyond one part of a multipart upload (5 MiB at the least), sent
+		// with its length announced and without.
+		data := bytes.Repeat([]byte("0123456789abcdef"), 12<<16)
+		data = append(data, "tail"...)
+		for _, size := range []int64{-1, int64(len(data))} {
+			name := fmt.Sprintf("new/deep/file%d.bin", size)
+			u := createSized(t, s, name, size, largo.Condition{})
+			for p := data; len(p) > 0; p = p[min(len(p), 65536):] {
+				if _, err := u.Write(p[:min(len(p), 65536)]); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		if _, err := s.Stat(ctx, "new/deep/file.bin"); !errors.Is(err, largo.ErrNotFound) {
-			t.Fatalf("before Commit, Stat = %v; want ErrNotFound", err)
-		}
-		if u.Written() != int64(len(data)) || u.SHA256() != sha256.Sum256(data) {
-			t.Fatalf("Written %d, SHA256 %x", u.Written(), u.SHA256())
-		}
-		in, created, err := u.Commit(ctx, largo.Condition{})
-		if err != nil || !created || in.Size != int64(len(data)) || in.ETag == "" || in.Name != "file.bin" {
-			t.Fatalf("Commit = %+v, %v, %v", in, created, err)
-		}
-		if got := read(t, s, "new/deep/file.bin"); got != string(data) {
-			t.Fatalf("read back %d bytes; want %d", len(got), len(data))
-		}
-		if err := u.Abort(); err != nil {
-			t.Errorf("Abort after Commit: %v", err)
-		}
-		if got := read(t, s, "new/deep/file.bin"); got != string(data) {
-			t.Fatal("Abort after Commit changed the file")
+			if _, err := s.Stat(ctx, name); !errors.Is(err, largo.ErrNotFound) {
+				t.Fatalf("size %d: before Commit, Stat = %v; want ErrNotFound", size, err)
+			}
+			if u.Written() != int64(len(data)) || u.SHA256() != sha256.Sum256(data) {
+				t.Fatalf("size %d: Written %d, SHA256 %x", size, u.Written(), u.SHA256())
+			}
+			in, created, err := u.Commit(ctx, largo.Condition{})
+			if err != nil || !created || in.Size != int64(len(data)) || in.ETag == "" || in.Name != path.Base(name) {
+				t.Fatalf("size %d: Commit = %+v, %v, %v", size, in, created, err)
+			}
+			if got := read(t, s, name); got != string(data) {
+				t.Fatalf("size %d: read back %d bytes; want %d", size, len(got), len(data))
+			}
+			if err := u.Abort(); err != nil {
+				t.Errorf("size %d: Abort after Commit: %v", size, err)
+			}
+			if got := read(t, s, name); got != string(data) {
+				t.Fatalf("size %d: Abort after Commit changed the file", size)
+			}
 		}
 
 		before, _ := s.Stat(ctx, "old.txt")
-		in, created = put(t, s, "old.txt", "replaced", largo.Condition{})
+		in, created := put(t, s, "old.txt", "replaced", largo.Condition{})
 		if created || in.ETag == before.ETag || read(t, s, "old.txt") != "replaced" {
 			t.Errorf("replace: created %v, ETag %s (was %s)", created, in.ETag, before.ETag)
 		}
-		in, created = put(t, s, "empty", "", largo.Condition{})
-		if !created || in.Size != 0 {
-			t.Errorf("empty file: %+v, created %v", in, created)
+		for _, size := range []int64{-1, 0} {
+			name := fmt.Sprintf("empty%d", size)
+			u := createSized(t, s, name, size, largo.Condition{})
+			in, created, err := u.Commit(ctx, largo.Condition{})
+			if err != nil || !created || in.Size != 0 || read(t, s, name) != "" {
+				t.Errorf("empty file, size %d: %+v, created %v, %v", size, in, created, err)
+			}
 		}
 	})
 
 	t.Run("Abort", func(t *testing.T) {
 		s := newStore(t, map[string]string{"keep.txt": "keep"})
 		for _, name := range []string{"keep.txt", "gone.txt", "dir/gone.txt"} {
-			u := create(t, s, name)
-			io.WriteString(u, "partial")
-			if err := u.Abort(); err != nil {
-				t.Fatal(err)
+			for _, size := range []int64{-1, 100} {
+				u := createSized(t, s, name, size, largo.Condition{})
+				io.WriteString(u, "partial")
+				if err := u.Abort(); err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := u.Commit(ctx, largo.Condition{}); err == nil {
+					t.Errorf("Commit after Abort succeeded")
+				}
 			}
-			if _, _, err := u.Commit(ctx, largo.Condition{}); err == nil {
-				t.Errorf("Commit after Abort succeeded")
-			}
+		}
+		// An upload whose whole announced body arrived, then aborted (a
+		// digest that does not match): nothing appears either.
+		u := createSized(t, s, "whole.txt", 5, largo.Condition{})
+		io.WriteString(u, "whole")
+		if err := u.Abort(); err != nil {
+			t.Fatal(err)
 		}
 		if read(t, s, "keep.txt") != "keep" {
 			t.Error("aborted replacement changed the file")
 		}
-		for _, name := range []string{"gone.txt", "dir/gone.txt", "dir"} {
+		for _, name := range []string{"gone.txt", "dir/gone.txt", "dir", "whole.txt"} {
 			if _, err := s.Stat(ctx, name); !errors.Is(err, largo.ErrNotFound) {
 				t.Errorf("after Abort, Stat(%q) = %v", name, err)
 			}
@@ -93,7 +113,9 @@ func RunWrite(t *testing.T, newStore func(t *testing.T, files map[string]string)
 
 	t.Run("Conditions", func(t *testing.T) {
 		s := newStore(t, map[string]string{"a.txt": "a"})
-		a, _ := s.Stat(ctx, "a.txt")
+		big := strings.Repeat("large ", 1<<20) // beyond one part
+		// current stands for the target's ETag at the time of the write.
+		const current = "current"
 		for _, tt := range []struct {
 			name string
 			cond largo.Condition
@@ -102,20 +124,44 @@ func RunWrite(t *testing.T, newStore func(t *testing.T, files map[string]string)
 			{"a.txt", largo.Condition{IfNoneMatch: true}, false},
 			{"a.txt", largo.Condition{IfMatch: `"stale"`}, false},
 			{"missing.txt", largo.Condition{IfMatch: "*"}, false},
-			{"missing.txt", largo.Condition{IfMatch: a.ETag}, false},
+			{"missing.txt", largo.Condition{IfMatch: current}, false},
 			{"b.txt", largo.Condition{IfNoneMatch: true}, true},
-			{"a.txt", largo.Condition{IfMatch: a.ETag}, true},
+			{"a.txt", largo.Condition{IfMatch: current}, true},
 			{"a.txt", largo.Condition{IfMatch: "*"}, true},
 		} {
-			before, _ := s.Stat(ctx, tt.name)
-			u := create(t, s, tt.name)
-			io.WriteString(u, "new")
-			_, _, err := u.Commit(ctx, tt.cond)
-			if tt.ok != (err == nil) || (err != nil && !errors.Is(err, largo.ErrPrecondition)) {
-				t.Errorf("%s %+v: %v", tt.name, tt.cond, err)
-			}
-			if after, _ := s.Stat(ctx, tt.name); !tt.ok && after != before {
-				t.Errorf("%s %+v: failed commit changed the target", tt.name, tt.cond)
+			for i, content := range []string{"new", "new", big} {
+				size := int64(-1)
+				if i == 1 {
+					size = int64(len(content))
+				}
+				name := tt.name
+				if tt.ok && tt.cond.IfNoneMatch {
+					name = fmt.Sprintf("%d-%s", i, name)
+				}
+				before, _ := s.Stat(ctx, name)
+				cond := tt.cond
+				if cond.IfMatch == current {
+					cond.IfMatch = before.ETag
+					if tt.name == "missing.txt" {
+						a, _ := s.Stat(ctx, "a.txt")
+						cond.IfMatch = a.ETag
+					}
+				}
+				u, err := s.Create(ctx, name, largo.CreateOptions{Size: size, Condition: cond})
+				if err == nil {
+					io.WriteString(u, content)
+					_, _, err = u.Commit(ctx, cond)
+					u.Abort()
+				}
+				if tt.ok != (err == nil) || (err != nil && !errors.Is(err, largo.ErrPrecondition)) {
+					t.Errorf("%s %+v, %d bytes, size %d: %v", name, cond, len(content), size, err)
+				}
+				if after, _ := s.Stat(ctx, name); !tt.ok && after != before {
+					t.Errorf("%s %+v, size %d: failed commit changed the target", name, cond, size)
+				}
+				if tt.ok && read(t, s, name) != content {
+					t.Errorf("%s %+v, size %d: content not stored", name, cond, size)
+				}
 			}
 		}
 	})
@@ -200,7 +246,6 @@ func RunWrite(t *testing.T, newStore func(t *testing.T, files map[string]string)
 			{"g", largo.RemoveOptions{Condition: largo.Condition{IfMatch: `"stale"`}}, largo.ErrPrecondition},
 			{"f", largo.RemoveOptions{}, nil},
 			{"g", largo.RemoveOptions{Condition: largo.Condition{IfMatch: g.ETag}}, nil},
-			{"emptydir", largo.RemoveOptions{}, nil},
 			{"full", largo.RemoveOptions{Recursive: true}, nil},
 		} {
 			err := s.Remove(ctx, tt.name, tt.opt)
@@ -216,12 +261,33 @@ func RunWrite(t *testing.T, newStore func(t *testing.T, files map[string]string)
 		if _, err := s.Stat(ctx, "full/sub/b"); !errors.Is(err, largo.ErrNotFound) {
 			t.Errorf("recursive removal left full/sub/b: %v", err)
 		}
+		// A folder emptied of its last file: a folder store keeps it until
+		// it is removed; in an object store a folder is only a prefix of
+		// keys, gone with the last key.
+		in, err := s.Stat(ctx, "emptydir")
+		switch {
+		case err == nil && in.IsDir:
+			if err := s.Remove(ctx, "emptydir", largo.RemoveOptions{}); err != nil {
+				t.Errorf("Remove(emptied folder) = %v", err)
+			}
+			if _, err := s.Stat(ctx, "emptydir"); !errors.Is(err, largo.ErrNotFound) {
+				t.Errorf("after Remove(emptydir), Stat = %v", err)
+			}
+		case errors.Is(err, largo.ErrNotFound):
+			if err := s.Remove(ctx, "emptydir", largo.RemoveOptions{}); !errors.Is(err, largo.ErrNotFound) {
+				t.Errorf("Remove(vanished folder) = %v; want ErrNotFound", err)
+			}
+		default:
+			t.Errorf("Stat(emptied folder) = %+v, %v", in, err)
+		}
 	})
 }
 
-func create(t *testing.T, s WritableStore, name string) largo.Upload {
+// createSized starts an upload of size bytes (-1: unknown) to name that
+// will be committed under cond.
+func createSized(t *testing.T, s WritableStore, name string, size int64, cond largo.Condition) largo.Upload {
 	t.Helper()
-	u, err := s.Create(context.Background(), name, largo.CreateOptions{Size: -1})
+	u, err := s.Create(context.Background(), name, largo.CreateOptions{Size: size, Condition: cond})
 	if err != nil {
 		t.Fatalf("Create(%q): %v", name, err)
 	}
@@ -230,7 +296,7 @@ func create(t *testing.T, s WritableStore, name string) largo.Upload {
 
 func put(t *testing.T, s WritableStore, name, content string, cond largo.Condition) (largo.Info, bool) {
 	t.Helper()
-	u := create(t, s, name)
+	u := createSized(t, s, name, int64(len(content)), cond)
 	if _, err := io.WriteString(u, content); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,468 @@
+package s3
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/minio/minio-go/v7"
+
+	"largo"
+)
+
+// copyBufs holds the buffers that read objects to hash them.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// putEmpty stores an empty object at key under cond. Its payload is sent
+// unsigned: an empty body with the streaming signature leaves some servers
+// (versitygw) a stray chunk on a kept-alive connection.
+func (u *upload) putEmpty(cond largo.Condition) (minio.UploadInfo, error) {
+	opts, err := u.options(u.ctx, cond)
+	if err != nil {
+		return minio.UploadInfo{}, err
+	}
+	opts.DisableContentSha256 = true
+	return u.s.core.PutObject(u.ctx, u.s.bucket, u.key, bytes.NewReader(nil), 0, "", "", opts)
+}
+
+// stream is one store request whose body is fed through a pipe as the
+// client's bytes arrive: nothing is buffered beyond the HTTP client's own
+// (the signer's 64 KiB chunk).
+type stream struct {
+	pw   *io.PipeWriter
+	done chan struct{}
+	info minio.UploadInfo
+	err  error
+}
+
+// startStream runs send with the read end of a new pipe.
+func startStream(send func(r io.Reader) (minio.UploadInfo, error)) *stream {
+	pr, pw := io.Pipe()
+	st := &stream{pw: pw, done: make(chan struct{})}
+	go func() {
+		defer close(st.done)
+		st.info, st.err = send(pr)
+		// Writers still blocked learn why the request ended.
+		pr.CloseWithError(cmp.Or(st.err, io.ErrClosedPipe))
+	}()
+	return st
+}
+
+// write feeds p to the request; on failure it returns the request's own
+// error, which says more than the broken pipe.
+func (st *stream) write(p []byte) error {
+	if _, err := st.pw.Write(p); err != nil {
+		<-st.done
+		return cmp.Or(st.err, err)
+	}
+	return nil
+}
+
+// close ends the body and waits for the answer.
+func (st *stream) close() (minio.UploadInfo, error) {
+	st.pw.Close()
+	<-st.done
+	return st.info, st.err
+}
+
+// cancel cuts the body short, which makes the server discard the request,
+// and waits for the request to end.
+func (st *stream) cancel() {
+	st.pw.CloseWithError(errAborted)
+	<-st.done
+}
+
+// streamPut sends a body of known length as one PUT, streamed as it
+// arrives. Its last byte is held back until finish: until the server has
+// every byte it stores nothing, so the object appears only at Commit (after
+// the caller checked the digest), and an abort before that leaves no trace.
+// The condition travels in the PUT's headers, so it is the one stated at
+// Create.
+type streamPut struct {
+	u    *upload
+	cond largo.Condition
+	size int64
+	sent int64
+	held []byte
+	st   *stream
+}
+
+func (p *streamPut) write(b []byte) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if p.st == nil {
+		u := p.u
+		opts, err := u.options(u.ctx, p.cond)
+		if err != nil {
+			return err
+		}
+		p.st = startStream(func(r io.Reader) (minio.UploadInfo, error) {
+			return u.s.core.PutObject(u.ctx, u.s.bucket, u.key, r, p.size, "", "", opts)
+		})
+	}
+	if p.sent+int64(len(b)) == p.size {
+		p.held = []byte{b[len(b)-1]}
+		b = b[:len(b)-1]
+	}
+	if err := p.st.write(b); err != nil {
+		return err
+	}
+	p.sent += int64(len(b))
+	return nil
+}
+
+func (p *streamPut) finish(_ context.Context, cond largo.Condition) (minio.UploadInfo, error) {
+	if cond != p.cond {
+		p.abort()
+		return minio.UploadInfo{}, fmt.Errorf("%w: a condition other than the one stated at creation", largo.ErrUnsupported)
+	}
+	if p.size == 0 {
+		return p.u.putEmpty(cond)
+	}
+	if err := p.st.write(p.held); err != nil {
+		return minio.UploadInfo{}, err
+	}
+	return p.st.close()
+}
+
+func (p *streamPut) abort() {
+	if p.st != nil {
+		p.st.cancel()
+	}
+}
+
+// multipart is a multipart upload to an upload's key, begun on the first
+// part and completed (under its condition) or aborted at the end.
+type multipart struct {
+	u  *upload
+	id string
+
+	mu    sync.Mutex
+	parts []minio.CompletePart
+}
+
+// begin starts the multipart upload if it is not yet.
+func (m *multipart) begin() error {
+	if m.id != "" {
+		return nil
+	}
+	u := m.u
+	id, err := u.s.core.NewMultipartUpload(u.ctx, u.s.bucket, u.key, minio.PutObjectOptions{})
+	if err != nil {
+		return err
+	}
+	m.id = id
+	u.s.active.Store(id, struct{}{})
+	return nil
+}
+
+// sendPart sends part number n.
+func (m *multipart) sendPart(n int, r io.Reader, size int64) error {
+	u := m.u
+	p, err := u.s.core.PutObjectPart(u.ctx, u.s.bucket, u.key, m.id, n, r, size, minio.PutObjectPartOptions{})
+	if err != nil {
+		return err
+	}
+	m.add(minio.CompletePart{PartNumber: n, ETag: p.ETag})
+	return nil
+}
+
+func (m *multipart) add(p minio.CompletePart) {
+	m.mu.Lock()
+	m.parts = append(m.parts, p)
+	m.mu.Unlock()
+}
+
+// complete makes the object of the parts sent visible under cond.
+func (m *multipart) complete(ctx context.Context, cond largo.Condition) (minio.UploadInfo, error) {
+	u := m.u
+	slices.SortFunc(m.parts, func(a, b minio.CompletePart) int { return a.PartNumber - b.PartNumber })
+	opts, err := u.options(ctx, cond)
+	if err != nil {
+		return minio.UploadInfo{}, err
+	}
+	ui, err := u.s.core.CompleteMultipartUpload(ctx, u.s.bucket, u.key, m.id, m.parts, opts)
+	if err == nil {
+		u.s.active.Delete(m.id)
+		m.id = ""
+	}
+	return ui, err
+}
+
+// abort discards the parts sent. A failure is left to the sweep of stale
+// multipart uploads.
+func (m *multipart) abort() {
+	if m.id == "" {
+		return
+	}
+	u := m.u
+	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
+	defer cancel()
+	u.s.core.AbortMultipartUpload(ctx, u.s.bucket, u.key, m.id)
+	u.s.active.Delete(m.id)
+	m.id = ""
+}
+
+// streamParts sends a body of known length, too large for one PUT, as a
+// multipart upload whose parts are streamed one after the other as the
+// bytes arrive: no part is buffered.
+type streamParts struct {
+	mp      *multipart
+	size    int64
+	partLen int64
+	sent    int64
+	st      *stream // the part being sent
+	left    int64   // bytes the part still takes
+	next    int     // its number
+}
+
+func (p *streamParts) write(b []byte) error {
+	for len(b) > 0 {
+		if p.st == nil {
+			if err := p.mp.begin(); err != nil {
+				return err
+			}
+			p.next++
+			n, size := p.next, min(p.partLen, p.size-p.sent)
+			p.left = size
+			p.st = startStream(func(r io.Reader) (minio.UploadInfo, error) {
+				return minio.UploadInfo{}, p.mp.sendPart(n, r, size)
+			})
+		}
+		k := min(int64(len(b)), p.left)
+		if err := p.st.write(b[:k]); err != nil {
+			return err
+		}
+		b, p.sent, p.left = b[k:], p.sent+k, p.left-k
+		if p.left == 0 {
+			_, err := p.st.close()
+			p.st = nil
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (p *streamParts) finish(ctx context.Context, cond largo.Condition) (minio.UploadInfo, error) {
+	return p.mp.complete(ctx, cond)
+}
+
+func (p *streamParts) abort() {
+	if p.st != nil {
+		p.st.cancel()
+	}
+	p.mp.abort()
+}
+
+// bufferedParts sends a body of unknown length. Bytes fill a part buffer;
+// a full buffer is sent as a part while the next one fills, with at most
+// PartConcurrency buffers at once (the one filling included), so the body
+// holds at most PartSize x PartConcurrency bytes. A body that ends within
+// its first buffer is sent as one PUT at the end, without a multipart
+// upload. The first buffer grows as the body does, so a small body costs
+// little memory.
+type bufferedParts struct {
+	mp    *multipart
+	buf   []byte
+	next  int
+	slots chan struct{} // one per part in flight
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	err   error // the first failure of a part sent in the background
+}
+
+func (p *bufferedParts) write(b []byte) error {
+	size := p.mp.u.s.partSize
+	for len(b) > 0 {
+		if int64(len(p.buf)) == size {
+			if err := p.flush(); err != nil {
+				return err
+			}
+		}
+		k := min(int64(len(b)), size-int64(len(p.buf)))
+		p.buf = grow(p.buf, int(k), size)
+		p.buf = append(p.buf, b[:k]...)
+		b = b[k:]
+	}
+	return nil
+}
+
+// grow makes room for n more bytes in buf, doubling its capacity up to
+// limit.
+func grow(buf []byte, n int, limit int64) []byte {
+	if cap(buf)-len(buf) >= n {
+		return buf
+	}
+	c := int(min(limit, int64(max(2*cap(buf), len(buf)+n, 64<<10))))
+	nb := make([]byte, len(buf), c)
+	copy(nb, buf)
+	return nb
+}
+
+// flush sends the buffer as the next part, in the background when more
+// than one part may be in flight, and takes a fresh buffer.
+func (p *bufferedParts) flush() error {
+	if err := p.failed(); err != nil {
+		return err
+	}
+	if err := p.mp.begin(); err != nil {
+		return err
+	}
+	s := p.mp.u.s
+	if p.next++; p.next > maxParts {
+		return fmt.Errorf("a body of unknown length larger than %d parts of %d bytes: %w", maxParts, s.partSize, largo.ErrTooLarge)
+	}
+	n, buf := p.next, p.buf
+	if s.partConc == 1 {
+		err := p.mp.sendPart(n, bytes.NewReader(buf), int64(len(buf)))
+		p.buf = buf[:0]
+		return err
+	}
+	if p.slots == nil {
+		p.slots = make(chan struct{}, s.partConc-1)
+	}
+	p.slots <- struct{}{} // waits while the other buffers are in flight
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		err := p.mp.sendPart(n, bytes.NewReader(buf), int64(len(buf)))
+		s.putBuf(buf)
+		<-p.slots
+		if err != nil {
+			p.mu.Lock()
+			p.err = cmp.Or(p.err, err)
+			p.mu.Unlock()
+		}
+	}()
+	p.buf = s.getBuf()
+	return nil
+}
+
+func (p *bufferedParts) failed() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+func (p *bufferedParts) finish(ctx context.Context, cond largo.Condition) (minio.UploadInfo, error) {
+	u := p.mp.u
+	defer p.release()
+	if p.next == 0 {
+		if len(p.buf) == 0 {
+			return u.putEmpty(cond)
+		}
+		opts, err := u.options(ctx, cond)
+		if err != nil {
+			return minio.UploadInfo{}, err
+		}
+		return u.s.core.PutObject(u.ctx, u.s.bucket, u.key, bytes.NewReader(p.buf), int64(len(p.buf)), "", "", opts)
+	}
+	err := p.flush()
+	p.wg.Wait()
+	if err = cmp.Or(err, p.failed()); err != nil {
+		return minio.UploadInfo{}, err
+	}
+	return p.mp.complete(ctx, cond)
+}
+
+func (p *bufferedParts) abort() {
+	p.wg.Wait() // the upload's context is canceled: parts in flight end now
+	p.mp.abort()
+	p.release()
+}
+
+// release gives the buffer back.
+func (p *bufferedParts) release() {
+	p.mp.u.s.putBuf(p.buf)
+	p.buf = nil
+}
+
+// getBuf returns an empty buffer of PartSize bytes.
+func (s *Store) getBuf() []byte {
+	if b, ok := s.bufs.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, s.partSize)
+}
+
+// putBuf keeps buf for another part if it is a whole part buffer.
+func (s *Store) putBuf(buf []byte) {
+	if int64(cap(buf)) == s.partSize {
+		s.bufs.Put(&buf)
+	}
+}
+
+// copySender commits an adopted object: a server-side copy to the key,
+// then the removal of the source. A copy under a condition, or of more
+// than one copy may carry, is a multipart upload of copied ranges,
+// completed under the condition (servers apply no condition of the target
+// to a plain copy).
+type copySender struct {
+	u    *upload
+	src  string // the source's key
+	size int64
+	etag string
+}
+
+func (c *copySender) write([]byte) error { return errors.New("an adopted upload takes no bytes") }
+
+func (c *copySender) finish(ctx context.Context, cond largo.Condition) (minio.UploadInfo, error) {
+	u := c.u
+	var ui minio.UploadInfo
+	var err error
+	switch {
+	case c.size == 0:
+		ui, err = u.putEmpty(cond)
+	case cond == (largo.Condition{}) && c.size <= u.s.copyPart:
+		var oi minio.ObjectInfo
+		// REPLACE: the source's metadata (its upload's) stays behind.
+		meta := map[string]string{"x-amz-metadata-directive": "REPLACE"}
+		oi, err = u.s.core.CopyObject(ctx, u.s.bucket, c.src, u.s.bucket, u.key, meta, minio.CopySrcOptions{MatchETag: c.etag}, minio.PutObjectOptions{})
+		ui = minio.UploadInfo{ETag: oi.ETag, LastModified: oi.LastModified}
+	default:
+		ui, err = c.copyParts(ctx, cond)
+	}
+	if err != nil {
+		return ui, err
+	}
+	// The copy is in place: a source that fails to go is left to whoever
+	// staged it.
+	u.s.client.RemoveObject(ctx, u.s.bucket, c.src, minio.RemoveObjectOptions{})
+	return ui, nil
+}
+
+// copyParts copies the source in ranges of at most copyPart bytes into a
+// multipart upload, completed under cond.
+func (c *copySender) copyParts(ctx context.Context, cond largo.Condition) (minio.UploadInfo, error) {
+	mp := &multipart{u: c.u}
+	if err := mp.begin(); err != nil {
+		return minio.UploadInfo{}, err
+	}
+	s := c.u.s
+	n := 0
+	for off := int64(0); off < c.size; off += s.copyPart {
+		n++
+		p, err := s.core.CopyObjectPart(ctx, s.bucket, c.src, s.bucket, c.u.key, mp.id, n, off, min(s.copyPart, c.size-off), nil)
+		if err != nil {
+			mp.abort()
+			return minio.UploadInfo{}, err
+		}
+		mp.add(minio.CompletePart{PartNumber: n, ETag: strings.Trim(p.ETag, `"`)})
+	}
+	ui, err := mp.complete(ctx, cond)
+	if err != nil {
+		mp.abort()
+	}
+	return ui, err
+}
+
+func (c *copySender) abort() {}

@@ -1,0 +1,343 @@
+package s3
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"largo"
+)
+
+// S3's own limits.
+const (
+	maxSinglePut = 5 << 30 // the largest body of one PUT
+	maxCopyPart  = 5 << 30 // the largest part of a server-side copy
+	maxParts     = 10000   // parts of one multipart upload
+	maxObject    = 5 << 40 // the largest object
+	abortTimeout = 30 * time.Second
+)
+
+var (
+	_ largo.Creator = (*Store)(nil)
+	_ largo.Adopter = (*Store)(nil)
+	_ largo.Remover = (*Store)(nil)
+	_ largo.Upload  = (*upload)(nil)
+)
+
+// errAborted ends the store request of an aborted upload.
+var errAborted = errors.New("upload aborted")
+
+// Create implements largo.Creator. How the bytes travel depends on what is
+// known of their length (see the package documentation): one streamed PUT
+// whose last byte is held back until Commit, streamed parts of a multipart
+// upload completed at Commit, or, for a length not announced, parts
+// buffered in memory. Whatever the way, nothing is visible at the key
+// before Commit, and Abort leaves nothing behind.
+func (s *Store) Create(ctx context.Context, name string, opt largo.CreateOptions) (largo.Upload, error) {
+	if err := s.checkTarget(ctx, name, opt); err != nil {
+		return nil, err
+	}
+	if opt.Size > maxObject {
+		return nil, fmt.Errorf("%s: %d bytes, more than an object may hold: %w", name, opt.Size, largo.ErrTooLarge)
+	}
+	u := s.newUpload(ctx, name, opt)
+	switch {
+	case opt.Size < 0:
+		u.send = &bufferedParts{mp: &multipart{u: u}}
+	case opt.Size <= s.maxSingle:
+		u.send = &streamPut{u: u, cond: opt.Condition, size: opt.Size}
+	default:
+		u.send = &streamParts{mp: &multipart{u: u}, size: opt.Size, partLen: max(s.partSize, (opt.Size+maxParts-1)/maxParts)}
+	}
+	return u, nil
+}
+
+func (s *Store) newUpload(ctx context.Context, name string, opt largo.CreateOptions) *upload {
+	// The store requests outlive the client's request, whose body may be
+	// all in when it leaves: Abort ends them.
+	uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return &upload{s: s, name: name, key: s.key(name), opt: opt, ctx: uctx, cancel: cancel, h: sha256.New()}
+}
+
+// Adopt implements largo.Adopter: staged, the name of an object under
+// largo.StateDir (a finished resumable upload), becomes an Upload whose
+// Commit copies it to name inside the store, without its bytes passing
+// through largo, and then removes it. Its bytes are read once to compute
+// their SHA-256 unless opt.StagedSHA256 gives it.
+func (s *Store) Adopt(ctx context.Context, name, staged string, opt largo.CreateOptions) (largo.Upload, error) {
+	if !strings.HasPrefix(staged, largo.StateDir+"/") {
+		return nil, fmt.Errorf("%s: %w: not under %s", staged, largo.ErrInvalidName, largo.StateDir)
+	}
+	if _, err := largo.ParseName("/" + staged); err != nil {
+		return nil, err
+	}
+	if err := s.checkTarget(ctx, name, opt); err != nil {
+		return nil, err
+	}
+	src, err := s.client.StatObject(ctx, s.bucket, s.key(staged), minio.StatObjectOptions{})
+	if err != nil {
+		return nil, mapErr(staged, err)
+	}
+	opt.Size = src.Size
+	u := s.newUpload(ctx, name, opt)
+	u.n = src.Size
+	if len(opt.StagedSHA256) == sha256.Size {
+		u.h = knownSum(opt.StagedSHA256)
+	} else if err := s.hashObject(ctx, staged, src.ETag, u.h); err != nil {
+		u.cancel()
+		return nil, err
+	}
+	u.send = &copySender{u: u, src: s.key(staged), size: src.Size, etag: src.ETag}
+	return u, nil
+}
+
+// hashObject reads the object name (in the version etag) into h.
+func (s *Store) hashObject(ctx context.Context, name, etag string, h hash.Hash) error {
+	var opts minio.GetObjectOptions
+	if etag != "" {
+		opts.SetMatchETag(etag)
+	}
+	body, _, _, err := s.core.GetObject(ctx, s.bucket, s.key(name), opts)
+	if err != nil {
+		return mapErr(name, err)
+	}
+	defer body.Close()
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	if _, err := io.CopyBuffer(h, body, *bp); err != nil {
+		return mapErr(name, err)
+	}
+	return nil
+}
+
+// knownSum is a hash.Hash whose sum is given, for an adopted object whose
+// SHA-256 was computed as it arrived. An adopted upload takes no writes.
+type knownSum []byte
+
+func (k knownSum) Write(p []byte) (int, error) { return 0, errors.New("write to a known sum") }
+func (k knownSum) Sum(b []byte) []byte         { return append(b, k...) }
+func (k knownSum) Reset()                      {}
+func (k knownSum) Size() int                   { return sha256.Size }
+func (k knownSum) BlockSize() int              { return sha256.BlockSize }
+
+// checkTarget refuses early what the commit would refuse or get wrong: the
+// root, a folder at the target (keys under the name), a file where the
+// target's folder should be, a missing folder under NoMkdir, and a
+// condition the server cannot apply.
+func (s *Store) checkTarget(ctx context.Context, name string, opt largo.CreateOptions) error {
+	if opt.Condition != (largo.Condition{}) && s.noCond.Load() {
+		return errNoConditions(name)
+	}
+	if name == "" {
+		return fmt.Errorf("the root: %w", largo.ErrIsDir)
+	}
+	if _, err := s.head(ctx, name); err != nil && !errors.Is(err, largo.ErrNotFound) {
+		return err // a folder (ErrIsDir), or the store failing
+	}
+	dir := path.Dir(name)
+	if dir == "." {
+		return nil
+	}
+	_, err := s.head(ctx, dir)
+	switch {
+	case err == nil:
+		return fmt.Errorf("%s: %w", dir, largo.ErrNotDir)
+	case errors.Is(err, largo.ErrIsDir):
+		return nil
+	case errors.Is(err, largo.ErrNotFound) && !opt.NoMkdir:
+		return nil // folders need no making: they are key prefixes
+	}
+	return fmt.Errorf("folder %s: %w", dir, err)
+}
+
+// errNoConditions is the refusal of a condition by a store whose server
+// does not apply conditional writes: a check followed by a write would
+// race with other writers.
+func errNoConditions(name string) error {
+	return fmt.Errorf("%s: %w: the S3 server does not apply If-None-Match or If-Match to writes", name, largo.ErrUnsupported)
+}
+
+// upload is a write in progress to one key.
+type upload struct {
+	s      *Store
+	name   string
+	key    string
+	opt    largo.CreateOptions
+	ctx    context.Context // of the store requests; canceled by Abort
+	cancel context.CancelFunc
+	h      hash.Hash
+	n      int64
+	send   sender
+	err    error // the first failure, returned by later writes
+	done   bool
+}
+
+// A sender carries an upload's bytes to the store in one of the ways
+// (send.go). Its write takes the bytes in order; finish sends what is
+// left and makes the object visible at its key under cond; abort ends
+// every request and leaves nothing visible.
+type sender interface {
+	write(p []byte) error
+	finish(ctx context.Context, cond largo.Condition) (minio.UploadInfo, error)
+	abort()
+}
+
+func (u *upload) Write(p []byte) (int, error) {
+	switch {
+	case u.done:
+		return 0, errors.New("write to a finished upload")
+	case u.err != nil:
+		return 0, u.err
+	case u.opt.Size >= 0 && u.n+int64(len(p)) > u.opt.Size:
+		u.err = fmt.Errorf("%s: more than the %d bytes announced", u.name, u.opt.Size)
+		return 0, u.err
+	}
+	if err := u.send.write(p); err != nil {
+		u.err = writeErr(u.name, u.opt.Condition, err)
+		return 0, u.err
+	}
+	u.h.Write(p)
+	u.n += int64(len(p))
+	return len(p), nil
+}
+
+func (u *upload) Written() int64 { return u.n }
+
+func (u *upload) SHA256() [32]byte {
+	var sum [32]byte
+	u.h.Sum(sum[:0])
+	return sum
+}
+
+// Commit implements largo.Upload. The store applies cond itself, in the
+// request that makes the object visible.
+func (u *upload) Commit(ctx context.Context, cond largo.Condition) (largo.Info, bool, error) {
+	if u.done {
+		return largo.Info{}, false, errors.New("commit of a finished upload")
+	}
+	in, created, err := u.commit(ctx, cond)
+	if err != nil {
+		u.Abort()
+		return largo.Info{}, false, err
+	}
+	u.done = true
+	u.cancel()
+	return in, created, nil
+}
+
+func (u *upload) commit(ctx context.Context, cond largo.Condition) (largo.Info, bool, error) {
+	switch {
+	case u.err != nil:
+		return largo.Info{}, false, u.err
+	case cond != (largo.Condition{}) && u.s.noCond.Load():
+		return largo.Info{}, false, errNoConditions(u.name)
+	case u.opt.Size >= 0 && u.n != u.opt.Size:
+		return largo.Info{}, false, fmt.Errorf("%s: the body ended at %d of the %d bytes announced", u.name, u.n, u.opt.Size)
+	}
+	created, err := u.created(ctx, cond)
+	if err != nil {
+		return largo.Info{}, false, err
+	}
+	ui, err := u.send.finish(ctx, cond)
+	if err != nil {
+		return largo.Info{}, false, writeErr(u.name, cond, err)
+	}
+	mod := ui.LastModified
+	if mod.IsZero() {
+		mod = time.Now()
+	}
+	return largo.Info{Name: path.Base(u.name), Size: u.n, ModTime: mod, ETag: quoteETag(ui.ETag)}, created, nil
+}
+
+// created tells, just before the commit, whether no file is at the
+// target: certain under a condition, else asked of the store (a replacement
+// by another writer in between makes the answer stale, not wrong).
+func (u *upload) created(ctx context.Context, cond largo.Condition) (bool, error) {
+	switch {
+	case cond.IfNoneMatch:
+		return true, nil
+	case cond.IfMatch != "":
+		return false, nil
+	}
+	_, err := u.s.client.StatObject(ctx, u.s.bucket, u.key, minio.StatObjectOptions{})
+	if err == nil {
+		return false, nil
+	}
+	if err = mapErr(u.name, err); errors.Is(err, largo.ErrNotFound) {
+		return true, nil
+	}
+	return false, err
+}
+
+func (u *upload) Abort() error {
+	if u.done {
+		return nil
+	}
+	u.done = true
+	u.cancel()
+	u.send.abort()
+	return nil
+}
+
+// options returns the options of the request that makes the upload's
+// object visible under cond. If-Match: * (any version) is sent as the ETag
+// of the version there now, since not every server takes the star: a
+// replacement in between then fails the condition, which errs on the safe
+// side.
+func (u *upload) options(ctx context.Context, cond largo.Condition) (minio.PutObjectOptions, error) {
+	if cond.IfMatch == "*" {
+		oi, err := u.s.client.StatObject(ctx, u.s.bucket, u.key, minio.StatObjectOptions{})
+		if err != nil {
+			return minio.PutObjectOptions{}, writeErr(u.name, cond, err)
+		}
+		cond.IfMatch = quoteETag(oi.ETag)
+	}
+	return putOptions(cond), nil
+}
+
+// putOptions are the options of a request conditional on cond.
+func putOptions(cond largo.Condition) minio.PutObjectOptions {
+	var o minio.PutObjectOptions
+	if cond.IfNoneMatch {
+		o.SetMatchETagExcept("*")
+	}
+	if cond.IfMatch != "" {
+		o.SetMatchETag(strings.Trim(cond.IfMatch, `"`)) // minio-go quotes it again
+	}
+	return o
+}
+
+// writeErr wraps an error met while writing name under cond in the largo
+// error kind it means.
+func writeErr(name string, cond largo.Condition, err error) error {
+	var er minio.ErrorResponse
+	if errors.As(err, &er) {
+		switch er.Code {
+		case "ObjectParentIsFile":
+			return fmt.Errorf("%s: %w: %w", name, largo.ErrNotDir, err)
+		case "ExistingObjectIsDirectory":
+			return fmt.Errorf("%s: %w: %w", name, largo.ErrIsDir, err)
+		case "EntityTooLarge":
+			return fmt.Errorf("%s: %w: %w", name, largo.ErrTooLarge, err)
+		case "NoSuchUpload":
+			// Not the client's 404: the multipart upload was aborted
+			// under us (expired by an instance's sweep).
+			return fmt.Errorf("%s: the multipart upload is gone: %w", name, err)
+		}
+	}
+	err = mapErr(name, err)
+	if cond.IfMatch != "" && errors.Is(err, largo.ErrNotFound) {
+		// If-Match on a key that does not exist. The cause is kept as
+		// text: the error must not read as a missing folder.
+		return fmt.Errorf("no object to match (%v): %w", err, largo.ErrPrecondition)
+	}
+	return err
+}

@@ -1,0 +1,297 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+
+	"largo"
+	"largo/s3/s3test"
+	"largo/storetest"
+)
+
+// newWriteStore returns a Store on a fresh bucket of srv holding files,
+// with the write settings edit gives it.
+func newWriteStore(t *testing.T, srv *s3test.Server, files map[string]string, edit func(*Store)) *Store {
+	t.Helper()
+	bucket := srv.MakeBucket(t)
+	srv.PutAll(t, bucket, "w/", files)
+	s := newStore(t, srv, bucket, "w")
+	if edit != nil {
+		edit(s)
+	}
+	return s
+}
+
+// TestStoreWrite runs the write suite twice: with the default settings,
+// where every body of the suite goes in one PUT, and with the smallest
+// parts and a low limit on one PUT, so that known lengths go as streamed
+// parts, unknown ones as buffered parts sent in the background, and
+// adopted copies in ranges.
+func TestStoreWrite(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	for _, tt := range []struct {
+		name string
+		edit func(*Store)
+	}{
+		{"Defaults", nil},
+		{"SmallParts", func(s *Store) {
+			s.partSize, s.partConc, s.maxSingle, s.copyPart = MinPartSize, 3, 8<<20, MinPartSize
+		}},
+		{"OnePartAtATime", func(s *Store) {
+			s.partSize, s.partConc, s.maxSingle = MinPartSize, 1, 8<<20
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			storetest.RunWrite(t, func(t *testing.T, files map[string]string) storetest.WritableStore {
+				s := newWriteStore(t, srv, files, tt.edit)
+				t.Cleanup(func() { noMultipart(t, srv, s) })
+				return s
+			})
+		})
+	}
+}
+
+// noMultipart fails the test if a multipart upload is left in s's bucket.
+func noMultipart(t *testing.T, srv *s3test.Server, s *Store) {
+	t.Helper()
+	res, err := s.core.ListMultipartUploads(context.Background(), s.bucket, "", "", "", "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range res.Uploads {
+		t.Errorf("multipart upload left: %s (%s)", u.Key, u.UploadID)
+	}
+}
+
+// TestWriteMemory checks the part buffers of a body of unknown length:
+// never more than PartConcurrency at once, whatever the body's size.
+func TestWriteParts(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	s := newWriteStore(t, srv, nil, func(s *Store) { s.partSize, s.partConc = MinPartSize, 2 })
+	ctx := context.Background()
+	u, err := s.Create(ctx, "big.bin", largo.CreateOptions{Size: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp := u.(*upload).send.(*bufferedParts)
+	chunk := bytes.Repeat([]byte{'x'}, 1<<20)
+	h := sha256.New()
+	for range 23 {
+		if _, err := u.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+		h.Write(chunk)
+		if inFlight := len(bp.slots); inFlight+1 > s.partConc {
+			t.Fatalf("%d buffers at once; want at most %d", inFlight+1, s.partConc)
+		}
+	}
+	in, created, err := u.Commit(ctx, largo.Condition{})
+	if err != nil || !created || in.Size != 23<<20 {
+		t.Fatalf("Commit = %+v, %v, %v", in, created, err)
+	}
+	if bp.next != 5 {
+		t.Errorf("%d parts; want 5 (4 of 5 MiB and the rest)", bp.next)
+	}
+	f, err := s.Open(ctx, "big.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	g := sha256.New()
+	io.Copy(g, f)
+	if !bytes.Equal(g.Sum(nil), h.Sum(nil)) {
+		t.Fatal("stored bytes differ")
+	}
+	noMultipart(t, srv, s)
+}
+
+// TestAdopt moves a staged object into place: copied inside the store, the
+// source removed, under conditions, and in ranges when it is larger than
+// one copy may carry.
+func TestAdopt(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	ctx := context.Background()
+	data := strings.Repeat("adopted ", 2<<20) // 16 MiB
+	sum := sha256.Sum256([]byte(data))
+	for _, tt := range []struct {
+		name     string
+		copyPart int64
+		cond     largo.Condition
+		given    bool // the SHA-256 is given, not read
+	}{
+		{"plain copy", maxCopyPart, largo.Condition{}, false},
+		{"in ranges", MinPartSize, largo.Condition{}, true},
+		{"under a condition", maxCopyPart, largo.Condition{IfNoneMatch: true}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newWriteStore(t, srv, map[string]string{".largo/tus/up1": data, "old": "old"}, func(s *Store) { s.copyPart = tt.copyPart })
+			opt := largo.CreateOptions{Size: int64(len(data)), Condition: tt.cond}
+			if tt.given {
+				opt.StagedSHA256 = sum[:]
+			}
+			u, err := s.Adopt(ctx, "dir/file.bin", ".largo/tus/up1", opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.SHA256() != sum || u.Written() != int64(len(data)) {
+				t.Fatalf("SHA256 %x, Written %d", u.SHA256(), u.Written())
+			}
+			in, created, err := u.Commit(ctx, tt.cond)
+			if err != nil || !created || in.ETag == "" {
+				t.Fatalf("Commit = %+v, %v, %v", in, created, err)
+			}
+			if got := readAll(t, s, "dir/file.bin"); got != data {
+				t.Fatalf("copied %d bytes; want %d", len(got), len(data))
+			}
+			if _, err := s.client.StatObject(ctx, s.bucket, s.key(".largo/tus/up1"), minio.StatObjectOptions{}); err == nil {
+				t.Error("the staged object is still there")
+			}
+			noMultipart(t, srv, s)
+		})
+	}
+	s := newWriteStore(t, srv, map[string]string{".largo/tus/up2": data, "old": "old"}, nil)
+	u, err := s.Adopt(ctx, "old", ".largo/tus/up2", largo.CreateOptions{Condition: largo.Condition{IfNoneMatch: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := u.Commit(ctx, largo.Condition{IfNoneMatch: true}); !errors.Is(err, largo.ErrPrecondition) {
+		t.Fatalf("adopt over an existing file with If-None-Match: %v", err)
+	}
+	if readAll(t, s, "old") != "old" {
+		t.Fatal("the failed adoption changed the target")
+	}
+	for _, staged := range []string{"outside", ".largo/../old", ".largo/tus/missing"} {
+		if _, err := s.Adopt(ctx, "x", staged, largo.CreateOptions{}); err == nil {
+			t.Errorf("Adopt(%q) succeeded", staged)
+		}
+	}
+	noMultipart(t, srv, s)
+}
+
+func readAll(t *testing.T, s *Store, name string) string {
+	t.Helper()
+	f, err := s.Open(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestAbortCutsThePut aborts a streamed PUT whose whole body was written:
+// the held-back byte never reaches the server, which stores nothing.
+func TestAbortCutsThePut(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	s := newWriteStore(t, srv, nil, nil)
+	ctx := context.Background()
+	body := bytes.Repeat([]byte("z"), 3<<20)
+	u, err := s.Create(ctx, "cut.bin", largo.CreateOptions{Size: int64(len(body))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Write(body); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // let the server take all it can
+	if _, err := s.Stat(ctx, "cut.bin"); !errors.Is(err, largo.ErrNotFound) {
+		t.Fatalf("before the commit, Stat = %v", err)
+	}
+	u.Abort()
+	if _, err := s.Stat(ctx, "cut.bin"); !errors.Is(err, largo.ErrNotFound) {
+		t.Fatalf("after the abort, Stat = %v", err)
+	}
+	// A commit under another condition than the one the PUT carries.
+	u, _ = s.Create(ctx, "cond.bin", largo.CreateOptions{Size: 1})
+	u.Write([]byte("1"))
+	if _, _, err := u.Commit(ctx, largo.Condition{IfNoneMatch: true}); !errors.Is(err, largo.ErrUnsupported) {
+		t.Errorf("commit under a condition not stated at creation: %v", err)
+	}
+}
+
+// TestPrepareWrites probes the server (versitygw applies conditions),
+// leaves no probe behind, and refuses conditions on a store whose server
+// does not apply them.
+func TestPrepareWrites(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	s := newWriteStore(t, srv, map[string]string{"f": "f"}, nil)
+	ctx := context.Background()
+	if err := s.PrepareWrites(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !s.ConditionalWrites() {
+		t.Error("versitygw applies conditional writes; the probe says it does not")
+	}
+	for o := range s.client.ListObjectsIter(ctx, s.bucket, minio.ListObjectsOptions{Recursive: true}) {
+		if o.Key != "w/f" {
+			t.Errorf("key left by the probe: %s", o.Key)
+		}
+	}
+	noMultipart(t, srv, s)
+
+	s.noCond.Store(true)
+	f, _ := s.Stat(ctx, "f")
+	if _, err := s.Create(ctx, "g", largo.CreateOptions{Condition: largo.Condition{IfNoneMatch: true}}); !errors.Is(err, largo.ErrUnsupported) {
+		t.Errorf("Create under a condition: %v; want ErrUnsupported", err)
+	}
+	if err := s.Remove(ctx, "f", largo.RemoveOptions{Condition: largo.Condition{IfMatch: f.ETag}}); !errors.Is(err, largo.ErrUnsupported) {
+		t.Errorf("Remove under If-Match: %v; want ErrUnsupported", err)
+	}
+	if readAll(t, s, "f") != "f" {
+		t.Error("a refused removal removed the file")
+	}
+
+	// A bucket that refuses the writes (here: gone since the start):
+	// refused with one line.
+	gone := newStore(t, srv, s.bucket, "w")
+	gone.bucket = "no-such-bucket"
+	if err := gone.PrepareWrites(ctx); err == nil || strings.Contains(err.Error(), "\n") {
+		t.Errorf("PrepareWrites on a missing bucket: %v", err)
+	}
+}
+
+// TestSweep aborts the multipart uploads left behind, and only those.
+func TestSweep(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	s := newWriteStore(t, srv, nil, func(s *Store) { s.partSize = MinPartSize })
+	ctx := context.Background()
+	for _, k := range []string{"w/left.bin", "w/" + largo.StateDir + "/tus/abc", "outside"} {
+		if _, err := s.core.NewMultipartUpload(ctx, s.bucket, k, minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An upload of this store in progress, past its first part.
+	u, err := s.Create(ctx, "mine.bin", largo.CreateOptions{Size: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Abort()
+	u.Write(bytes.Repeat([]byte("m"), MinPartSize+1))
+
+	if n, err := s.Sweep(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("Sweep of uploads an hour old = %d, %v; want 0", n, err)
+	}
+	n, err := s.Sweep(ctx, time.Now().Add(time.Minute))
+	if err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v; want 1 (left.bin)", n, err)
+	}
+	res, _ := s.core.ListMultipartUploads(ctx, s.bucket, "", "", "", "", 1000)
+	var keys []string
+	for _, up := range res.Uploads {
+		keys = append(keys, up.Key)
+	}
+	if got := strings.Join(keys, ","); got != "outside,w/.largo/tus/abc,w/mine.bin" {
+		t.Errorf("multipart uploads after the sweep: %s", got)
+	}
+}
