@@ -1,33 +1,30 @@
 package resumable
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding"
 	"encoding/binary"
-	"errors"
 	"hash"
 	"io"
-	"io/fs"
-	"os"
 )
 
 // An upload's SHA-256 is computed as its chunks arrive, so that finishing
 // a large upload does not read it all again. The state of the hash after
-// each chunk is kept beside the upload (ID.sha256: the offset it covers,
-// then the hash's binary state), so it survives restarts. When it does not
-// cover exactly the bytes stored (a crash between a write and the save, a
-// partial write), it is dropped and the finish reads the file instead.
-
-func (s *dataStore) hashPath(id string) string { return s.binPath(id) + ".sha256" }
+// each chunk is kept by the staging beside the upload (the offset it
+// covers, then the hash's binary state), so it survives restarts and moves
+// between servers sharing a staging. When it does not cover exactly the
+// bytes stored (a crash between a write and the save, a partial write), it
+// is dropped and the finish reads the bytes instead.
 
 // loadHash returns the hash of the first offset bytes of an upload, or nil.
-func (s *dataStore) loadHash(id string, offset int64) hash.Hash {
+func (s *dataStore) loadHash(ctx context.Context, id string, offset int64) hash.Hash {
 	h := sha256.New()
 	if offset == 0 {
 		return h
 	}
-	b, err := os.ReadFile(s.hashPath(id))
-	if err != nil || len(b) < 8 || int64(binary.BigEndian.Uint64(b)) != offset {
+	b := s.st.LoadHash(ctx, id)
+	if len(b) < 8 || int64(binary.BigEndian.Uint64(b)) != offset {
 		return nil
 	}
 	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(b[8:]); err != nil {
@@ -38,27 +35,24 @@ func (s *dataStore) loadHash(id string, offset int64) hash.Hash {
 
 // saveHash keeps h as the hash of the first offset bytes of an upload, or,
 // with h nil, forgets any.
-func (s *dataStore) saveHash(id string, offset int64, h hash.Hash) {
-	if h == nil {
-		if err := os.Remove(s.hashPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.h.log.Warn("removing an upload's hash state", "id", id, "err", err)
+func (s *dataStore) saveHash(ctx context.Context, id string, offset int64, h hash.Hash) {
+	var state []byte
+	if h != nil {
+		st, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+		if err != nil {
+			return
 		}
-		return
+		state = append(binary.BigEndian.AppendUint64(nil, uint64(offset)), st...)
 	}
-	st, err := h.(encoding.BinaryMarshaler).MarshalBinary()
-	if err != nil {
-		return
-	}
-	b := binary.BigEndian.AppendUint64(nil, uint64(offset))
-	if err := os.WriteFile(s.hashPath(id), append(b, st...), 0o644); err != nil {
+	if err := s.st.SaveHash(ctx, id, state); err != nil {
 		s.h.log.Warn("saving an upload's hash state", "id", id, "err", err)
 	}
 }
 
 // finishedSum returns the SHA-256 of a whole upload of size bytes when the
 // kept state covers all of it, or nil.
-func (s *dataStore) finishedSum(id string, size int64) []byte {
-	if h := s.loadHash(id, size); h != nil {
+func (s *dataStore) finishedSum(ctx context.Context, id string, size int64) []byte {
+	if h := s.loadHash(ctx, id, size); h != nil {
 		return h.Sum(nil)
 	}
 	return nil

@@ -25,9 +25,22 @@
 //   - uploads left without a byte for Config.Expiry are removed with their
 //     space.
 //
-// The upload state is tusd's: a DataStore (its filestore under the served
-// folder's state folder here; its S3 store for an object store) holding
-// each upload's bytes and a FileInfo with the offset and the metadata.
+// The upload state is tusd's: a DataStore holding each upload's bytes and
+// a FileInfo with the offset and the metadata, kept by a Staging chosen by
+// what the served store is (staging.go). On a folder, DiskStaging: tusd's
+// filestore in the folder's state folder, where a finished upload is
+// renamed into place. On a bucket, S3Staging: tusd's S3 store, in the
+// bucket's state folder, so that every instance serving the bucket sees
+// every upload and a client may resume through any of them; a finished
+// upload, completed there as an object, is copied into place by the
+// bucket itself. tusd's S3 store cuts a PATCH body into parts on local
+// disk before sending them (see S3Staging for the bound). Uploads are
+// locked against concurrent PATCHes within one server only (tusd has no
+// lock that lives in a bucket): two PATCHes to one upload at once through
+// two servers could interleave their parts. tus clients send one PATCH at
+// a time and resume only after the previous one failed, and a server ends
+// a PATCH as soon as its client's connection ends.
+//
 // That state is not tied to the tus wire protocol: tusd's own handler
 // already speaks the IETF resumable-upload draft over the same DataStore
 // (its EnableExperimentalProtocol), and the finishing, checking and expiry
@@ -48,12 +61,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/tus/tusd/v2/pkg/filestore"
 	tusd "github.com/tus/tusd/v2/pkg/handler"
 	"github.com/tus/tusd/v2/pkg/memorylocker"
 
@@ -84,17 +95,21 @@ type Observer interface {
 	UploadEnded(outcome string)
 }
 
-// Config configures a Handler. Store, Dir, Staged and BasePath are
-// required.
+// Config configures a Handler. Store, BasePath and either Staging or Dir
+// are required.
 type Config struct {
 	// Store receives finished uploads. It must implement largo.Creator; a
-	// store that implements largo.Adopter takes the staged file without a
-	// copy.
+	// store that implements largo.Adopter takes the staged bytes without
+	// passing them through largo.
 	Store largo.Store
-	// Dir is the folder of the upload state, as an operating-system path.
+	// Staging keeps the unfinished uploads; nil means DiskStaging(Dir,
+	// Staged).
+	Staging Staging
+	// Dir is the folder of the upload state, as an operating-system path,
+	// when Staging is nil.
 	Dir string
 	// Staged is the same folder as a store name under largo.StateDir, for
-	// largo.Adopter.
+	// largo.Adopter, when Staging is nil.
 	Staged string
 	// BasePath is the URL path the handler is mounted at, with its
 	// trailing slash.
@@ -157,10 +172,15 @@ func New(cfg Config) (*Handler, error) {
 	if h.obs == nil {
 		h.obs = nopObserver{}
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, err
+	if cfg.Staging == nil {
+		st, err := DiskStaging(cfg.Dir, cfg.Staged)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Staging = st
+		h.cfg.Staging = st
 	}
-	h.store = &dataStore{fs: filestore.New(cfg.Dir), h: h}
+	h.store = &dataStore{st: cfg.Staging, h: h}
 	composer := tusd.NewStoreComposer()
 	composer.UseCore(h.store)
 	composer.UseTerminater(h.store)
@@ -185,7 +205,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h.tus = http.StripPrefix(strings.TrimSuffix(cfg.BasePath, "/"), t)
-	pending, err := h.store.scan()
+	pending, err := cfg.Staging.Pending(context.Background())
 	if err != nil {
 		return nil, err
 	}
@@ -331,14 +351,14 @@ func (h *Handler) checkSpace(ctx context.Context, name string, size int64) error
 func (h *Handler) finish(ev tusd.HookEvent) (tusd.HTTPResponse, error) {
 	info := ev.Upload
 	ctx := context.WithoutCancel(ev.Context)
-	defer h.store.remove(info.ID)
+	defer h.store.remove(ctx, info.ID)
 	h.obs.PendingBytes(-info.Size)
 	t, err := h.parseTarget(info.MetaData)
 	if err != nil {
 		h.obs.UploadEnded("rejected")
 		return tusd.HTTPResponse{}, err
 	}
-	u, err := h.stage(ctx, t.name, info)
+	u, err := h.stage(ctx, t.name, t.cond, info)
 	if err != nil {
 		h.obs.UploadEnded("error")
 		return tusd.HTTPResponse{}, h.internal("finish", err)
@@ -377,18 +397,21 @@ func (h *Handler) finish(ev tusd.HookEvent) (tusd.HTTPResponse, error) {
 	}}, nil
 }
 
-// stage turns a finished upload's bytes into a largo.Upload to name:
-// adopted in place when the store can, copied otherwise.
-func (h *Handler) stage(ctx context.Context, name string, info tusd.FileInfo) (largo.Upload, error) {
-	opt := largo.CreateOptions{Size: info.Size, NoMkdir: h.cfg.NoMkdir, StagedSHA256: h.store.finishedSum(info.ID, info.Size)}
-	if a, ok := h.cfg.Store.(largo.Adopter); ok {
-		return a.Adopt(ctx, name, h.cfg.Staged+"/"+info.ID, opt)
+// stage turns a finished upload's bytes into a largo.Upload to name, to be
+// committed under cond: adopted where they are when the store can,
+// copied otherwise.
+func (h *Handler) stage(ctx context.Context, name string, cond largo.Condition, info tusd.FileInfo) (largo.Upload, error) {
+	st := h.cfg.Staging
+	opt := largo.CreateOptions{Size: info.Size, NoMkdir: h.cfg.NoMkdir, StagedSHA256: h.store.finishedSum(ctx, info.ID, info.Size), Condition: cond}
+	if a, ok := h.cfg.Store.(largo.Adopter); ok && st.Staged(info.ID) != "" {
+		return a.Adopt(ctx, name, st.Staged(info.ID), opt)
 	}
+	opt.StagedSHA256 = nil
 	u, err := h.cfg.Store.(largo.Creator).Create(ctx, name, opt)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Open(h.store.binPath(info.ID))
+	f, err := st.Open(ctx, info.ID)
 	if err == nil {
 		_, err = io.Copy(u, f)
 		f.Close()

@@ -267,7 +267,11 @@ func TestScanAtStart(t *testing.T) {
 }
 
 func TestValidID(t *testing.T) {
-	for id, want := range map[string]bool{"abc123": true, "": false, "../x": false, "a/b": false, "a.info": false, strings.Repeat("a", 65): false} {
+	for id, want := range map[string]bool{
+		"abc123": true, "": false, "../x": false, "a/b": false, "a.info": false, strings.Repeat("a", 129): false,
+		"0123456789abcdef0123456789abcdef+4c74a6b6-844a-45a6-ae10-355e85eff282": true, // S3's
+		"a b": false, "a%2fb": false, "a\\b": false,
+	} {
 		if validID(id) != want {
 			t.Errorf("validID(%q) != %v", id, want)
 		}

@@ -4,24 +4,20 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/tus/tusd/v2/pkg/filestore"
 	tusd "github.com/tus/tusd/v2/pkg/handler"
 )
 
-// dataStore is tusd's filestore with what largo adds: upload IDs checked
-// before they reach a path, errors that name no path, the pending-bytes
-// count, and the knowledge of which uploads are being written (which
-// expiry leaves alone).
+// dataStore is the staging's DataStore with what largo adds: upload IDs
+// checked before they reach a path or a key, errors that name no path,
+// the pending-bytes count, the hash of each upload as it arrives, and the
+// knowledge of which uploads are being written (which expiry leaves
+// alone).
 type dataStore struct {
-	fs filestore.FileStore
+	st Staging
 	h  *Handler
 }
 
@@ -33,14 +29,16 @@ var (
 	_ tusd.LengthDeclarableUpload  = (*upload)(nil)
 )
 
-// validID reports whether id can be an upload's ID: tusd makes them of
-// hex digits; anything else (a slash, a dot) never reaches the filesystem.
+// validID reports whether id can be an upload's ID: tusd's filestore makes
+// them of hex digits, its S3 store of hex digits, a plus and the
+// multipart upload's ID; anything else (a slash, a dot) never reaches a
+// path or a key.
 func validID(id string) bool {
-	if id == "" || len(id) > 64 {
+	if id == "" || len(id) > 128 {
 		return false
 	}
 	for _, c := range id {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '+' || c == '-' || c == '_') {
 			return false
 		}
 	}
@@ -49,7 +47,7 @@ func validID(id string) bool {
 
 func (s *dataStore) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upload, error) {
 	info.ID = "" // always tusd's own
-	u, err := s.fs.NewUpload(ctx, info)
+	u, err := s.st.NewUpload(ctx, info)
 	if err != nil {
 		return nil, s.h.storeErr("create", err)
 	}
@@ -61,7 +59,7 @@ func (s *dataStore) GetUpload(ctx context.Context, id string) (tusd.Upload, erro
 	if !validID(id) {
 		return nil, tusd.ErrNotFound
 	}
-	u, err := s.fs.GetUpload(ctx, id)
+	u, err := s.st.GetUpload(ctx, id)
 	if errors.Is(err, tusd.ErrNotFound) {
 		return nil, tusd.ErrNotFound
 	}
@@ -79,45 +77,11 @@ func (s *dataStore) AsLengthDeclarableUpload(u tusd.Upload) tusd.LengthDeclarabl
 	return u.(*upload)
 }
 
-func (s *dataStore) binPath(id string) string  { return filepath.Join(s.fs.Path, id) }
-func (s *dataStore) infoPath(id string) string { return filepath.Join(s.fs.Path, id+".info") }
-
 // remove deletes what is left of an upload.
-func (s *dataStore) remove(id string) {
-	for _, p := range []string{s.binPath(id), s.infoPath(id), s.hashPath(id)} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.h.log.Warn("removing an upload's state", "id", id, "err", err)
-		}
+func (s *dataStore) remove(ctx context.Context, id string) {
+	if err := s.st.Remove(ctx, id); err != nil {
+		s.h.log.Warn("removing an upload's state", "id", id, "err", err)
 	}
-}
-
-// scan removes what a crash left half-made (bytes without their info, or
-// the reverse) and returns the bytes held by the uploads that remain.
-func (s *dataStore) scan() (int64, error) {
-	ents, err := os.ReadDir(s.fs.Path)
-	if err != nil {
-		return 0, err
-	}
-	has := map[string]bool{}
-	for _, e := range ents {
-		has[e.Name()] = true
-	}
-	var pending int64
-	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".sha256") {
-			continue // goes with its upload
-		}
-		id, isInfo := strings.CutSuffix(e.Name(), ".info")
-		switch {
-		case isInfo && !has[id], !isInfo && !has[id+".info"]:
-			s.remove(id)
-		case !isInfo:
-			if fi, err := e.Info(); err == nil {
-				pending += fi.Size()
-			}
-		}
-	}
-	return pending, nil
 }
 
 // upload is one of tusd's uploads, watched.
@@ -132,15 +96,18 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 	h.begin(u.id)
 	defer h.end(u.id)
 	var tee *countingTee
-	if sum := u.s.loadHash(u.id, offset); sum != nil {
+	if sum := u.s.loadHash(ctx, u.id, offset); sum != nil {
 		tee = &countingTee{r: src, h: sum}
 		src = tee
 	}
 	n, err := u.Upload.WriteChunk(ctx, offset, src)
+	// The state is saved even when the client left: the bytes it sent
+	// are stored.
+	ctx = context.WithoutCancel(ctx)
 	if tee != nil && tee.n == n {
-		u.s.saveHash(u.id, offset+n, tee.h)
+		u.s.saveHash(ctx, u.id, offset+n, tee.h)
 	} else {
-		u.s.saveHash(u.id, 0, nil) // the finish will read the file
+		u.s.saveHash(ctx, u.id, 0, nil) // the finish will read the bytes
 	}
 	h.obs.PendingBytes(n)
 	if err != nil {
@@ -151,10 +118,10 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 
 func (u *upload) Terminate(ctx context.Context) error {
 	info, _ := u.GetInfo(ctx)
-	if err := u.s.fs.AsTerminatableUpload(u.Upload).Terminate(ctx); err != nil {
+	if err := u.s.st.AsTerminatableUpload(u.Upload).Terminate(ctx); err != nil {
 		return u.s.h.storeErr("terminate", err)
 	}
-	u.s.saveHash(u.id, 0, nil)
+	u.s.saveHash(ctx, u.id, 0, nil)
 	u.s.h.obs.PendingBytes(-info.Offset)
 	u.s.h.obs.UploadEnded("aborted")
 	return nil
@@ -167,7 +134,7 @@ func (u *upload) DeclareLength(ctx context.Context, length int64) error {
 			return err
 		}
 	}
-	if err := u.s.fs.AsLengthDeclarableUpload(u.Upload).DeclareLength(ctx, length); err != nil {
+	if err := u.s.st.AsLengthDeclarableUpload(u.Upload).DeclareLength(ctx, length); err != nil {
 		return u.s.h.storeErr("declare length", err)
 	}
 	return nil
@@ -203,48 +170,33 @@ func (h *Handler) end(id string) {
 }
 
 // Expire removes the uploads that have received no byte for Config.Expiry
-// (none is being written), frees their space, and returns how many it
-// removed and the bytes freed.
+// (none is being written through this server), frees their space, and
+// returns how many it removed and the bytes freed.
 func (h *Handler) Expire() (n int, freed int64, err error) {
-	ents, err := os.ReadDir(h.store.fs.Path)
-	if err != nil {
-		return 0, 0, err
-	}
+	ctx := context.Background()
 	now := h.cfg.Now()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, e := range ents {
-		id, ok := strings.CutSuffix(e.Name(), ".info")
-		if !ok || h.active[id] > 0 {
+	for up, err := range h.store.st.Idle(ctx, now.Add(-h.cfg.Expiry)) {
+		if err != nil {
+			return n, freed, err
+		}
+		h.mu.Lock()
+		if h.active[up.ID] > 0 {
+			h.mu.Unlock()
 			continue
 		}
-		last, size := time.Time{}, int64(0)
-		for _, p := range []string{h.store.infoPath(id), h.store.binPath(id)} {
-			if fi, err := os.Stat(p); err == nil {
-				last = maxTime(last, fi.ModTime())
-				if p == h.store.binPath(id) {
-					size = fi.Size()
-				}
-			}
-		}
-		if now.Sub(last) < h.cfg.Expiry {
+		err := h.store.st.Remove(ctx, up.ID)
+		h.mu.Unlock()
+		if err != nil {
+			h.log.Warn("removing an expired upload", "id", up.ID, "err", err)
 			continue
 		}
-		h.store.remove(id)
-		h.obs.PendingBytes(-size)
+		h.obs.PendingBytes(-up.Size)
 		h.obs.UploadEnded("aborted")
-		h.log.Info("resumable upload expired", "id", id, "bytes", size, "idle", now.Sub(last).Round(time.Second))
+		h.log.Info("resumable upload expired", "id", up.ID, "bytes", up.Size, "idle", now.Sub(up.Last).Round(time.Second))
 		n++
-		freed += size
+		freed += up.Size
 	}
 	return n, freed, nil
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // Run calls Expire at a quarter of the expiry (between a second and a

@@ -1,0 +1,58 @@
+package resumable
+
+import (
+	"context"
+	"io"
+	"iter"
+	"time"
+
+	tusd "github.com/tus/tusd/v2/pkg/handler"
+)
+
+// Staging is where a Handler keeps unfinished uploads: a tusd DataStore
+// (with termination and deferred lengths) holding each upload's bytes and
+// FileInfo, and what largo keeps beside them. Which one a server uses
+// follows from the store it serves: DiskStaging, a folder in the served
+// folder's state folder, beside the files a finished upload is renamed
+// to; S3Staging, keys in the served bucket's state folder, which every
+// instance serving the bucket sees, so that an upload begun through one
+// instance can go on through another.
+//
+// Implementations must be safe for concurrent use.
+type Staging interface {
+	tusd.DataStore
+	tusd.TerminaterDataStore
+	tusd.LengthDeferrerDataStore
+
+	// Staged returns the name, in the served store, of a finished
+	// upload's bytes (under largo.StateDir), for a store that adopts them
+	// (largo.Adopter); "" when the staging is not inside the served store.
+	Staged(id string) string
+	// Open returns the bytes of a finished upload, for a store that
+	// copies them.
+	Open(ctx context.Context, id string) (io.ReadCloser, error)
+	// Remove removes everything left of an upload, finished or not: its
+	// bytes (aborting what holds them), its FileInfo and its hash state.
+	Remove(ctx context.Context, id string) error
+	// Idle yields the uploads that have received no byte since before.
+	Idle(ctx context.Context, before time.Time) iter.Seq2[IdleUpload, error]
+	// Pending returns the bytes held by the unfinished uploads, after
+	// removing what a crash left half-made. A staging shared by several
+	// servers returns 0: each server counts what passes through it.
+	Pending(ctx context.Context) (int64, error)
+	// LoadHash returns the hash state kept for an upload, or nil.
+	LoadHash(ctx context.Context, id string) []byte
+	// SaveHash keeps state as the hash state of an upload; nil forgets
+	// it.
+	SaveHash(ctx context.Context, id string, state []byte) error
+}
+
+// IdleUpload is an upload that receives no bytes.
+type IdleUpload struct {
+	// ID is the upload's ID.
+	ID string
+	// Size is the number of bytes it holds.
+	Size int64
+	// Last is when it last received a byte (or was created).
+	Last time.Time
+}
