@@ -43,7 +43,7 @@ func putRandom(t *testing.T, srv *s3test.Server, key string, size int64, seed ui
 }
 
 // storePort returns the port of srv, for counting connections to it.
-func storePort(t *testing.T, srv *s3test.Server) int {
+func storePort(t testing.TB, srv *s3test.Server) int {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(srv.Addr)
 	n, err := strconv.Atoi(port)
@@ -56,7 +56,7 @@ func storePort(t *testing.T, srv *s3test.Server) int {
 // storeConns returns the connections the largo process holds to srv: busy
 // ones (an answer in flight or unread, or closed by the store and not by
 // largo) and idle ones (kept alive in the pool for the next request).
-func storeConns(t *testing.T, s *server, srv *s3test.Server) (busy, idle int) {
+func storeConns(t testing.TB, s *server, srv *s3test.Server) (busy, idle int) {
 	t.Helper()
 	conns, err := proc.TCPConnsTo(s.PID, storePort(t, srv))
 	if err != nil {
@@ -370,11 +370,15 @@ func TestS3StartErrors(t *testing.T) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 and one line with %q", tt.name, code, errs, tt.want)
 		}
 	}
-	// Writes on a bucket are not there yet: refused, not ignored.
-	code, _, errs := runLargo(t, srv.Env(), "serve", "--store", "s3://"+srv.Bucket, "--upload", "--listen", "127.0.0.1:0")
-	if code != 2 || !strings.Contains(errs, "not supported") {
-		t.Errorf("--upload on a bucket: exit %d, %q", code, errs)
+	// Write settings out of S3's bounds.
+	for _, bad := range [][]string{{"--s3-part-size", "4MiB"}, {"--s3-part-size", "6GiB"}, {"--s3-part-concurrency", "0"}} {
+		code, _, errs := runLargo(t, srv.Env(), append([]string{"serve", "--store", "s3://" + srv.Bucket, "--upload", "--listen", "127.0.0.1:0"}, bad...)...)
+		if code != 2 || !strings.Contains(errs, bad[0]) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%v: exit %d, %q; want 2 and one line naming the flag", bad, code, errs)
+		}
 	}
+	var code int
+	var errs string
 	// The flag wins over the variable.
 	code, _, errs = runLargo(t, append(srv.Env(), "AWS_ENDPOINT_URL="+dead), "serve", "--store", "s3://no-such-bucket", "--s3-endpoint", srv.Endpoint, "--listen", "127.0.0.1:0")
 	if code != 2 || !strings.Contains(errs, "does not exist") {

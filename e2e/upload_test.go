@@ -81,7 +81,8 @@ func reprDigest(sha string) string {
 }
 
 // TestPut1GiB uploads a 1 GiB file with curl, streamed (-T) and as a
-// --data-binary body, and checks what is stored byte for byte.
+// --data-binary body, to a folder and to a bucket, and checks what is
+// stored byte for byte.
 func TestPut1GiB(t *testing.T) {
 	curl := need(t, "curl")
 	src := filepath.Join(t.TempDir(), "big.bin")
@@ -90,30 +91,52 @@ func TestPut1GiB(t *testing.T) {
 	// or more, so that upload sends the file less its last MiB.
 	short := filepath.Join(t.TempDir(), "short.bin")
 	wantShort := copyPrefix(t, src, short, 1<<30-1<<20)
-	dir := t.TempDir()
-	s := startWriter(t, dir)
-	for _, tt := range []struct {
-		name string
-		args []string
-		code string
-		want string
-	}{
-		{"streamed.bin", []string{"-T", src}, "201", want},
-		{"streamed.bin", []string{"-T", src}, "204", want}, // a replacement
-		{"binary.bin", []string{"-X", "PUT", "--data-binary", "@" + short, "-H", "Content-Type: application/octet-stream"}, "201", wantShort},
-	} {
+	forEachTarget(t, func(t *testing.T, g *target) { put1GiB(t, g, curl, src, want, short, wantShort) })
+}
+
+// put1GiB checks the server's peak memory too: at most 16 MiB above idle
+// for a body streamed to the store, and for a body of unknown length on a
+// bucket, the part buffers (16 MiB x 2 by default) more.
+func put1GiB(t *testing.T, g *target, curl, src, want, short, wantShort string) {
+	s := g.serve(t)
+	get(t, s.URL+"_largo/healthz")
+	time.Sleep(200 * time.Millisecond)
+	idle := s.memory().RSS
+	type upload struct {
+		name   string
+		args   []string
+		code   string
+		want   string
+		growth int64 // the most the peak RSS may grow above idle
+	}
+	uploads := []upload{
+		{"streamed.bin", []string{"-T", src}, "201", want, 16 << 20},
+		{"streamed.bin", []string{"-T", src}, "204", want, 16 << 20}, // a replacement
+	}
+	if g.srv == nil {
+		uploads = append(uploads, upload{"binary.bin", []string{"-X", "PUT", "--data-binary", "@" + short, "-H", "Content-Type: application/octet-stream"}, "201", wantShort, 16 << 20})
+	} else {
+		// On a bucket, what takes another way is a body of unknown
+		// length: buffered parts of a multipart upload.
+		uploads = append(uploads, upload{"chunked.bin", []string{"-T", src, "-H", "Transfer-Encoding: chunked"}, "201", want, 16<<20 + 2*16<<20})
+	}
+	for _, tt := range uploads {
 		args := append([]string{"-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer " + testToken}, tt.args...)
 		start := time.Now()
 		out, err := exec.Command(curl, append(args, s.URL+"sub/"+tt.name)...).CombinedOutput()
 		if err != nil || string(out) != tt.code {
 			t.Fatalf("curl %v: %v %s", tt.args[:2], err, out)
 		}
-		t.Logf("curl %s: %s in %s", tt.args[0], tt.code, time.Since(start).Round(time.Millisecond))
-		if got := fileSHA(t, filepath.Join(dir, "sub", tt.name)); got != tt.want {
+		grown := s.memory().Peak - idle
+		t.Logf("curl %s %s: %s in %s, server peak RSS %d KiB above idle", tt.args[0], tt.name, tt.code, time.Since(start).Round(time.Millisecond), grown>>10)
+		if got := fileSHA(t, filepath.Join(g.dir, "sub", tt.name)); got != tt.want {
 			t.Fatalf("%s: stored sha %s; want %s", tt.name, got, tt.want)
 		}
+		if grown > tt.growth {
+			t.Errorf("%s: server peak RSS %d MiB above idle; want at most %d MiB", tt.name, grown>>20, tt.growth>>20)
+		}
 	}
-	noTemp(t, dir)
+	g.clean(t)
 }
 
 // copyPrefix copies the first n bytes of src to dst and returns their
@@ -136,10 +159,11 @@ func copyPrefix(t testing.TB, src, dst string, n int64) string {
 	return fileSHA(t, dst)
 }
 
-func TestPutAnswers(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "old.txt"), []byte("old"), 0o644)
-	s := startWriter(t, dir)
+func TestPutAnswers(t *testing.T) { forEachTarget(t, putAnswers) }
+
+func putAnswers(t *testing.T, g *target) {
+	g.seed(t, "old.txt", "old")
+	s := g.serve(t)
 	resp, _ := put(t, s.URL+"new.txt", strings.NewReader("hello"), 5, bearer...)
 	sum := sha256.Sum256([]byte("hello"))
 	if resp.StatusCode != 201 || resp.Header.Get("ETag") == "" || resp.Header.Get("Repr-Digest") != reprDigest(hex.EncodeToString(sum[:])) {
@@ -168,11 +192,11 @@ func TestPutAnswers(t *testing.T) {
 			t.Errorf("DELETE %s: %d %s; want %d", tt.path, resp.StatusCode, body, tt.code)
 		}
 	}
-	absent(t, dir, "d")
+	absent(t, g.dir, "d")
 	if resp, _ := send(t, "DELETE", s.URL+"new.txt", nil, 0); resp.StatusCode != 401 {
 		t.Errorf("DELETE without a token: %d", resp.StatusCode)
 	}
-	noTemp(t, dir)
+	g.clean(t)
 }
 
 func sha(s string) string {
@@ -180,14 +204,19 @@ func sha(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// TestBadWrites sends every kind of bad write: each gets its status and
-// leaves no file behind.
+// TestBadWrites sends every kind of bad write, to a folder and to a
+// bucket: each gets its status and leaves no file behind, nor a multipart
+// upload.
 func TestBadWrites(t *testing.T) {
 	curl := need(t, "curl")
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "exists.txt"), []byte("keep me"), 0o644)
+	forEachTarget(t, func(t *testing.T, g *target) { badWrites(t, g, curl) })
+}
+
+func badWrites(t *testing.T, g *target, curl string) {
+	dir := g.dir
+	g.seed(t, "exists.txt", "keep me")
 	os.MkdirAll(filepath.Join(dir, ".hidden"), 0o755)
-	s := startWriter(t, dir, "--max-upload", "1MiB")
+	s := g.serve(t, "--max-upload", "1MiB")
 	big := strings.Repeat("x", 1<<20+1)
 	tests := []struct {
 		name   string
@@ -236,7 +265,7 @@ func TestBadWrites(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "exists.txt")); string(b) != "keep me" {
 		t.Errorf("exists.txt is now %q", b)
 	}
-	noTemp(t, dir)
+	g.clean(t)
 }
 
 // TestRefusedBodyNeverSent checks Expect: 100-continue: a write refused on
@@ -334,34 +363,30 @@ type zeros struct{}
 
 func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
-// TestAbortedUpload kills a client mid-body: no file at the target, the
-// temporary file removed, descriptors back to idle.
-func TestAbortedUpload(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "target.bin"), []byte("old"), 0o644)
-	s := startWriter(t, dir)
-	get(t, s.URL+"_largo/healthz")
+// TestAbortedUpload kills a client mid-body, on a folder and on a bucket:
+// no file at the target, no temporary file or multipart upload left,
+// descriptors and store connections back to idle.
+func TestAbortedUpload(t *testing.T) { forEachTarget(t, abortedUpload) }
+
+func abortedUpload(t *testing.T, g *target) {
+	g.seed(t, "target.bin", "old")
+	s := g.serve(t)
+	metric(t, s, "largo_upload_pending_bytes") // opens the connection the checks reuse
 	time.Sleep(200 * time.Millisecond)
 	idle := s.fds()
 	for _, target := range []string{"/new.bin", "/target.bin"} {
 		c := partialPut(t, s.Addr, target, 200<<20, 50<<20)
-		if !waitFor(5*time.Second, func() bool {
-			ents, _ := os.ReadDir(filepath.Join(dir, ".largo", "tmp"))
-			return len(ents) == 1
-		}) {
-			t.Fatal("no temporary file while the upload runs")
+		if !waitFor(5*time.Second, func() bool { return g.writing(t, s) }) {
+			t.Fatal("no upload in progress")
 		}
 		c.(*net.TCPConn).SetLinger(0) // a reset, as a killed client sends
 		c.Close()
-		if !waitFor(5*time.Second, func() bool {
-			ents, _ := os.ReadDir(filepath.Join(dir, ".largo", "tmp"))
-			return len(ents) == 0 && s.fds() <= idle
-		}) {
-			t.Fatalf("%s: temporary file or descriptors left (%d fds, %d idle)", target, s.fds(), idle)
+		if !waitFor(5*time.Second, func() bool { return g.settled(t, s, idle) }) {
+			t.Fatalf("%s: temporary file, descriptors or store connections left (%d fds, %d idle)", target, s.fds(), idle)
 		}
 	}
-	absent(t, dir, "new.bin")
-	if b, _ := os.ReadFile(filepath.Join(dir, "target.bin")); string(b) != "old" {
+	absent(t, g.dir, "new.bin")
+	if b, _ := os.ReadFile(filepath.Join(g.dir, "target.bin")); string(b) != "old" {
 		t.Fatalf("target.bin is now %d bytes", len(b))
 	}
 	if !strings.Contains(s.stderr.String(), "outcome=aborted") {
@@ -370,27 +395,59 @@ func TestAbortedUpload(t *testing.T) {
 	if !strings.Contains(get(t, s.URL+"_largo/metrics").Status, "200") {
 		t.Error("server not answering after the aborts")
 	}
+	g.clean(t)
+}
+
+// writing reports whether an upload is on its way into the store: bytes
+// pending, and on a folder its temporary file.
+func (g *target) writing(t testing.TB, s *server) bool {
+	if metric(t, s, "largo_upload_pending_bytes") == 0 {
+		return false
+	}
+	if g.srv != nil {
+		return true
+	}
+	ents, _ := os.ReadDir(filepath.Join(g.dir, ".largo", "tmp"))
+	return len(ents) == 1
+}
+
+// settled reports whether the server is back to idle after uploads: no
+// bytes pending, no temporary file, no store connection with anything in
+// flight, and no more descriptors than idleFDs (besides the connections
+// to the store kept in the pool).
+func (g *target) settled(t testing.TB, s *server, idleFDs int) bool {
+	if metric(t, s, "largo_upload_pending_bytes") != 0 {
+		return false
+	}
+	if g.srv == nil {
+		ents, _ := os.ReadDir(filepath.Join(g.dir, ".largo", "tmp"))
+		return len(ents) == 0 && s.fds() <= idleFDs
+	}
+	busy, pooled := storeConns(t, s, g.srv)
+	return busy == 0 && s.fds()-pooled <= idleFDs
 }
 
 // TestStalledUploader sends part of a body and stops: cut after the idle
 // timeout, with nothing left behind.
-func TestStalledUploader(t *testing.T) {
-	dir := t.TempDir()
-	s := startWriter(t, dir, "--idle-timeout", "1s")
+func TestStalledUploader(t *testing.T) { forEachTarget(t, stalledUploader) }
+
+func stalledUploader(t *testing.T, g *target) {
+	s := g.serve(t, "--idle-timeout", "1s")
 	c := partialPut(t, s.Addr, "/stall.bin", 100<<20, 1<<20)
 	defer c.Close()
 	if !waitFor(8*time.Second, func() bool { return strings.Contains(s.stderr.String(), "outcome=timeout") }) {
 		t.Fatal("stalled uploader not cut")
 	}
-	absent(t, dir, "stall.bin")
-	noTemp(t, dir)
+	absent(t, g.dir, "stall.bin")
+	g.clean(t)
 }
 
 // TestConcurrentPuts sends different bodies to one path at once: the file
 // is one whole upload.
-func TestConcurrentPuts(t *testing.T) {
-	dir := t.TempDir()
-	s := startWriter(t, dir)
+func TestConcurrentPuts(t *testing.T) { forEachTarget(t, concurrentPuts) }
+
+func concurrentPuts(t *testing.T, g *target) {
+	s := g.serve(t)
 	bodies := make([]string, 6)
 	var wg sync.WaitGroup
 	for i := range bodies {
@@ -405,7 +462,7 @@ func TestConcurrentPuts(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	got, _ := os.ReadFile(filepath.Join(dir, "same.txt"))
+	got, _ := os.ReadFile(filepath.Join(g.dir, "same.txt"))
 	whole := false
 	for _, b := range bodies {
 		whole = whole || string(got) == b
@@ -413,7 +470,7 @@ func TestConcurrentPuts(t *testing.T) {
 	if !whole {
 		t.Fatalf("same.txt (%d bytes) is not one whole upload", len(got))
 	}
-	noTemp(t, dir)
+	g.clean(t)
 }
 
 // TestDiskFull serves a small tmpfs: uploads that together outgrow it get

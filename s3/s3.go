@@ -148,6 +148,7 @@ type Store struct {
 	client *minio.Client
 	core   minio.Core
 	bucket string
+	region string // as configured; "" to ask the server
 	prefix string // "" or ending in "/"
 	page   int    // keys per listing request; 0 is the server's default (1,000)
 
@@ -159,7 +160,6 @@ type Store struct {
 	maxSingle int64       // largest body sent as one PUT
 	copyPart  int64       // largest part of a server-side copy
 	noCond    atomic.Bool // the server ignores conditional writes
-	bufs      sync.Pool   // part buffers of partSize bytes
 	active    sync.Map    // multipart upload IDs of uploads in progress here
 }
 
@@ -262,6 +262,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		client:    client,
 		core:      minio.Core{Client: client},
 		bucket:    cfg.Bucket,
+		region:    cfg.Region,
 		transport: tr,
 		partSize:  cfg.PartSize,
 		partConc:  cfg.PartConcurrency,
@@ -350,6 +351,22 @@ func oneLine(s string) string {
 
 // Bucket returns the bucket's name.
 func (s *Store) Bucket() string { return s.bucket }
+
+// Region returns the bucket's region: the configured one, else the one
+// the server reports ("us-east-1" when it reports none).
+func (s *Store) Region(ctx context.Context) (string, error) {
+	if s.region != "" {
+		return s.region, nil
+	}
+	loc, err := s.client.GetBucketLocation(ctx, s.bucket)
+	if err != nil {
+		return "", mapErr("bucket location", err)
+	}
+	if loc == "" {
+		loc = "us-east-1"
+	}
+	return loc, nil
+}
 
 // Prefix returns the key prefix, "" or ending with a slash.
 func (s *Store) Prefix() string { return s.prefix }

@@ -266,15 +266,18 @@ func (p *streamParts) abort() {
 // bufferedParts sends a body of unknown length. Bytes fill a part buffer;
 // a full buffer is sent as a part while the next one fills, with at most
 // PartConcurrency buffers at once (the one filling included), so the body
-// holds at most PartSize x PartConcurrency bytes. A body that ends within
-// its first buffer is sent as one PUT at the end, without a multipart
-// upload. The first buffer grows as the body does, so a small body costs
-// little memory.
+// holds at most PartSize x PartConcurrency bytes, in buffers outside the
+// Go heap (newPartBuf) that the upload cycles from one part to the next
+// and frees at its end. A body that ends within its first buffer is sent
+// as one PUT at the end, without a multipart upload; it costs only the
+// pages it wrote.
 type bufferedParts struct {
 	mp    *multipart
 	buf   []byte
+	all   [][]byte // every buffer made, to free at the end
 	next  int
 	slots chan struct{} // one per part in flight
+	free  chan []byte   // buffers back from the parts sent
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	err   error // the first failure of a part sent in the background
@@ -283,33 +286,29 @@ type bufferedParts struct {
 func (p *bufferedParts) write(b []byte) error {
 	size := p.mp.u.s.partSize
 	for len(b) > 0 {
+		if p.buf == nil {
+			p.buf = p.newBuf()
+		}
 		if int64(len(p.buf)) == size {
 			if err := p.flush(); err != nil {
 				return err
 			}
 		}
 		k := min(int64(len(b)), size-int64(len(p.buf)))
-		p.buf = grow(p.buf, int(k), size)
 		p.buf = append(p.buf, b[:k]...)
 		b = b[k:]
 	}
 	return nil
 }
 
-// grow makes room for n more bytes in buf, doubling its capacity up to
-// limit.
-func grow(buf []byte, n int, limit int64) []byte {
-	if cap(buf)-len(buf) >= n {
-		return buf
-	}
-	c := int(min(limit, int64(max(2*cap(buf), len(buf)+n, 64<<10))))
-	nb := make([]byte, len(buf), c)
-	copy(nb, buf)
-	return nb
+func (p *bufferedParts) newBuf() []byte {
+	b := newPartBuf(p.mp.u.s.partSize)
+	p.all = append(p.all, b)
+	return b
 }
 
 // flush sends the buffer as the next part, in the background when more
-// than one part may be in flight, and takes a fresh buffer.
+// than one part may be in flight, and takes a free buffer.
 func (p *bufferedParts) flush() error {
 	if err := p.failed(); err != nil {
 		return err
@@ -323,19 +322,20 @@ func (p *bufferedParts) flush() error {
 	}
 	n, buf := p.next, p.buf
 	if s.partConc == 1 {
-		err := p.mp.sendPart(n, bytes.NewReader(buf), int64(len(buf)))
+		err := p.sendPart(n, buf)
 		p.buf = buf[:0]
 		return err
 	}
 	if p.slots == nil {
 		p.slots = make(chan struct{}, s.partConc-1)
+		p.free = make(chan []byte, s.partConc)
 	}
 	p.slots <- struct{}{} // waits while the other buffers are in flight
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
-		err := p.mp.sendPart(n, bytes.NewReader(buf), int64(len(buf)))
-		s.putBuf(buf)
+		err := p.sendPart(n, buf)
+		p.free <- buf[:0]
 		<-p.slots
 		if err != nil {
 			p.mu.Lock()
@@ -343,8 +343,20 @@ func (p *bufferedParts) flush() error {
 			p.mu.Unlock()
 		}
 	}()
-	p.buf = s.getBuf()
+	select {
+	case p.buf = <-p.free:
+	default:
+		p.buf = p.newBuf()
+	}
 	return nil
+}
+
+// sendPart sends buf as part n, through a reader cut off when the request
+// is over.
+func (p *bufferedParts) sendPart(n int, buf []byte) error {
+	r := newPartReader(buf)
+	defer r.cut()
+	return p.mp.sendPart(n, r, int64(len(buf)))
 }
 
 func (p *bufferedParts) failed() error {
@@ -364,7 +376,9 @@ func (p *bufferedParts) finish(ctx context.Context, cond largo.Condition) (minio
 		if err != nil {
 			return minio.UploadInfo{}, err
 		}
-		return u.s.core.PutObject(u.ctx, u.s.bucket, u.key, bytes.NewReader(p.buf), int64(len(p.buf)), "", "", opts)
+		r := newPartReader(p.buf)
+		defer r.cut()
+		return u.s.core.PutObject(u.ctx, u.s.bucket, u.key, r, int64(len(p.buf)), "", "", opts)
 	}
 	err := p.flush()
 	p.wg.Wait()
@@ -380,25 +394,49 @@ func (p *bufferedParts) abort() {
 	p.release()
 }
 
-// release gives the buffer back.
+// release frees the buffers, once no part is in flight.
 func (p *bufferedParts) release() {
-	p.mp.u.s.putBuf(p.buf)
-	p.buf = nil
+	for _, b := range p.all {
+		freePartBuf(b)
+	}
+	p.all, p.buf = nil, nil
 }
 
-// getBuf returns an empty buffer of PartSize bytes.
-func (s *Store) getBuf() []byte {
-	if b, ok := s.bufs.Get().(*[]byte); ok {
-		return (*b)[:0]
-	}
-	return make([]byte, 0, s.partSize)
+// partReader reads a part buffer for one request. An HTTP client may go
+// on reading a request's body after the request returned (its write loop
+// ends on its own time); once cut, the reader returns an error instead of
+// touching the buffer, which may then be freed.
+type partReader struct {
+	mu  sync.Mutex
+	r   *bytes.Reader
+	off bool
 }
 
-// putBuf keeps buf for another part if it is a whole part buffer.
-func (s *Store) putBuf(buf []byte) {
-	if int64(cap(buf)) == s.partSize {
-		s.bufs.Put(&buf)
+func newPartReader(b []byte) *partReader { return &partReader{r: bytes.NewReader(b)} }
+
+func (p *partReader) Read(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.off {
+		return 0, errAborted
 	}
+	return p.r.Read(b)
+}
+
+// Seek lets the client rewind the body to retry the request.
+func (p *partReader) Seek(offset int64, whence int) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.off {
+		return 0, errAborted
+	}
+	return p.r.Seek(offset, whence)
+}
+
+func (p *partReader) cut() {
+	p.mu.Lock()
+	p.off = true
+	p.mu.Unlock()
 }
 
 // copySender commits an adopted object: a server-side copy to the key,

@@ -20,11 +20,19 @@ func (s *sizeValue) Set(v string) error {
 	return nil
 }
 
+// String returns the size in the largest binary unit that holds it
+// exactly (16MiB), or in bytes; ParseSize reads it back.
 func (s *sizeValue) String() string {
-	if *s == 0 {
-		return "0"
+	n := int64(*s)
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
 	}
-	return strconv.FormatInt(int64(*s), 10)
+	return strconv.FormatInt(n, 10)
 }
 
 func (s *sizeValue) Type() string { return "size" }

@@ -22,6 +22,7 @@ import (
 	"largo/limit"
 	"largo/metrics"
 	"largo/resumable"
+	"largo/s3"
 	"largo/serve"
 	"largo/transfer"
 )
@@ -33,6 +34,9 @@ type serveConfig struct {
 	s3Endpoint    string
 	s3Region      string
 	s3VirtualHost bool
+	s3PartSize    sizeValue
+	s3PartConc    int
+	s3            s3.Config // resolved from the flags and the environment
 	listen        string
 	adminListen   string
 	idleTimeout   time.Duration
@@ -60,7 +64,7 @@ const (
 )
 
 func newServe(e *env) *cobra.Command {
-	cfg := &serveConfig{logFormat: choiceValue{value: "text", choices: []string{"text", "json"}}}
+	cfg := &serveConfig{logFormat: choiceValue{value: "text", choices: []string{"text", "json"}}, s3PartSize: s3.DefaultPartSize}
 	cmd := &cobra.Command{
 		Use:   "serve [DIR]",
 		Short: "Serve a folder or a bucket over HTTP",
@@ -89,7 +93,14 @@ endpoint from --s3-endpoint, else AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL
 (none: Amazon S3), and the region from --s3-region, else AWS_REGION or
 AWS_DEFAULT_REGION. A bucket that does not exist or refuses the credentials
 is an error at start-up. Several instances may serve one bucket: they keep no
-state of their own.`,
+state of their own, and resumable uploads live in the bucket too.
+
+Writes to a bucket stream into the store: a body of known length as one PUT
+(as streamed multipart parts beyond 5 GiB), a body of unknown length (chunked,
+or a form's file) as parts buffered in memory, at most
+--s3-part-size x --s3-part-concurrency bytes per upload (32 MiB with the
+defaults). Nothing appears at the key before the body is complete and its
+digest checked; If-None-Match and If-Match are applied by the store.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -106,6 +117,8 @@ state of their own.`,
 	f.StringVar(&cfg.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, http(s)://HOST[:PORT] (default: $AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL, else Amazon S3)")
 	f.StringVar(&cfg.s3Region, "s3-region", "", "S3 region (default: $AWS_REGION, else $AWS_DEFAULT_REGION, else asked of the store)")
 	f.BoolVar(&cfg.s3VirtualHost, "s3-virtual-host", false, "address the bucket as BUCKET.HOST instead of HOST/BUCKET (path-style, the default)")
+	f.Var(&cfg.s3PartSize, "s3-part-size", "size of the parts of multipart uploads to a bucket, 5MiB to 5GiB; a body of unknown length holds at most this x --s3-part-concurrency in memory")
+	f.IntVar(&cfg.s3PartConc, "s3-part-concurrency", s3.DefaultPartConcurrency, "parts of one upload of unknown length in memory at once (the one filling and those being sent), and parts of resumable uploads sent to the bucket at once")
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address to serve on, host:port (port 0 picks a free one)")
 	f.StringVar(&cfg.adminListen, "admin-listen", "", "separate address for metrics and pprof (default none: metrics at /_largo/metrics, no pprof)")
 	f.DurationVar(&cfg.idleTimeout, "idle-timeout", 60*time.Second, "cut a client that takes or sends no bytes for this long, and close idle keep-alive connections")
@@ -120,7 +133,7 @@ state of their own.`,
 	f.StringVar(&cfg.token, "token", "", "the token writes must carry (default: generated with --upload and printed once)")
 	f.BoolVar(&cfg.uploadOpen, "upload-open", false, "accept writes from anyone, without a token (implies --upload; dangerous)")
 	f.Var(&cfg.maxUpload, "max-upload", "largest file a write may store, such as 500MB or 10GiB (default 0: no limit)")
-	f.Var(&cfg.reserve, "reserve", "free space writes must leave on the disk, such as 1GiB (default 0)")
+	f.Var(&cfg.reserve, "reserve", "free space writes must leave on the disk, such as 1GiB (default 0; a bucket has no free space to check)")
 	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
 	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long")
 	documentEnv(f)
@@ -237,10 +250,6 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	if !cfg.upload && !cfg.uploadOpen {
 		return nil
 	}
-	store, ok := st.(*disk.Store)
-	if !ok {
-		return usageErr(errors.New("--upload: writes to an S3 store are not supported yet"))
-	}
 	switch {
 	case cfg.uploadOpen:
 		fmt.Fprintln(e.stdout, "largo: WARNING: --upload-open: anyone who reaches this server can write, replace and delete files")
@@ -252,15 +261,13 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	if cfg.token != "" {
 		hcfg.Auth = auth.NewToken(cfg.token)
 	}
-	if n, err := store.Sweep(); err != nil {
-		return failed(fmt.Errorf("sweeping temporary uploads: %v", pathErrText(err)))
-	} else if n > 0 {
-		logger.Info("removed temporary files left by an interrupted run", "files", n)
+	staging, err := prepareWrites(ctx, logger, cfg, st)
+	if err != nil {
+		return err
 	}
 	rh, err := resumable.New(resumable.Config{
-		Store:       store,
-		Dir:         filepath.Join(store.Dir(), largo.StateDir, "tus"),
-		Staged:      largo.StateDir + "/tus",
+		Store:       st,
+		Staging:     staging,
 		BasePath:    serve.ResumablePrefix,
 		Policy:      serve.WriteName,
 		MaxSize:     int64(cfg.maxUpload),
@@ -282,6 +289,28 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	hcfg.Resumable = rh
 	hcfg.Uploads = m
 	return nil
+}
+
+// prepareWrites readies the store for writes and returns the staging of
+// its resumable uploads: on a folder, after removing what a crash left,
+// tusd's files in its state folder; on a bucket, the bucket itself.
+func prepareWrites(ctx context.Context, logger *slog.Logger, cfg *serveConfig, st largo.Store) (resumable.Staging, error) {
+	switch store := st.(type) {
+	case *disk.Store:
+		if n, err := store.Sweep(); err != nil {
+			return nil, failed(fmt.Errorf("sweeping temporary uploads: %v", pathErrText(err)))
+		} else if n > 0 {
+			logger.Info("removed temporary files left by an interrupted run", "files", n)
+		}
+		staging, err := resumable.DiskStaging(filepath.Join(store.Dir(), largo.StateDir, "tus"), largo.StateDir+"/tus")
+		if err != nil {
+			return nil, failed(fmt.Errorf("resumable uploads: %v", pathErrText(err)))
+		}
+		return staging, nil
+	case *s3.Store:
+		return prepareBucket(ctx, logger, cfg, store)
+	}
+	return nil, usageErr(errors.New("--upload: this store takes no writes"))
 }
 
 // drain stops accepting connections and waits for transfers in flight,

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"largo"
 	"largo/disk"
+	"largo/resumable"
 	"largo/s3"
 )
 
@@ -55,15 +57,24 @@ func openS3(ctx context.Context, e *env, cfg *serveConfig) (closingStore, string
 		return nil, "", usageErr(fmt.Errorf("--store: %v", err))
 	}
 	c := s3.Config{
-		Bucket:       bucket,
-		Prefix:       prefix,
-		Endpoint:     firstSet(e, cfg.s3Endpoint, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
-		Region:       firstSet(e, cfg.s3Region, "AWS_REGION", "AWS_DEFAULT_REGION"),
-		AccessKey:    firstSet(e, "", "AWS_ACCESS_KEY_ID"),
-		SecretKey:    firstSet(e, "", "AWS_SECRET_ACCESS_KEY"),
-		SessionToken: firstSet(e, "", "AWS_SESSION_TOKEN"),
-		VirtualHost:  cfg.s3VirtualHost,
+		Bucket:          bucket,
+		Prefix:          prefix,
+		Endpoint:        firstSet(e, cfg.s3Endpoint, "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+		Region:          firstSet(e, cfg.s3Region, "AWS_REGION", "AWS_DEFAULT_REGION"),
+		AccessKey:       firstSet(e, "", "AWS_ACCESS_KEY_ID"),
+		SecretKey:       firstSet(e, "", "AWS_SECRET_ACCESS_KEY"),
+		SessionToken:    firstSet(e, "", "AWS_SESSION_TOKEN"),
+		VirtualHost:     cfg.s3VirtualHost,
+		PartSize:        int64(cfg.s3PartSize),
+		PartConcurrency: cfg.s3PartConc,
 	}
+	if c.PartSize < s3.MinPartSize || c.PartSize > s3.MaxPartSize {
+		return nil, "", usageErr(fmt.Errorf("--s3-part-size %s: must be between 5MiB and 5GiB", &cfg.s3PartSize))
+	}
+	if c.PartConcurrency < 1 {
+		return nil, "", usageErr(fmt.Errorf("--s3-part-concurrency %d: must be at least 1", c.PartConcurrency))
+	}
+	cfg.s3 = c
 	ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
 	defer cancel()
 	s, err := s3.New(ctx, c)
@@ -86,4 +97,65 @@ func firstSet(e *env, v string, names ...string) string {
 		}
 	}
 	return ""
+}
+
+// prepareBucket readies a bucket for writes: it checks that the
+// credentials may write and which conditions the server applies, starts
+// the sweep of the multipart uploads that interrupted writes leave, and
+// returns the staging of resumable uploads, in the bucket. The sweep runs
+// until ctx is done.
+func prepareBucket(ctx context.Context, logger *slog.Logger, cfg *serveConfig, store *s3.Store) (resumable.Staging, error) {
+	cctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+	defer cancel()
+	if err := store.PrepareWrites(cctx); err != nil {
+		return nil, usageErr(fmt.Errorf("--upload: %v", err))
+	}
+	if !store.ConditionalWrites() {
+		logger.Warn("the S3 server does not apply conditional writes: writes with If-None-Match or If-Match are answered 501")
+	}
+	c := cfg.s3
+	region, err := store.Region(cctx)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--upload: %v", err))
+	}
+	staging, err := resumable.S3Staging(resumable.S3Config{
+		Bucket:          c.Bucket,
+		Prefix:          store.Prefix() + largo.StateDir + "/tus",
+		Staged:          largo.StateDir + "/tus",
+		Endpoint:        c.Endpoint,
+		Region:          region,
+		AccessKey:       c.AccessKey,
+		SecretKey:       c.SecretKey,
+		SessionToken:    c.SessionToken,
+		VirtualHost:     c.VirtualHost,
+		PartSize:        c.PartSize,
+		PartConcurrency: c.PartConcurrency,
+	})
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--upload: %v", err))
+	}
+	go sweepBucket(ctx, logger, store, cfg.uploadExpiry)
+	return staging, nil
+}
+
+// sweepBucket aborts, every quarter of the expiry (between a second and a
+// quarter of an hour), the multipart uploads older than the expiry that
+// interrupted writes left in the bucket, until ctx is done.
+func sweepBucket(ctx context.Context, logger *slog.Logger, store *s3.Store, expiry time.Duration) {
+	t := time.NewTicker(min(max(expiry/4, time.Second), 15*time.Minute))
+	defer t.Stop()
+	for {
+		n, err := store.Sweep(ctx, time.Now().Add(-expiry))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			logger.Warn("sweeping multipart uploads left in the bucket", "err", err)
+		case n > 0:
+			logger.Info("aborted multipart uploads left by interrupted writes", "uploads", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
