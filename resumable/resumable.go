@@ -285,6 +285,9 @@ func (h *Handler) preCreate(ev tusd.HookEvent) (tusd.HTTPResponse, tusd.FileInfo
 	if err != nil {
 		return tusd.HTTPResponse{}, none, err
 	}
+	if cw, ok := h.cfg.Store.(conditionalWriter); ok && t.cond != (largo.Condition{}) && !cw.ConditionalWrites() {
+		return tusd.HTTPResponse{}, none, errCondUnsupported
+	}
 	ctx := ev.Context
 	in, err := h.cfg.Store.Stat(ctx, t.name)
 	exists := err == nil
@@ -384,6 +387,9 @@ func (h *Handler) finish(ev tusd.HookEvent) (tusd.HTTPResponse, error) {
 	case errors.Is(err, largo.ErrNoSpace):
 		h.obs.UploadEnded("error")
 		return tusd.HTTPResponse{}, tusError("ERR_INSUFFICIENT_STORAGE", "insufficient storage", http.StatusInsufficientStorage)
+	case errors.Is(err, largo.ErrUnsupported) && t.cond != (largo.Condition{}):
+		h.obs.UploadEnded("rejected")
+		return tusd.HTTPResponse{}, errCondUnsupported
 	case err != nil:
 		h.obs.UploadEnded("error")
 		return tusd.HTTPResponse{}, h.internal("commit", err)
@@ -422,6 +428,13 @@ func (h *Handler) stage(ctx context.Context, name string, cond largo.Condition, 
 	}
 	return u, nil
 }
+
+// conditionalWriter is a store that tells whether it applies conditions
+// to writes: an object store, whose server may not.
+type conditionalWriter interface{ ConditionalWrites() bool }
+
+// errCondUnsupported refuses a condition the store cannot apply.
+var errCondUnsupported = tusError("ERR_CONDITION_UNSUPPORTED", "not supported: this store cannot apply If-None-Match or If-Match to a write atomically", http.StatusNotImplemented)
 
 // internal logs the cause of a failure and returns the error a client
 // sees, which names no path.

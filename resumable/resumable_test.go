@@ -277,3 +277,24 @@ func TestValidID(t *testing.T) {
 		}
 	}
 }
+
+// unconditional is a store that applies no condition to writes, as an
+// object store whose server ignores them.
+type unconditional struct{ *disk.Store }
+
+func (unconditional) ConditionalWrites() bool { return false }
+
+// TestConditionUnsupported: on such a store, an upload created under a
+// condition is refused at creation with 501; one without goes through.
+func TestConditionUnsupported(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.h.cfg.Store = unconditional{f.h.cfg.Store.(*disk.Store)}
+	for _, hdr := range [][]string{{"If-None-Match", "*"}, {"If-Match", `"x"`}} {
+		if _, resp := f.create(t, 3, map[string]string{"filename": "new.txt"}, hdr...); resp.StatusCode != 501 {
+			t.Errorf("create with %s: %d; want 501", hdr[0], resp.StatusCode)
+		}
+	}
+	if url, resp := f.create(t, 3, map[string]string{"filename": "new.txt"}); resp.StatusCode != 201 || f.patch(t, url, 0, "new").StatusCode != 204 {
+		t.Errorf("create without a condition: %d", resp.StatusCode)
+	}
+}

@@ -24,7 +24,7 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) er
 		opt.Recursive = true
 	}
 	if err := rm.Remove(r.Context(), name, opt); err != nil {
-		return err
+		return condErr(err, cond)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

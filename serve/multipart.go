@@ -112,7 +112,7 @@ func (h *Handler) storePart(ctx context.Context, cr largo.Creator, folder string
 	}
 	u, err := cr.Create(ctx, name, largo.CreateOptions{Size: -1, NoMkdir: h.cfg.NoMkdir, Condition: cond})
 	if err != nil {
-		return Stored{}, createErr(err)
+		return Stored{}, createErr(err, cond)
 	}
 	defer u.Abort()
 	body := io.Reader(part)
@@ -125,7 +125,7 @@ func (h *Handler) storePart(ctx context.Context, cr largo.Creator, folder string
 	sum := u.SHA256()
 	in, created, err := u.Commit(context.WithoutCancel(ctx), cond)
 	if err != nil {
-		return Stored{}, createErr(err)
+		return Stored{}, createErr(err, cond)
 	}
 	return Stored{
 		Name:    in.Name,

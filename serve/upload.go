@@ -35,7 +35,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error
 	}
 	u, err := cr.Create(ctx, name, largo.CreateOptions{Size: r.ContentLength, NoMkdir: h.cfg.NoMkdir, Condition: cond})
 	if err != nil {
-		return createErr(err)
+		return createErr(err, cond)
 	}
 	defer u.Abort()
 
@@ -54,7 +54,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error
 	// The body is in: finish even if the client hangs up now.
 	in, created, err := u.Commit(context.WithoutCancel(ctx), cond)
 	if err != nil {
-		return createErr(err)
+		return createErr(err, cond)
 	}
 	hdr := w.Header()
 	hdr.Set("ETag", in.ETag)

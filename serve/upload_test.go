@@ -2,10 +2,12 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 	"sync"
 	"testing"
 
+	"largo"
 	"largo/auth"
 	"largo/disk"
 )
@@ -333,4 +336,57 @@ func FuzzParseDigest(f *testing.F) {
 			t.Fatalf("%q: %d bytes", s, len(sum))
 		}
 	})
+}
+
+// noConditions is a store whose writes cannot apply conditions, as an
+// object store whose server ignores them: it refuses them, as such stores
+// must, with largo.ErrUnsupported.
+type noConditions struct{ *disk.Store }
+
+func (s noConditions) Create(ctx context.Context, name string, opt largo.CreateOptions) (largo.Upload, error) {
+	if opt.Condition != (largo.Condition{}) {
+		return nil, fmt.Errorf("%s: %w", name, largo.ErrUnsupported)
+	}
+	return s.Store.Create(ctx, name, opt)
+}
+
+func (s noConditions) Remove(ctx context.Context, name string, opt largo.RemoveOptions) error {
+	if opt.Condition != (largo.Condition{}) {
+		return fmt.Errorf("%s: %w", name, largo.ErrUnsupported)
+	}
+	return s.Store.Remove(ctx, name, opt)
+}
+
+// TestConditionsUnsupported: on a store that cannot apply conditions, a
+// conditional write is refused with 501 and a reason that says so, before
+// its body is read; the same write without a condition goes through.
+func TestConditionsUnsupported(t *testing.T) {
+	h, dir, _ := newWriteHandler(t, map[string]string{"f": "f"}, Config{})
+	h.cfg.Store = noConditions{h.cfg.Store.(*disk.Store)}
+	auth := []string{"Authorization", "Bearer " + token}
+	const reason = "not supported: this store cannot apply If-None-Match or If-Match"
+	for _, tt := range []struct {
+		method, path, cond string
+	}{
+		{"PUT", "/new", "If-None-Match"},
+		{"PUT", "/f", "If-Match"},
+		{"DELETE", "/f", "If-Match"},
+	} {
+		etag := `"` + strings.Repeat("0", 8) + `"`
+		if tt.cond == "If-None-Match" {
+			etag = "*"
+		} else if rec := send(h, "GET", "/f", nil, 0); rec.Code == 200 {
+			etag = rec.Header().Get("ETag")
+		}
+		rec := send(h, tt.method, tt.path, untouchable{t}, 5, append([]string{tt.cond, etag}, auth...)...)
+		if rec.Code != 501 || !strings.HasPrefix(rec.Body.String(), reason) {
+			t.Errorf("%s %s with %s: %d %q; want 501 %q", tt.method, tt.path, tt.cond, rec.Code, rec.Body.String(), reason)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "f")); string(b) != "f" {
+		t.Errorf("f is now %q", b)
+	}
+	if rec := send(h, "PUT", "/new", strings.NewReader("hello"), 5, auth...); rec.Code != 201 {
+		t.Errorf("PUT without a condition: %d", rec.Code)
+	}
 }

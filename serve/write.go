@@ -22,15 +22,16 @@ const writeMethods = readMethods + ", PUT, POST, DELETE"
 
 // Errors of the write path, each a row of the status table.
 var (
-	errUnauthorized   = errors.New("no valid token")
-	errReservedWrite  = errors.New("hidden or reserved name")
-	errMissingFolder  = errors.New("folder does not exist")
-	errParentNotDir   = errors.New("parent is not a folder")
-	errBodyTimeout    = errors.New("request body stalled")
-	errBodyIncomplete = errors.New("request body incomplete")
-	errBadCondition   = errors.New("unsupported condition")
-	errBadForm        = errors.New("bad multipart form")
-	errNotForm        = errors.New("not a multipart/form-data body")
+	errUnauthorized    = errors.New("no valid token")
+	errReservedWrite   = errors.New("hidden or reserved name")
+	errMissingFolder   = errors.New("folder does not exist")
+	errParentNotDir    = errors.New("parent is not a folder")
+	errBodyTimeout     = errors.New("request body stalled")
+	errBodyIncomplete  = errors.New("request body incomplete")
+	errBadCondition    = errors.New("unsupported condition")
+	errCondUnsupported = errors.New("conditional writes not supported by the store")
+	errBadForm         = errors.New("bad multipart form")
+	errNotForm         = errors.New("not a multipart/form-data body")
 )
 
 // allow is the Allow header of the file tree.
@@ -167,13 +168,23 @@ func (h *Handler) room(ctx context.Context, name string, size int64) (int64, err
 
 // createErr turns the errors of Create and Commit that mean a missing or
 // wrong folder into the statuses a writer expects (409), instead of the
-// 404 they mean on reads.
-func createErr(err error) error {
+// 404 they mean on reads, and names a condition the store cannot apply.
+func createErr(err error, cond largo.Condition) error {
 	switch {
 	case errors.Is(err, largo.ErrNotFound):
 		return fmt.Errorf("%w: %w", errMissingFolder, err)
 	case errors.Is(err, largo.ErrNotDir):
 		return fmt.Errorf("%w: %w", errParentNotDir, err)
+	}
+	return condErr(err, cond)
+}
+
+// condErr names, in an ErrUnsupported met under a condition, the
+// condition as what the store cannot do: an object store whose server
+// ignores conditional writes.
+func condErr(err error, cond largo.Condition) error {
+	if cond != (largo.Condition{}) && errors.Is(err, largo.ErrUnsupported) {
+		return fmt.Errorf("%w: %w", errCondUnsupported, err)
 	}
 	return err
 }
