@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -70,6 +71,71 @@ func BenchmarkDownload(b *testing.B) {
 					wg.Wait()
 					close(errs)
 					for err := range errs {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				m := s.memory()
+				b.ReportMetric(float64(idle)/(1<<20), "idle-MiB")
+				b.ReportMetric(float64(m.Peak-idle)/(1<<20), "peak-above-idle-MiB")
+			})
+		}
+	}
+}
+
+// BenchmarkUpload PUTs a 1 GiB file, its length announced and chunked, to
+// a folder and to a bucket (versitygw on loopback, the default part
+// settings), each case through a fresh largo process, and reports the
+// throughput and largo's peak RSS above its idle RSS. Run it alone, the
+// machine otherwise quiet:
+//
+//	go test ./e2e -run '^$' -bench Upload -benchtime 2x
+func BenchmarkUpload(b *testing.B) {
+	const size = 1 << 30
+	src := filepath.Join(b.TempDir(), "upload.bin")
+	writeRandom(b, src, size, 40)
+	for _, store := range []string{"disk", "s3"} {
+		for _, body := range []string{"length", "chunked"} {
+			b.Run(store+"/"+body, func(b *testing.B) {
+				var s *server
+				if store == "disk" {
+					s = startServer(b, b.TempDir(), "--upload", "--token", testToken)
+				} else {
+					s = startS3Largo(b, s3test.Start(b, s3test.Options{}), "", "--upload", "--token", testToken)
+				}
+				upload := func() error {
+					f, err := os.Open(src)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					req, err := http.NewRequest("PUT", s.URL+"bench.bin", f)
+					if err != nil {
+						return err
+					}
+					req.Header.Set("Authorization", "Bearer "+testToken)
+					req.ContentLength = size
+					if body == "chunked" {
+						req.ContentLength = -1
+						req.Body = io.NopCloser(f)
+					}
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						return err
+					}
+					resp.Body.Close()
+					if resp.StatusCode != 201 && resp.StatusCode != 204 {
+						return fmt.Errorf("PUT: %s", resp.Status)
+					}
+					return nil
+				}
+				get(b, s.URL+"_largo/healthz")
+				time.Sleep(200 * time.Millisecond)
+				idle := s.memory().RSS
+				b.SetBytes(size)
+				b.ResetTimer()
+				for range b.N {
+					if err := upload(); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -135,7 +135,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.maxUpload, "max-upload", "largest file a write may store, such as 500MB or 10GiB (default 0: no limit)")
 	f.Var(&cfg.reserve, "reserve", "free space writes must leave on the disk, such as 1GiB (default 0; a bucket has no free space to check)")
 	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
-	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long")
+	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
 	documentEnv(f)
 	return cmd
 }
