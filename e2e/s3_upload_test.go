@@ -207,3 +207,32 @@ func partialPutChunked(t *testing.T, addr, path string, sent int) net.Conn {
 	}
 	return c
 }
+
+// TestS3NothingHalfWritten sends bodies past one part to a bucket that
+// must not keep them: a digest that does not match, with the length
+// announced (one PUT, its last byte held back) and chunked (a multipart
+// upload, never completed), and a chunked body whose client vanishes. No
+// object appears and no multipart upload is left.
+func TestS3NothingHalfWritten(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	s := startS3Largo(t, srv, "", "--upload", "--token", testToken, "--s3-part-size", "5MiB")
+	body := strings.Repeat("not what was announced ", 12<<20/23)
+	for _, size := range []int64{int64(len(body)), -1} {
+		resp, msg := put(t, s.URL+"bad.bin", strings.NewReader(body), size, append([]string{"Content-Digest", reprDigest(sha("other"))}, bearer...)...)
+		if resp.StatusCode != 400 || !strings.HasPrefix(msg, "digest mismatch") {
+			t.Errorf("size %d, wrong digest: %d %q", size, resp.StatusCode, msg)
+		}
+	}
+	c := partialPutChunked(t, s.Addr, "/cut.bin", 12<<20)
+	if !waitFor(5*time.Second, func() bool { return multipartUploads(t, srv) == 1 }) {
+		t.Fatalf("%d multipart uploads while the chunked body arrives; want 1", multipartUploads(t, srv))
+	}
+	c.(*net.TCPConn).SetLinger(0)
+	c.Close()
+	if !waitFor(5*time.Second, func() bool { return multipartUploads(t, srv) == 0 }) {
+		t.Errorf("%d multipart uploads left after the client vanished", multipartUploads(t, srv))
+	}
+	for _, name := range []string{"bad.bin", "cut.bin"} {
+		absent(t, filepath.Join(srv.Dir, srv.Bucket), name)
+	}
+}
