@@ -89,33 +89,7 @@ func TestTusJSClient(t *testing.T) {
 
 	// First client: once the server holds 50 MiB it cuts its request in
 	// flight and hangs; then it is killed.
-	first := nodeScript(t, "tus-upload.mjs", append(args, "--stop-at", strconv.Itoa(stop))...)
-	out, err := first.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	first.Stderr = os.Stderr
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { first.Process.Kill(); first.Wait() })
-	var uploadURL string
-	var accepted int64
-	sc := bufio.NewScanner(out)
-	for accepted == 0 && sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "url "):
-			uploadURL = strings.TrimPrefix(line, "url ")
-		case strings.HasPrefix(line, "stopped "):
-			accepted, _ = strconv.ParseInt(strings.TrimPrefix(line, "stopped "), 10, 64)
-		case strings.HasPrefix(line, "error "), strings.HasPrefix(line, "done "):
-			t.Fatalf("first client: %s", line)
-		}
-	}
-	if uploadURL == "" || accepted < stop {
-		t.Fatalf("first client: url %q, stopped at %d", uploadURL, accepted)
-	}
+	first, uploadURL, accepted := stoppedTusClient(t, append(args, "--stop-at", strconv.Itoa(stop)), stop)
 	// The offset settles where the cut request left it.
 	var held int64
 	if !waitFor(10*time.Second, func() bool {
@@ -162,6 +136,42 @@ func TestTusJSClient(t *testing.T) {
 	if len(ents) != 0 {
 		t.Errorf("%d files left in .largo/tus", len(ents))
 	}
+}
+
+// stoppedTusClient runs tus-upload.mjs with args, which include
+// --stop-at, until the client stops with at least stop bytes accepted, and
+// returns the client's process (killed when the test ends), the upload's
+// URL and the bytes the client saw accepted.
+func stoppedTusClient(t *testing.T, args []string, stop int64) (*exec.Cmd, string, int64) {
+	t.Helper()
+	client := nodeScript(t, "tus-upload.mjs", args...)
+	out, err := client.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.Stderr = os.Stderr
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Process.Kill(); client.Wait() })
+	var uploadURL string
+	var accepted int64
+	sc := bufio.NewScanner(out)
+	for accepted == 0 && sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "url "):
+			uploadURL = strings.TrimPrefix(line, "url ")
+		case strings.HasPrefix(line, "stopped "):
+			accepted, _ = strconv.ParseInt(strings.TrimPrefix(line, "stopped "), 10, 64)
+		case strings.HasPrefix(line, "error "), strings.HasPrefix(line, "done "):
+			t.Fatalf("first client: %s", line)
+		}
+	}
+	if uploadURL == "" || accepted < stop {
+		t.Fatalf("first client: url %q, stopped at %d", uploadURL, accepted)
+	}
+	return client, uploadURL, accepted
 }
 
 // tusCreate starts an upload with raw tus requests and returns its URL.

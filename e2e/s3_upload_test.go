@@ -53,33 +53,7 @@ func TestS3TwoInstancesWrite(t *testing.T) {
 	b := startS3Largo(t, srv, "", "--upload", "--token", testToken)
 	args := []string{"--file", src, "--name", "videos/clip.bin", "--token", testToken, "--chunk", strconv.Itoa(chunk)}
 
-	first := nodeScript(t, "tus-upload.mjs", append(args, "--endpoint", a.URL+"_largo/uploads/", "--stop-at", strconv.Itoa(stop))...)
-	out, err := first.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	first.Stderr = os.Stderr
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { first.Process.Kill(); first.Wait() })
-	var uploadURL string
-	var accepted int64
-	sc := bufio.NewScanner(out)
-	for accepted == 0 && sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "url "):
-			uploadURL = strings.TrimPrefix(line, "url ")
-		case strings.HasPrefix(line, "stopped "):
-			accepted, _ = strconv.ParseInt(strings.TrimPrefix(line, "stopped "), 10, 64)
-		case strings.HasPrefix(line, "error "), strings.HasPrefix(line, "done "):
-			t.Fatalf("first client: %s", line)
-		}
-	}
-	if uploadURL == "" || accepted < stop {
-		t.Fatalf("first client: url %q, stopped at %d", uploadURL, accepted)
-	}
+	first, uploadURL, accepted := stoppedTusClient(t, append(args, "--endpoint", a.URL+"_largo/uploads/", "--stop-at", strconv.Itoa(stop)), stop)
 	first.Process.Kill()
 	first.Wait()
 	other := onInstance(b, uploadURL)

@@ -49,22 +49,30 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	}
 	t.Cleanup(func() { s.Close() })
 	cfg.Store, cfg.Dir, cfg.Staged, cfg.BasePath = s, filepath.Join(f.dir, ".largo", "tus"), ".largo/tus", "/_largo/uploads/"
-	cfg.Observer = f.obs
-	cfg.Now = func() time.Time { return f.now }
 	cfg.Policy = func(name string) error {
 		if largo.Hidden(name) {
 			return largo.ErrPermission
 		}
 		return nil
 	}
-	if f.h, err = New(cfg); err != nil {
+	f.start(t, cfg)
+	return f
+}
+
+// start serves a Handler for cfg, with f's observer and clock.
+func (f *fixture) start(t *testing.T, cfg Config) {
+	t.Helper()
+	cfg.Observer = f.obs
+	cfg.Now = func() time.Time { return f.now }
+	h, err := New(cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
+	f.h = h
 	mux := http.NewServeMux()
 	mux.Handle("/_largo/uploads/", f.h)
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
-	return f
 }
 
 // create starts an upload and returns its URL, or the response of a refusal.

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -54,15 +53,7 @@ func (f *s3Fixture) instance(t *testing.T, cfg Config) *fixture {
 	}
 	x := &fixture{obs: &observer{}, now: time.Now()}
 	cfg.Store, cfg.Staging, cfg.BasePath = store, st, "/_largo/uploads/"
-	cfg.Observer = x.obs
-	cfg.Now = func() time.Time { return x.now }
-	if x.h, err = New(cfg); err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/_largo/uploads/", x.h)
-	x.srv = httptest.NewServer(mux)
-	t.Cleanup(x.srv.Close)
+	x.start(t, cfg)
 	return x
 }
 
