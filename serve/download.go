@@ -32,33 +32,62 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 	if strings.HasSuffix(r.URL.Path, "/") {
 		return errors.Join(largo.ErrNotFound, errors.New("file named as a folder"))
 	}
-	h.serveContent(w, r, f)
-	return nil
+	return h.serveContent(w, r, name, f)
 }
 
 // serveContent sends an open file with http.ServeContent, which implements
 // ranges, multipart/byteranges, If-Range and the conditional requests; it
-// evaluates them against the ETag set here.
-func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, f largo.File) {
+// evaluates them against the ETag set here. The compression policy
+// (compress.go) may send a precompressed sidecar or a compressed stream
+// instead of the file's own bytes.
+func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name string, f largo.File) error {
 	in := f.Info()
 	hdr := w.Header()
-	if in.ETag != "" {
-		hdr.Set("ETag", in.ETag)
+	ct := contentType(in)
+	if ct == "" {
+		var err error
+		if ct, err = sniff(f); err != nil {
+			return err
+		}
 	}
-	if ct := contentType(in); ct != "" {
-		hdr.Set("Content-Type", ct)
-	}
+	hdr.Set("Content-Type", ct)
 	// User content never runs script on largo's origin.
 	hdr.Set("Content-Security-Policy", "sandbox")
 	if rg := r.Header.Get("Range"); rg != "" && (!strings.HasPrefix(rg, "bytes=") || strings.Count(rg, ",") >= maxRanges) {
 		// RFC 9110 14.2: a range unit the server does not know is ignored.
 		r.Header.Del("Range")
 	}
-	var content io.ReadSeeker = f
-	if of, ok := f.(largo.OSFile); ok {
-		content = of.OSFile() // what sendfile recognises
+	if done, err := h.serveEncoded(w, r, name, in, ct, f); done || err != nil {
+		return err
 	}
-	http.ServeContent(w, r, in.Name, in.ModTime, content)
+	if in.ETag != "" {
+		hdr.Set("ETag", in.ETag)
+	}
+	http.ServeContent(w, r, in.Name, in.ModTime, osContent(f))
+	return nil
+}
+
+// osContent is what to give http.ServeContent for f: its operating-system
+// file when it has one, which sendfile recognises.
+func osContent(f largo.File) io.ReadSeeker {
+	if of, ok := f.(largo.OSFile); ok {
+		return of.OSFile()
+	}
+	return f
+}
+
+// sniff derives a media type from the first bytes of f, as
+// http.ServeContent would, and rewinds f.
+func sniff(f largo.File) (string, error) {
+	var buf [512]byte
+	n, err := io.ReadFull(f, buf[:])
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return "", err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	return http.DetectContentType(buf[:n]), nil
 }
 
 // redirectSlash sends a folder named without its trailing slash to its

@@ -64,3 +64,10 @@ func contentType(in largo.Info) string {
 	}
 	return mime.TypeByExtension(ext)
 }
+
+// MediaType returns the media type largo serves a file named name with,
+// from its extension, or "" when the extension does not tell (the file's
+// first bytes decide then).
+func MediaType(name string) string {
+	return contentType(largo.Info{Name: path.Base(name)})
+}

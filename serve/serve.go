@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"largo"
+	"largo/encode"
 	"largo/transfer"
 )
 
@@ -64,6 +65,10 @@ type Config struct {
 	// MinRate, in bytes per second, cuts a client slower than this on
 	// average once the first IdleTimeout has passed. Zero means none.
 	MinRate int64
+	// Compress compresses compressible files on the fly for clients that
+	// accept it. Nil turns dynamic compression off; precompressed
+	// sidecars are served either way.
+	Compress *encode.Encoders
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
