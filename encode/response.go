@@ -75,6 +75,9 @@ func (r *Response) WriteHeader(code int) {
 		if code == http.StatusOK && r.rw.Header().Get("Content-Encoding") == string(r.coding) {
 			r.state = compressing
 			r.rw.Header().Del("Content-Length")
+		} else if code >= 300 {
+			// Not the compressed representation: a 412 or an error page.
+			r.rw.Header().Del("Content-Encoding")
 		}
 	}
 	r.rw.WriteHeader(code)
