@@ -1,6 +1,7 @@
 package encode
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"sync"
@@ -141,23 +142,61 @@ func (e *Encoders) acquire() bool {
 
 func (e *Encoders) release() { <-e.slots }
 
-// get returns an encoder of coding c writing to w, from the pool when one
+// streamBuffer is the size of the buffer between an encoder and the
+// response. Encoders emit their output in small pieces (deflate's bit
+// writer every 240 bytes); gathering them saves a system call, and a
+// write-deadline update, per piece.
+const streamBuffer = 32 << 10
+
+// stream is a pooled encoder and the buffer that gathers its output.
+type stream struct {
+	enc encoder
+	buf *bufio.Writer
+}
+
+// Write compresses p.
+func (s *stream) Write(p []byte) (int, error) { return s.enc.Write(p) }
+
+// Flush sends everything compressed so far on.
+func (s *stream) Flush() error {
+	if err := s.enc.Flush(); err != nil {
+		return err
+	}
+	return s.buf.Flush()
+}
+
+// Close ends the compressed stream and sends its end on.
+func (s *stream) Close() error {
+	if err := s.enc.Close(); err != nil {
+		return err
+	}
+	return s.buf.Flush()
+}
+
+// get returns a stream of coding c writing to w, from the pool when one
 // is there.
-func (e *Encoders) get(c Coding, w io.Writer) (encoder, error) {
+func (e *Encoders) get(c Coding, w io.Writer) (*stream, error) {
 	i := c.index()
 	if i < 0 {
 		return nil, fmt.Errorf("no encoder for coding %q", c)
 	}
-	if enc, ok := e.pools[i].Get().(encoder); ok {
-		enc.Reset(w)
-		return enc, nil
+	if s, ok := e.pools[i].Get().(*stream); ok {
+		s.buf.Reset(w)
+		s.enc.Reset(s.buf)
+		return s, nil
 	}
-	return newEncoder(w, c, e.set)
+	buf := bufio.NewWriterSize(w, streamBuffer)
+	enc, err := newEncoder(buf, c, e.set)
+	if err != nil {
+		return nil, err
+	}
+	return &stream{enc: enc, buf: buf}, nil
 }
 
-// put returns a finished encoder to its pool, pointed at nothing so that
+// put returns a finished stream to its pool, pointed at nothing so that
 // the pool holds no reference to a response.
-func (e *Encoders) put(c Coding, enc encoder) {
-	enc.Reset(io.Discard)
-	e.pools[c.index()].Put(enc)
+func (e *Encoders) put(c Coding, s *stream) {
+	s.buf.Reset(io.Discard)
+	s.enc.Reset(s.buf)
+	e.pools[c.index()].Put(s)
 }

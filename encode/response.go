@@ -32,7 +32,7 @@ type Response struct {
 	coding  Coding
 	want    int64 // body length before compression; -1 unknown
 	in      int64 // bytes taken in
-	enc     encoder
+	enc     *stream
 	state   int8 // pending, compressing or passing
 	started bool // the caller began a body (Write or ReadFrom was called)
 	closed  bool
@@ -113,7 +113,7 @@ func (r *Response) ReadFrom(src io.Reader) (int64, error) {
 	}
 	var n int64
 	var err error
-	if rf, ok := r.enc.(io.ReaderFrom); ok {
+	if rf, ok := r.enc.enc.(io.ReaderFrom); ok {
 		// zstd reads straight into its block buffer: no copy.
 		n, err = rf.ReadFrom(src)
 	} else {
