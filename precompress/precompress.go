@@ -1,6 +1,6 @@
 // Package precompress writes precompressed sidecars for the compressible
 // files of a folder: NAME.zst, NAME.br and NAME.gz beside NAME, at the
-// codings' best levels (encode.Max), for the server to send with sendfile
+// codings' best levels (encode.Max) unless told otherwise, for the server to send with sendfile
 // instead of compressing on every request.
 //
 // Run walks the folder (leaving out dot-files and dot-folders, which are
@@ -48,7 +48,8 @@ type Config struct {
 	// Jobs is the number of files compressed at once; zero means one per
 	// core.
 	Jobs int
-	// Level is the compression level; the zero value means encode.Max.
+	// Level is the compression level. The zero value is encode.Fast;
+	// sidecars are meant for encode.Max, what largo precompress uses.
 	Level encode.Level
 	// Codings are the codings to write; nil means all of encode.Codings.
 	Codings []encode.Coding
@@ -203,9 +204,6 @@ func defaults(cfg Config) Config {
 	}
 	if cfg.Jobs <= 0 {
 		cfg.Jobs = runtime.GOMAXPROCS(0)
-	}
-	if cfg.Level == encode.Fast {
-		cfg.Level = encode.Max
 	}
 	if cfg.Codings == nil {
 		cfg.Codings = encode.Codings[:]

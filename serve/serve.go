@@ -1,7 +1,14 @@
 // Package serve is largo's HTTP surface: an http.Handler that serves the
 // files of a largo.Store (downloads with ranges and conditional requests,
-// folder listings) and largo's own endpoints under the reserved prefix
-// /_largo/ (health, readiness, metrics).
+// compressed where package encode's policy says so, folder listings) and
+// largo's own endpoints under the reserved prefix /_largo/ (health,
+// readiness, metrics).
+//
+// Compression (compress.go) is a decision per response, not a wrapper
+// around every one: a precompressed sidecar is found through the Store
+// (Stat and Open of NAME.zst, NAME.br, NAME.gz), so it works on any store,
+// and sent like any file, with sendfile and ranges; dynamic compression
+// wraps only the responses it compresses.
 //
 // Every request passes the same gate before it reaches a store: its path is
 // parsed by largo.ParseName (400 for anything that could leave the root or be
