@@ -130,6 +130,9 @@ func TestCompressClients(t *testing.T) {
 	if sha, _ := curlCompressed(t, s.URL+"noise.txt"); sha != noiseSHA {
 		t.Errorf("noise.txt through curl --compressed: sha %s", sha)
 	}
+	if !waitFor(5*time.Second, func() bool { return strings.Contains(s.stderr.String(), "encoding=br") }) {
+		t.Errorf("the access log does not name the coding:\n%s", tail(s.stderr.String(), 2000))
+	}
 	// A Range gets identity bytes, whatever the client accepts.
 	resp = get(t, s.URL+"app.log", "Accept-Encoding", "gzip", "Range", "bytes=100-199")
 	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 206 || resp.Header.Get("Content-Encoding") != "" || len(b) != 100 {

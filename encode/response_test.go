@@ -59,7 +59,7 @@ func decode(t *testing.T, c Coding, b []byte) []byte {
 }
 
 func TestResponseRoundTrip(t *testing.T) {
-	content := testLog(3 << 20)
+	content := testLog(1 << 20)
 	for _, level := range []Level{Fast, Default, Best} {
 		e, err := NewEncoders(Config{Level: level, MaxStreams: 2})
 		if err != nil {

@@ -254,6 +254,9 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 	if rg := r.Header.Get("Range"); rg != "" {
 		attrs = append(attrs, slog.String("range", rg))
 	}
+	if ce := tw.Header().Get("Content-Encoding"); ce != "" {
+		attrs = append(attrs, slog.String("encoding", ce))
+	}
 	if err := tw.Err(); err != nil && outcome != transfer.Complete {
 		attrs = append(attrs, slog.String("err", err.Error()))
 	}
