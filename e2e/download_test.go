@@ -218,7 +218,7 @@ func TestAbortedDownloads(t *testing.T) {
 	if !waitFor(5*time.Second, func() bool { return s.fds() <= idle }) {
 		t.Fatalf("descriptors: %d after the aborts, %d idle", s.fds(), idle)
 	}
-	if !strings.Contains(s.stderr.String(), "outcome=aborted") {
+	if !waitFor(2*time.Second, func() bool { return strings.Contains(s.stderr.String(), "outcome=aborted") }) {
 		t.Error("no aborted outcome in the access log")
 	}
 }
@@ -262,7 +262,7 @@ func TestStalledClient(t *testing.T) {
 		n, _ := fdsTo(s, p)
 		t.Fatalf("after the idle timeout: %d descriptors on the file, %d in all (%d idle)", n, s.fds(), fds0)
 	}
-	if !strings.Contains(s.stderr.String(), "outcome=timeout") {
+	if !waitFor(2*time.Second, func() bool { return strings.Contains(s.stderr.String(), "outcome=timeout") }) {
 		t.Error("no timeout outcome in the access log")
 	}
 	// The client sees its connection end after whatever the buffers held.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"largo"
@@ -22,6 +23,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 		if !strings.HasSuffix(r.URL.Path, "/") {
 			redirectSlash(w, r)
 			return nil
+		}
+		if format := r.URL.Query().Get("archive"); format != "" {
+			return h.serveArchive(w, r, name, format)
 		}
 		return h.list(w, r, name)
 	}
@@ -96,6 +100,8 @@ func redirectSlash(w http.ResponseWriter, r *http.Request) {
 	u := url.URL{Path: r.URL.Path + "/", RawQuery: r.URL.RawQuery}
 	http.Redirect(w, r, u.EscapedPath()+querySuffix(u.RawQuery), http.StatusMovedPermanently)
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func querySuffix(q string) string {
 	if q == "" {

@@ -19,6 +19,18 @@
 // Observer. A panic in one request is recovered, logged, counted and
 // answered 500; it never takes the process down.
 //
+// Writes (Config.Upload) are PUT (upload.go), multipart POST to a folder
+// (multipart.go), DELETE (delete.go) and resumable uploads mounted under
+// ResumablePrefix. Each is checked in an order that never reads the body of
+// a refused request, so a client that sent Expect: 100-continue never sends
+// it: writes on (405 otherwise), the token (401 with WWW-Authenticate), the
+// name (400 for invalid, 403 for hidden or reserved), the conditions and
+// digests' syntax, the announced size against the limit (413) and the free
+// space less the reserve (507), and If-None-Match/If-Match against the
+// current file (412). Only then does the body stream, through a
+// transfer.Body that moves the read deadline as bytes arrive, into the
+// store's Upload, which is committed atomically or aborted.
+//
 // Handlers return errors; one table (errors.go) turns them into statuses,
 // and the client sees a one-line reason while the log sees the cause.
 package serve
@@ -33,6 +45,7 @@ import (
 	"time"
 
 	"largo"
+	"largo/auth"
 	"largo/encode"
 	"largo/transfer"
 )
@@ -78,6 +91,44 @@ type Config struct {
 	Compress *encode.Encoders
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// Upload turns writes on: PUT, POST (multipart forms) and DELETE in the
+	// file tree, and Resumable under Prefix+"uploads/". Off, writes answer
+	// 405 with an Allow header naming the read methods.
+	Upload bool
+	// Auth decides which writes are allowed. Nil with Upload set means
+	// every write is allowed (an open server).
+	Auth Authorizer
+	// MaxUpload is the largest file a write may store, in bytes. Zero
+	// means no limit.
+	MaxUpload int64
+	// Reserve is the free space, in bytes, that writes must leave on the
+	// store: a write that would eat into it is refused with 507.
+	Reserve int64
+	// NoMkdir refuses writes into folders that do not exist (409) instead
+	// of creating them.
+	NoMkdir bool
+	// Resumable serves resumable uploads under Prefix+"uploads/", behind
+	// the same auth. Nil answers 404 there.
+	Resumable http.Handler
+	// Uploads receives upload metrics events. Nil ignores them.
+	Uploads UploadObserver
+}
+
+// Authorizer decides whether a request may write. It reads only headers.
+type Authorizer interface {
+	Allow(r *http.Request) bool
+}
+
+// UploadObserver receives the events that upload metrics are made of.
+// Implementations must be safe for concurrent use.
+type UploadObserver interface {
+	// BytesReceived is called as body bytes of a write arrive.
+	BytesReceived(n int64)
+	// UploadEnded is called once per PUT or POST write with its outcome.
+	UploadEnded(outcome string)
+	// PendingBytes moves the count of bytes held in unfinished uploads.
+	PendingBytes(delta int64)
 }
 
 // Handler serves a store over HTTP. Create one with New; it is safe for
@@ -86,6 +137,7 @@ type Handler struct {
 	cfg      Config
 	log      *slog.Logger
 	obs      Observer
+	up       UploadObserver
 	own      *http.ServeMux // the reserved prefix
 	draining atomic.Bool
 }
@@ -98,6 +150,10 @@ func New(cfg Config) *Handler {
 	}
 	if h.obs == nil {
 		h.obs = nopObserver{}
+	}
+	h.up = cfg.Uploads
+	if h.up == nil {
+		h.up = nopObserver{}
 	}
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
@@ -117,6 +173,9 @@ func New(cfg Config) *Handler {
 	})
 	if cfg.Metrics != nil {
 		h.own.Handle("GET "+Prefix+"metrics", cfg.Metrics)
+	}
+	if cfg.Upload && cfg.Resumable != nil {
+		h.own.Handle(ResumablePrefix, h.resumable(cfg.Resumable))
 	}
 	h.own.Handle(Prefix, h.adapt(func(http.ResponseWriter, *http.Request) error {
 		return errNoEndpoint
@@ -139,16 +198,36 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	tw := transfer.NewResponse(w, opt)
 	tw.Header().Set("X-Content-Type-Options", "nosniff")
+	var body *transfer.Body
+	if hasBody(r) {
+		body = transfer.NewBody(tw, r.Body, transfer.BodyOptions{
+			IdleTimeout: h.cfg.IdleTimeout, MinRate: h.cfg.MinRate, Now: h.cfg.Now,
+			Received: h.up.BytesReceived,
+		})
+		// A copy: the server keeps its own Request, whose Body it inspects
+		// after the handler (an unread Expect: 100-continue body means
+		// closing the connection rather than reading it).
+		r2 := *r
+		r2.Body = body
+		r = &r2
+	}
 
 	panicked, abort := h.serve(tw, r, own)
 	tw.Finish()
 
 	outcome := tw.Outcome(r.Method)
-	if panicked {
+	if body != nil {
+		body.Close()
+		outcome = writeOutcome(tw, body)
+	}
+	if panicked && outcome == transfer.Complete {
 		outcome = transfer.Error
 	}
 	if !own {
 		h.obs.TransferEnded(string(outcome))
+		if r.Method == http.MethodPut || r.Method == http.MethodPost {
+			h.up.UploadEnded(string(outcome))
+		}
 	}
 	h.accessLog(r, tw, outcome, h.cfg.Now().Sub(start))
 	if abort {
@@ -205,17 +284,25 @@ func (h *Handler) adapt(f handlerFunc) http.HandlerFunc {
 	}
 }
 
-// fail answers err, or only logs it when the response has already begun.
+// fail answers err. When the response has already begun, the status is
+// out and the only honest signal left is to cut the connection, so that
+// the client sees a short body instead of a complete-looking wrong one.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code, msg := status(err)
+	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
+		if tw.Err() == nil {
+			h.log.Warn("response cut", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+		panic(http.ErrAbortHandler)
+	}
 	if code >= 500 {
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
-		return
-	}
-	if code == http.StatusMethodNotAllowed {
+	switch code {
+	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", allowed(err))
+	case http.StatusUnauthorized:
+		auth.Challenge(w.Header())
 	}
 	writeError(w, code, msg)
 }
@@ -226,18 +313,28 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if largo.Hidden(name) || strings.HasPrefix(name, strings.Trim(Prefix, "/")) {
+	switch r.Method {
+	case http.MethodPut, http.MethodPost, http.MethodDelete:
+		return h.write(w, r, name)
+	}
+	if reserved(name) {
 		return fmt.Errorf("%s: hidden: %w", name, largo.ErrNotFound)
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		return h.get(w, r, name)
 	case http.MethodOptions:
-		w.Header().Set("Allow", readMethods)
+		w.Header().Set("Allow", h.allow())
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	return &methodError{allow: readMethods}
+	return &methodError{allow: h.allow()}
+}
+
+// reserved reports whether a valid name is outside what clients may see:
+// hidden names, and names under the reserved prefix.
+func reserved(name string) bool {
+	return largo.Hidden(name) || strings.HasPrefix(name, strings.Trim(Prefix, "/"))
 }
 
 // accessLog writes the request's line.
@@ -269,5 +366,8 @@ func (nopObserver) TransferStarted()     {}
 func (nopObserver) BytesSent(int64)      {}
 func (nopObserver) TransferEnded(string) {}
 func (nopObserver) Panicked()            {}
+func (nopObserver) BytesReceived(int64)  {}
+func (nopObserver) UploadEnded(string)   {}
+func (nopObserver) PendingBytes(int64)   {}
 
 var errNoEndpoint = fmt.Errorf("no such endpoint: %w", largo.ErrNotFound)

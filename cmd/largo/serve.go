@@ -16,10 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"largo"
+	"largo/auth"
 	"largo/disk"
 	"largo/encode"
 	"largo/limit"
 	"largo/metrics"
+	"largo/resumable"
 	"largo/serve"
 	"largo/transfer"
 )
@@ -40,6 +43,14 @@ type serveConfig struct {
 	compress      choiceValue
 	compressLevel choiceValue
 	compressMax   int
+
+	upload       bool
+	token        string
+	uploadOpen   bool
+	maxUpload    sizeValue
+	reserve      sizeValue
+	noMkdir      bool
+	uploadExpiry time.Duration
 }
 
 // Fixed server limits: they protect the server and need no tuning.
@@ -71,6 +82,13 @@ older than NAME (see largo precompress), otherwise on the fly at
 --compress-level. Range requests and already-compressed data (archives,
 images, audio, video, PDF) are sent as they are.
 
+Writes are off unless --upload is given; then PUT stores a file atomically
+(201 or 204, with ETag and Repr-Digest), POST of a multipart form to a
+folder stores each file in it, DELETE removes files and empty folders
+(?recursive=1 for the others), and /_largo/uploads/ speaks tus 1.0 for
+resumable uploads. Every write needs the token (--token, or one generated
+and printed at start-up), as a bearer token or a basic-auth password.
+
 largo's own endpoints live under /_largo/: healthz, readyz and metrics.
 SIGINT or SIGTERM stops accepting connections and lets transfers in flight
 finish for up to --drain-timeout; a second signal exits at once.`,
@@ -97,6 +115,13 @@ finish for up to --drain-timeout; a second signal exits at once.`,
 	f.Var(&cfg.compress, "compress", "compress text files on the fly for clients that accept it: on or off (precompressed sidecars are served either way)")
 	f.Var(&cfg.compressLevel, "compress-level", "on-the-fly compression level: fast, default or best")
 	f.IntVar(&cfg.compressMax, "compress-streams", encode.DefaultMaxStreams, "most responses compressed on the fly at once; beyond it files are sent uncompressed")
+	f.BoolVar(&cfg.upload, "upload", false, "accept writes (PUT, multipart POST, DELETE, tus uploads at /_largo/uploads/), each with the token")
+	f.StringVar(&cfg.token, "token", "", "the token writes must carry (default: generated with --upload and printed once)")
+	f.BoolVar(&cfg.uploadOpen, "upload-open", false, "accept writes from anyone, without a token (implies --upload; dangerous)")
+	f.Var(&cfg.maxUpload, "max-upload", "largest file a write may store, such as 500MB or 10GiB (default 0: no limit)")
+	f.Var(&cfg.reserve, "reserve", "free space writes must leave on the disk, such as 1GiB (default 0)")
+	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
+	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long")
 	documentEnv(f)
 	return cmd
 }
@@ -156,6 +181,11 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	if cfg.adminListen != "" {
 		hcfg.Metrics = nil
 	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := setUpUploads(ctx, e, logger, cfg, store, m, &hcfg); err != nil {
+		return err
+	}
 	h := serve.New(hcfg)
 
 	ln, err := net.Listen("tcp", cfg.listen)
@@ -212,6 +242,59 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	case <-e.signals:
 	}
 	return drain(e, logger, h, srv, lim, cfg.drainTimeout)
+}
+
+// setUpUploads turns writes on in hcfg when cfg asks for them: the token,
+// the sweep of what a crash left, and the resumable uploads with their
+// expiry, which runs until ctx is done.
+func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveConfig, store *disk.Store, m *metrics.Metrics, hcfg *serve.Config) error {
+	if cfg.uploadOpen && cfg.token != "" {
+		return usageErr(errors.New("--upload-open and --token contradict each other: choose one"))
+	}
+	if !cfg.upload && !cfg.uploadOpen {
+		return nil
+	}
+	switch {
+	case cfg.uploadOpen:
+		fmt.Fprintln(e.stdout, "largo: WARNING: --upload-open: anyone who reaches this server can write, replace and delete files")
+		logger.Warn("writes are open to anyone: no token is required")
+	case cfg.token == "":
+		cfg.token = auth.Generate()
+		fmt.Fprintf(e.stdout, "largo: upload token (generated, shown once): %s\n", cfg.token)
+	}
+	if cfg.token != "" {
+		hcfg.Auth = auth.NewToken(cfg.token)
+	}
+	if n, err := store.Sweep(); err != nil {
+		return failed(fmt.Errorf("sweeping temporary uploads: %v", pathErrText(err)))
+	} else if n > 0 {
+		logger.Info("removed temporary files left by an interrupted run", "files", n)
+	}
+	rh, err := resumable.New(resumable.Config{
+		Store:       store,
+		Dir:         filepath.Join(store.Dir(), largo.StateDir, "tus"),
+		Staged:      largo.StateDir + "/tus",
+		BasePath:    serve.ResumablePrefix,
+		Policy:      serve.WriteName,
+		MaxSize:     int64(cfg.maxUpload),
+		Reserve:     int64(cfg.reserve),
+		NoMkdir:     cfg.noMkdir,
+		Expiry:      cfg.uploadExpiry,
+		IdleTimeout: cfg.idleTimeout,
+		Logger:      logger,
+		Observer:    m,
+	})
+	if err != nil {
+		return failed(fmt.Errorf("resumable uploads: %v", pathErrText(err)))
+	}
+	go rh.Run(ctx)
+	hcfg.Upload = true
+	hcfg.MaxUpload = int64(cfg.maxUpload)
+	hcfg.Reserve = int64(cfg.reserve)
+	hcfg.NoMkdir = cfg.noMkdir
+	hcfg.Resumable = rh
+	hcfg.Uploads = m
+	return nil
 }
 
 // drain stops accepting connections and waits for transfers in flight,
