@@ -133,6 +133,10 @@ func TestCompressClients(t *testing.T) {
 	if !waitFor(5*time.Second, func() bool { return strings.Contains(s.stderr.String(), "encoding=br") }) {
 		t.Errorf("the access log does not name the coding:\n%s", tail(s.stderr.String(), 2000))
 	}
+	resp = get(t, s.URL+"_largo/metrics")
+	if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), `largo_compressed_responses_total{coding="br",source="dynamic"} 1`) {
+		t.Errorf("metrics lack the dynamic br response:\n%s", grepLines(string(b), "compressed"))
+	}
 	// A Range gets identity bytes, whatever the client accepts.
 	resp = get(t, s.URL+"app.log", "Accept-Encoding", "gzip", "Range", "bytes=100-199")
 	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 206 || resp.Header.Get("Content-Encoding") != "" || len(b) != 100 {

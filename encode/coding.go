@@ -18,6 +18,18 @@
 //     bounds the number of responses compressing at once; Response is the
 //     http.ResponseWriter that streams a body through one of them.
 //
+// Choose applies the rules in order. Two of them are choices the obvious
+// reading of "compress text, never for ranges" leaves open, and why:
+//   - A sidecar answers a Range request when If-Range names the sidecar's
+//     ETag. Without that tie the offsets may be offsets into the decoded
+//     file (a client that decodes as it saves, then resumes), so identity
+//     is the only safe answer; with it the client says it holds a part of
+//     that very encoded file, and sidecars can be resumed like any file.
+//   - Sidecars are used only for types the policy compresses. A file.img
+//     beside a file.img.zst is more likely two downloads than one file and
+//     its sidecar, and serving the wrong one as Content-Encoding would hand
+//     clients corrupt data.
+//
 // The package knows nothing of stores or of largo's routing: it is used by
 // package serve (responses) and by package precompress (sidecars on disk).
 package encode

@@ -114,6 +114,7 @@ func (h *Handler) serveSidecar(w http.ResponseWriter, r *http.Request, name stri
 	// errors.
 	hdr.Set("Content-Length", strconv.FormatInt(sin.Size, 10))
 	http.ServeContent(w, r, name, sin.ModTime, osContent(sf))
+	h.comp.Compressed(string(c), "sidecar")
 	return true, nil
 }
 
@@ -123,6 +124,7 @@ func (h *Handler) serveSidecar(w http.ResponseWriter, r *http.Request, name stri
 func (h *Handler) serveDynamic(w http.ResponseWriter, r *http.Request, in largo.Info, c encode.Coding, f largo.File) (bool, error) {
 	cw, ok := h.cfg.Compress.Start(w, c, in.Size)
 	if !ok {
+		h.comp.Compressed(string(c), "refused")
 		return false, nil
 	}
 	hdr := w.Header()
@@ -137,5 +139,6 @@ func (h *Handler) serveDynamic(w http.ResponseWriter, r *http.Request, in largo.
 		// left to tell the client its copy is incomplete.
 		panic(http.ErrAbortHandler)
 	}
+	h.comp.Compressed(string(c), "dynamic")
 	return true, nil
 }

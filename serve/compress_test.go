@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -242,8 +243,22 @@ func TestSidecarServing(t *testing.T) {
 	}
 }
 
+// compressionCounts counts compression events by coding and source.
+type compressionCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *compressionCounts) Compressed(coding, source string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[coding+" "+source]++
+}
+
 func TestDynamicCompression(t *testing.T) {
 	fx := newCompressFixture(t, newEncoders(t, 1))
+	counts := &compressionCounts{n: map[string]int{}}
+	fx.h.comp = counts
 	rec := do(fx.h, "GET", "/plain.js", "Accept-Encoding", "br")
 	tag := rec.Header().Get("ETag")
 	if rec.Header().Get("Content-Encoding") != "br" || rec.Header().Get("Content-Length") != "" && rec.Header().Get("Content-Length") == fmt.Sprint(len(fx.files["plain.js"])) {
@@ -277,6 +292,12 @@ func TestDynamicCompression(t *testing.T) {
 	hold.Close()
 	if rec := do(fx.h, "GET", "/plain.js", "Accept-Encoding", "gzip"); rec.Header().Get("Content-Encoding") != "gzip" {
 		t.Errorf("slot not given back: %v", rec.Header())
+	}
+	do(fx.h, "GET", "/page.js", "Accept-Encoding", "zstd")
+	want := map[string]int{"br dynamic": 3, // GET, 304 and HEAD
+		"gzip dynamic": 2, "gzip refused": 1, "zstd sidecar": 1}
+	if fmt.Sprint(counts.n) != fmt.Sprint(want) {
+		t.Errorf("compression events %v; want %v", counts.n, want)
 	}
 }
 

@@ -113,6 +113,19 @@ type Config struct {
 	Resumable http.Handler
 	// Uploads receives upload metrics events. Nil ignores them.
 	Uploads UploadObserver
+	// Compression receives compression metrics events. Nil ignores them.
+	Compression CompressionObserver
+}
+
+// CompressionObserver receives the events that compression metrics are
+// made of. Implementations must be safe for concurrent use.
+type CompressionObserver interface {
+	// Compressed is called once per response of a compressed
+	// representation (HEAD and 304 included), with its coding
+	// and its source: "sidecar" or "dynamic"; or "refused" when the
+	// response was to be compressed on the fly but every slot was taken,
+	// and went out uncompressed.
+	Compressed(coding, source string)
 }
 
 // Authorizer decides whether a request may write. It reads only headers.
@@ -138,6 +151,7 @@ type Handler struct {
 	log      *slog.Logger
 	obs      Observer
 	up       UploadObserver
+	comp     CompressionObserver
 	own      *http.ServeMux // the reserved prefix
 	draining atomic.Bool
 }
@@ -154,6 +168,10 @@ func New(cfg Config) *Handler {
 	h.up = cfg.Uploads
 	if h.up == nil {
 		h.up = nopObserver{}
+	}
+	h.comp = cfg.Compression
+	if h.comp == nil {
+		h.comp = nopObserver{}
 	}
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
@@ -362,12 +380,13 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 
 type nopObserver struct{}
 
-func (nopObserver) TransferStarted()     {}
-func (nopObserver) BytesSent(int64)      {}
-func (nopObserver) TransferEnded(string) {}
-func (nopObserver) Panicked()            {}
-func (nopObserver) BytesReceived(int64)  {}
-func (nopObserver) UploadEnded(string)   {}
-func (nopObserver) PendingBytes(int64)   {}
+func (nopObserver) TransferStarted()          {}
+func (nopObserver) BytesSent(int64)           {}
+func (nopObserver) TransferEnded(string)      {}
+func (nopObserver) Panicked()                 {}
+func (nopObserver) BytesReceived(int64)       {}
+func (nopObserver) UploadEnded(string)        {}
+func (nopObserver) PendingBytes(int64)        {}
+func (nopObserver) Compressed(string, string) {}
 
 var errNoEndpoint = fmt.Errorf("no such endpoint: %w", largo.ErrNotFound)

@@ -171,6 +171,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	}
 	hcfg := serve.Config{
 		Compress:    enc,
+		Compression: m,
 		Store:       store,
 		Logger:      logger,
 		Observer:    m,
