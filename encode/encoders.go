@@ -47,7 +47,6 @@ var memoryPerStream = [...]int64{
 	Fast:    4 << 20,
 	Default: 12 << 20,
 	Best:    24 << 20,
-	Max:     256 << 20,
 }
 
 // NewWriter returns a compressor in coding c at level l that writes to w;
