@@ -81,3 +81,10 @@ func byExtension(name string) string {
 	}
 	return mime.TypeByExtension(ext)
 }
+
+// MediaType returns the media type largo serves a file named name with,
+// from its extension, or "" when the extension does not tell (the file's
+// first bytes decide then).
+func MediaType(name string) string {
+	return contentType(largo.Info{Name: path.Base(name)})
+}

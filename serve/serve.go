@@ -1,7 +1,14 @@
 // Package serve is largo's HTTP surface: an http.Handler that serves the
 // files of a largo.Store (downloads with ranges and conditional requests,
-// folder listings) and largo's own endpoints under the reserved prefix
-// /_largo/ (health, readiness, metrics).
+// compressed where package encode's policy says so, folder listings) and
+// largo's own endpoints under the reserved prefix /_largo/ (health,
+// readiness, metrics).
+//
+// Compression (compress.go) is a decision per response, not a wrapper
+// around every one: a precompressed sidecar is found through the Store
+// (Stat and Open of NAME.zst, NAME.br, NAME.gz), so it works on any store,
+// and sent like any file, with sendfile and ranges; dynamic compression
+// wraps only the responses it compresses.
 //
 // Every request passes the same gate before it reaches a store: its path is
 // parsed by largo.ParseName (400 for anything that could leave the root or be
@@ -39,6 +46,7 @@ import (
 
 	"largo"
 	"largo/auth"
+	"largo/encode"
 	"largo/transfer"
 )
 
@@ -77,6 +85,10 @@ type Config struct {
 	// MinRate, in bytes per second, cuts a client slower than this on
 	// average once the first IdleTimeout has passed. Zero means none.
 	MinRate int64
+	// Compress compresses compressible files on the fly for clients that
+	// accept it. Nil turns dynamic compression off; precompressed
+	// sidecars are served either way.
+	Compress *encode.Encoders
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -101,6 +113,19 @@ type Config struct {
 	Resumable http.Handler
 	// Uploads receives upload metrics events. Nil ignores them.
 	Uploads UploadObserver
+	// Compression receives compression metrics events. Nil ignores them.
+	Compression CompressionObserver
+}
+
+// CompressionObserver receives the events that compression metrics are
+// made of. Implementations must be safe for concurrent use.
+type CompressionObserver interface {
+	// Compressed is called once per response of a compressed
+	// representation (HEAD and 304 included), with its coding
+	// and its source: "sidecar" or "dynamic"; or "refused" when the
+	// response was to be compressed on the fly but every slot was taken,
+	// and went out uncompressed.
+	Compressed(coding, source string)
 }
 
 // Authorizer decides whether a request may write. It reads only headers.
@@ -126,6 +151,7 @@ type Handler struct {
 	log      *slog.Logger
 	obs      Observer
 	up       UploadObserver
+	comp     CompressionObserver
 	own      *http.ServeMux // the reserved prefix
 	draining atomic.Bool
 }
@@ -142,6 +168,10 @@ func New(cfg Config) *Handler {
 	h.up = cfg.Uploads
 	if h.up == nil {
 		h.up = nopObserver{}
+	}
+	h.comp = cfg.Compression
+	if h.comp == nil {
+		h.comp = nopObserver{}
 	}
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
@@ -346,6 +376,9 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 	if rg := r.Header.Get("Range"); rg != "" {
 		attrs = append(attrs, slog.String("range", rg))
 	}
+	if ce := tw.Header().Get("Content-Encoding"); ce != "" {
+		attrs = append(attrs, slog.String("encoding", ce))
+	}
 	if err := tw.Err(); err != nil && outcome != transfer.Complete {
 		attrs = append(attrs, slog.String("err", err.Error()))
 	}
@@ -354,12 +387,13 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 
 type nopObserver struct{}
 
-func (nopObserver) TransferStarted()     {}
-func (nopObserver) BytesSent(int64)      {}
-func (nopObserver) TransferEnded(string) {}
-func (nopObserver) Panicked()            {}
-func (nopObserver) BytesReceived(int64)  {}
-func (nopObserver) UploadEnded(string)   {}
-func (nopObserver) PendingBytes(int64)   {}
+func (nopObserver) TransferStarted()          {}
+func (nopObserver) BytesSent(int64)           {}
+func (nopObserver) TransferEnded(string)      {}
+func (nopObserver) Panicked()                 {}
+func (nopObserver) BytesReceived(int64)       {}
+func (nopObserver) UploadEnded(string)        {}
+func (nopObserver) PendingBytes(int64)        {}
+func (nopObserver) Compressed(string, string) {}
 
 var errNoEndpoint = fmt.Errorf("no such endpoint: %w", largo.ErrNotFound)

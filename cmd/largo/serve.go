@@ -19,6 +19,7 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/disk"
+	"largo/encode"
 	"largo/limit"
 	"largo/metrics"
 	"largo/resumable"
@@ -47,6 +48,9 @@ type serveConfig struct {
 	tlsCert       string
 	tlsKey        string
 	logFormat     choiceValue
+	compress      choiceValue
+	compressLevel choiceValue
+	compressMax   int
 
 	upload       bool
 	token        string
@@ -64,7 +68,12 @@ const (
 )
 
 func newServe(e *env) *cobra.Command {
-	cfg := &serveConfig{logFormat: choiceValue{value: "text", choices: []string{"text", "json"}}, s3PartSize: s3.DefaultPartSize}
+	cfg := &serveConfig{
+		logFormat:     choiceValue{value: "text", choices: []string{"text", "json"}},
+		compress:      choiceValue{value: "on", choices: []string{"on", "off"}},
+		compressLevel: choiceValue{value: "fast", choices: encode.Levels},
+		s3PartSize:    s3.DefaultPartSize,
+	}
 	cmd := &cobra.Command{
 		Use:   "serve [DIR]",
 		Short: "Serve a folder or a bucket over HTTP",
@@ -75,6 +84,13 @@ Downloads support ranges (single, multiple, suffix and open-ended), If-Range,
 ETag and Last-Modified with 304 answers, and resume with curl -C -. Files and
 folders whose name starts with a dot are never served. Folders are listed as
 HTML, or as JSON for Accept: application/json.
+
+Text files (HTML, CSS, JavaScript, JSON, NDJSON, CSV, XML, SVG, logs, WASM...)
+of 1 KiB or more are compressed for clients that accept it (zstd, br, gzip):
+from precompressed sidecars NAME.zst, NAME.br, NAME.gz when present and not
+older than NAME (see largo precompress), otherwise on the fly at
+--compress-level. Range requests and already-compressed data (archives,
+images, audio, video, PDF) are sent as they are.
 
 Writes are off unless --upload is given; then PUT stores a file atomically
 (201 or 204, with ETag and Repr-Digest), POST of a multipart form to a
@@ -129,6 +145,9 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file, PEM (with --tls-key: serve HTTPS and HTTP/2)")
 	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key file, PEM")
 	f.Var(&cfg.logFormat, "log-format", "log format: text or json")
+	f.Var(&cfg.compress, "compress", "compress text files on the fly for clients that accept it: on or off (precompressed sidecars are served either way)")
+	f.Var(&cfg.compressLevel, "compress-level", "on-the-fly compression level: fast, default or best")
+	f.IntVar(&cfg.compressMax, "compress-streams", encode.DefaultMaxStreams, "most responses compressed on the fly at once; beyond it files are sent uncompressed")
 	f.BoolVar(&cfg.upload, "upload", false, "accept writes (PUT, multipart POST, DELETE, tus uploads at /_largo/uploads/), each with the token")
 	f.StringVar(&cfg.token, "token", "", "the token writes must carry (default: generated with --upload and printed once)")
 	f.BoolVar(&cfg.uploadOpen, "upload-open", false, "accept writes from anyone, without a token (implies --upload; dangerous)")
@@ -166,7 +185,22 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		outcomes[i] = string(o)
 	}
 	m := metrics.New(reg, outcomes)
+	var enc *encode.Encoders
+	if cfg.compress.value == "on" {
+		level, err := encode.ParseLevel(cfg.compressLevel.value)
+		if err == nil && cfg.compressMax < 1 {
+			err = errors.New("--compress-streams must be at least 1 (use --compress off to disable compression)")
+		}
+		if err == nil {
+			enc, err = encode.NewEncoders(encode.Config{Level: level, MaxStreams: cfg.compressMax})
+		}
+		if err != nil {
+			return usageErr(err)
+		}
+	}
 	hcfg := serve.Config{
+		Compress:    enc,
+		Compression: m,
 		Store:       store,
 		Logger:      logger,
 		Observer:    m,
