@@ -110,6 +110,9 @@ func (p *streamPut) write(b []byte) error {
 	if p.sent+int64(len(b)) == p.size {
 		p.held = []byte{b[len(b)-1]}
 		b = b[:len(b)-1]
+		if len(b) == 0 {
+			return nil
+		}
 	}
 	if err := p.st.write(b); err != nil {
 		return err
