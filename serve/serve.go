@@ -40,11 +40,15 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/transfer"
+	"largo/ui"
 )
 
 // Prefix is the reserved path prefix of largo's own endpoints. It can never
 // collide with a file: names starting with "_largo" are refused there.
 const Prefix = "/_largo/"
+
+// UIPrefix is where the assets of the HTML pages are served.
+const UIPrefix = Prefix + "ui/"
 
 // Observer receives the events that metrics are made of. Implementations
 // must be safe for concurrent use.
@@ -127,6 +131,7 @@ type Handler struct {
 	obs      Observer
 	up       UploadObserver
 	own      *http.ServeMux // the reserved prefix
+	ui       *ui.UI
 	draining atomic.Bool
 }
 
@@ -146,7 +151,9 @@ func New(cfg Config) *Handler {
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
 	}
+	h.ui = ui.New(UIPrefix)
 	h.own = http.NewServeMux()
+	h.own.Handle("GET "+UIPrefix, h.adapt(h.ui.Asset))
 	h.own.HandleFunc("GET "+Prefix+"healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		fmt.Fprintln(w, "ok")
@@ -290,7 +297,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", allowed(err))
 	case http.StatusUnauthorized:
-		auth.Challenge(w.Header())
+		auth.Challenge(w.Header(), r)
 	}
 	writeError(w, code, msg)
 }
