@@ -486,7 +486,7 @@ export class Uploader {
 			const rate = live.reduce((n, j) => n + (j.state === "uploading" ? this.rate(j) : 0), 0);
 			if (done === live.length) out.push(`${live.length === 1 ? "1 file" : `${live.length} files`} uploaded, ${formatSize(total)}`);
 			else {
-				out.push(`${done} of ${live.length} files uploaded`, `${formatSize(sent)} of ${formatSize(total)}`);
+				out.push(`${done} of ${live.length === 1 ? "1 file" : `${live.length} files`} uploaded`, `${formatSize(sent)} of ${formatSize(total)}`);
 				if (rate > 0) out.push(formatRate(rate), `${formatDuration((total - sent) / rate)} left`);
 			}
 			if (failed > 0) out.push(`${failed} failed`);
