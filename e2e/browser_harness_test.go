@@ -24,12 +24,19 @@ import (
 // with one tab. Errors the page reports (exceptions, console errors,
 // policy violations) are collected; checkPage fails the test on them.
 type browser struct {
-	t   *testing.T
-	ctx context.Context
+	t    *testing.T
+	ctx  context.Context
+	page *pageLog
+}
 
+// pageLog holds what a page reported as wrong.
+type pageLog struct {
 	mu       sync.Mutex
 	problems []string
 }
+
+// with returns the same browser reporting to t, for a subtest.
+func (b *browser) with(t *testing.T) *browser { return &browser{t: t, ctx: b.ctx, page: b.page} }
 
 // newBrowser starts Debian's chromium with a fresh profile. The flags keep
 // it from calling out to any network: this machine's only traffic is to
@@ -56,7 +63,7 @@ func newBrowser(t *testing.T) *browser {
 		cancel()
 		cancelAlloc()
 	})
-	b := &browser{t: t, ctx: ctx}
+	b := &browser{t: t, ctx: ctx, page: &pageLog{}}
 	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 		_, err := cdp.Call(ctx, t, log.Enable, cdp.Empty{})
 		return err
@@ -127,20 +134,20 @@ func (b *browser) collect() {
 }
 
 func (b *browser) problem(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.problems = append(b.problems, s)
+	b.page.mu.Lock()
+	defer b.page.mu.Unlock()
+	b.page.problems = append(b.page.problems, s)
 }
 
 // checkPage fails the test if the page reported problems so far.
 func (b *browser) checkPage() {
 	b.t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, p := range b.problems {
+	b.page.mu.Lock()
+	defer b.page.mu.Unlock()
+	for _, p := range b.page.problems {
 		b.t.Errorf("page reported: %s", p)
 	}
-	b.problems = nil
+	b.page.problems = nil
 }
 
 // do runs actions, failing the test on an error.

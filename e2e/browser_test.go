@@ -178,6 +178,7 @@ func TestBrowserListing(t *testing.T) {
 	b.checkPage()
 
 	t.Run("dark", func(t *testing.T) {
+		b := b.with(t)
 		b.setColorScheme("dark")
 		defer b.setColorScheme("light")
 		bg := eval[string](b, `getComputedStyle(document.body).backgroundColor`)
@@ -187,6 +188,7 @@ func TestBrowserListing(t *testing.T) {
 	})
 
 	t.Run("phone", func(t *testing.T) {
+		b := b.with(t)
 		b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
 		defer b.do(chromedp.ResetViewport())
 		b.open(s.URL)
@@ -199,6 +201,7 @@ func TestBrowserListing(t *testing.T) {
 	})
 
 	t.Run("without JavaScript", func(t *testing.T) {
+		b := b.with(t)
 		b.setScripts(false)
 		defer b.setScripts(true)
 		b.open(s.URL + "?sort=size&order=desc")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
@@ -159,4 +161,170 @@ func seedInbox(t *testing.T, dir string) {
 		os.Chtimes(p, mt, mt)
 		os.Chtimes(filepath.Dir(p), mt, mt)
 	}
+}
+
+// pendingUploads lists what the server holds of unfinished resumable
+// uploads.
+func pendingUploads(t *testing.T, root string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(root, ".largo", "tus"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// dropFiles drops files and folders from this machine on the page, as a
+// user dragging them from a file manager would.
+func (b *browser) dropFiles(paths ...string) {
+	b.t.Helper()
+	ev := func(typ input.DispatchDragEventType) chromedp.Action[chromedp.Void] {
+		return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, input.DispatchDragEvent, input.DispatchDragEventParams{
+				Type: typ, X: 400, Y: 300,
+				Data: &input.DragData{Items: []*input.DragDataItem{}, Files: paths, DragOperationsMask: 1},
+			})
+			return err
+		})
+	}
+	b.do(ev(input.DispatchDragEventTypeDragEnter), ev(input.DispatchDragEventTypeDragOver), ev(input.DispatchDragEventTypeDrop))
+}
+
+// TestBrowserUploadControls drops a folder on the page and picks another
+// (relative paths become folders on the server, hidden names are
+// skipped), pauses and resumes an upload, cancels one (terminated on the
+// server), and sends several files at once, never more than three at a
+// time.
+func TestBrowserUploadControls(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "in"), 0o755)
+	srcs := t.TempDir()
+	sums := map[string]string{}
+	put := func(rel string, size int64, seed uint64) string {
+		p := filepath.Join(srcs, rel)
+		sums[rel] = writeRandom(t, p, size, seed)
+		return p
+	}
+	put("album/a.jpg", 1000, 1)
+	put("album/sub/b.jpg", 300<<10, 2)
+	put("album/.thumbs/x", 10, 3)
+	put("notes/one.txt", 5, 4)
+	put("notes/deeper/two.txt", 6, 5)
+	paused := put("p.bin", 48<<20, 6)
+	cancelled := put("c.bin", 48<<20, 7)
+	var many []string
+	for i := range 5 {
+		many = append(many, put(fmt.Sprintf("many-%d.bin", i), 6<<20, uint64(10+i)))
+	}
+	stored := func(rel string) {
+		t.Helper()
+		if got := fileSHA(t, filepath.Join(root, "in", rel)); got != sums[rel] {
+			t.Errorf("%s: stored sha256 %s; want %s", rel, got, sums[rel])
+		}
+	}
+
+	s := startServer(t, root, "--upload", "--token", "tok")
+	b := newBrowser(t)
+	b.throttleUploads(16 << 20)
+	b.unlock(s.URL+"in/", "tok")
+
+	t.Run("drop a folder", func(t *testing.T) {
+		b := b.with(t)
+		b.dropFiles(filepath.Join(srcs, "album"))
+		b.waitJS("both files", rowJS("album/a.jpg")+`?.dataset.state === "done" && `+rowJS("album/sub/b.jpg")+`?.dataset.state === "done"`, 20*time.Second)
+		stored("album/a.jpg")
+		stored("album/sub/b.jpg")
+		if _, err := os.Stat(filepath.Join(root, "in", "album", ".thumbs")); err == nil {
+			t.Error("a hidden folder was uploaded")
+		}
+		if sum := eval[string](b, `document.getElementById("upload-summary").textContent`); !strings.Contains(sum, "1 hidden name skipped") {
+			t.Errorf("summary %q", sum)
+		}
+		b.waitJS("the refreshed listing", `document.querySelector('#files tr[data-name="album"]') !== null`, 10*time.Second)
+	})
+
+	t.Run("pick a folder", func(t *testing.T) {
+		b := b.with(t)
+		b.do(chromedp.SetUploadFiles(chromedp.ID("pick-folder"), []string{filepath.Join(srcs, "notes")}))
+		b.waitJS("both files", rowJS("notes/one.txt")+`?.dataset.state === "done" && `+rowJS("notes/deeper/two.txt")+`?.dataset.state === "done"`, 20*time.Second)
+		stored("notes/one.txt")
+		stored("notes/deeper/two.txt")
+	})
+
+	t.Run("pause and resume", func(t *testing.T) {
+		b := b.with(t)
+		b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), []string{paused}))
+		b.waitJS("progress", rowJS("p.bin")+`?.querySelector("progress").value > 0.1`, 20*time.Second)
+		b.do(chromedp.Click(chromedp.JSPath(rowJS("p.bin") + `.querySelector(".up-pause")`)))
+		b.waitJS("the pause", rowJS("p.bin")+`?.dataset.state === "paused"`, 5*time.Second)
+		// What was in flight when the request was cut may still land.
+		time.Sleep(500 * time.Millisecond)
+		held := pendingSize(t, root)
+		time.Sleep(time.Second)
+		if now := pendingSize(t, root); now != held || held <= 0 {
+			t.Errorf("paused upload: the server held %d bytes, then %d", held, now)
+		}
+		if label := eval[string](b, rowJS("p.bin")+`.querySelector(".up-pause").textContent`); label != "Resume" {
+			t.Errorf("the pause button reads %q while paused", label)
+		}
+		b.checkAccessibility("upload rows: done and paused")
+		b.do(chromedp.Click(chromedp.JSPath(rowJS("p.bin") + `.querySelector(".up-pause")`)))
+		b.waitJS("the end", rowJS("p.bin")+`?.dataset.state === "done"`, 30*time.Second)
+		stored("p.bin")
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		b := b.with(t)
+		b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), []string{cancelled}))
+		b.waitJS("progress", rowJS("c.bin")+`?.querySelector("progress").value > 0.1`, 20*time.Second)
+		b.do(chromedp.Click(chromedp.JSPath(rowJS("c.bin") + `.querySelector(".up-cancel")`)))
+		b.waitJS("the cancel", rowJS("c.bin")+`?.dataset.state === "cancelled"`, 5*time.Second)
+		if !waitFor(5*time.Second, func() bool { return len(pendingUploads(t, root)) == 0 }) {
+			t.Errorf("the server still holds %q after a cancel", pendingUploads(t, root))
+		}
+		if _, err := os.Stat(filepath.Join(root, "in", "c.bin")); err == nil {
+			t.Error("a cancelled upload was stored")
+		}
+		if n := eval[int](b, `Object.keys(localStorage).filter(k => k.startsWith("largo.upload ")).length`); n != 0 {
+			t.Errorf("%d upload URLs left in the browser's storage", n)
+		}
+	})
+
+	t.Run("several at once", func(t *testing.T) {
+		b := b.with(t)
+		eval[chromedp.Void](b, `window.mostAtOnce = 0; window.sampler = setInterval(() => {
+			const n = document.querySelectorAll('#upload-list li[data-state="uploading"]').length;
+			window.mostAtOnce = Math.max(window.mostAtOnce, n);
+		}, 20)`)
+		b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), many))
+		b.waitJS("all five", `Array.from(document.querySelectorAll('#upload-list li[data-state="done"] .up-name')).filter(n => n.textContent.startsWith("many-")).length === 5`, 60*time.Second)
+		most := eval[int](b, `(clearInterval(window.sampler), window.mostAtOnce)`)
+		if most < 2 || most > 3 {
+			t.Errorf("%d uploads ran at once; want 2 or 3 (the limit is 3)", most)
+		}
+		for i := range 5 {
+			stored(fmt.Sprintf("many-%d.bin", i))
+		}
+		b.waitJS("the refreshed listing", `document.querySelector('#files tr[data-name="many-4.bin"]') !== null`, 10*time.Second)
+	})
+	b.checkPage()
+}
+
+// pendingSize is the bytes the server holds of unfinished uploads.
+func pendingSize(t *testing.T, root string) int64 {
+	t.Helper()
+	var n int64
+	for _, name := range pendingUploads(t, root) {
+		if strings.Contains(name, ".") {
+			continue // the upload's metadata and state, not its bytes
+		}
+		if fi, err := os.Stat(filepath.Join(root, ".largo", "tus", name)); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
 }
