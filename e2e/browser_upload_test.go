@@ -328,3 +328,32 @@ func pendingSize(t *testing.T, root string) int64 {
 	}
 	return n
 }
+
+// TestBrowserUploadLostConnection kills the server in the middle of an
+// upload and starts it again on the same address: the page retries,
+// asks the server for its offset and finishes without starting over.
+func TestBrowserUploadLostConnection(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "in"), 0o755)
+	src := filepath.Join(t.TempDir(), "cut.bin")
+	want := writeRandom(t, src, 96<<20, 77)
+	s := startServer(t, root, "--upload", "--token", "tok")
+	b := newBrowser(t)
+	b.throttleUploads(24 << 20)
+	b.unlock(s.URL+"in/", "tok")
+	b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), []string{src}))
+	b.waitJS("progress", rowJS("cut.bin")+`?.querySelector("progress").value > 0.2`, 20*time.Second)
+
+	s.cmd.Process.Kill()
+	s.wait(10 * time.Second)
+	b.waitJS("the retry", rowJS("cut.bin")+`?.dataset.state === "retrying"`, 20*time.Second)
+	s2 := startServer(t, root, "--upload", "--token", "tok", "--listen", s.Addr)
+	b.waitJS("the end", rowJS("cut.bin")+`?.dataset.state === "done"`, 60*time.Second)
+	if got := fileSHA(t, filepath.Join(root, "in", "cut.bin")); got != want {
+		t.Errorf("stored sha256 %s; want %s", got, want)
+	}
+	if strings.Contains(s2.stderr.String(), "method=POST path=/_largo/uploads/ ") {
+		t.Error("the upload started over on the restarted server")
+	}
+	b.checkPage()
+}
