@@ -214,6 +214,7 @@ func TestBrowserUploadControls(t *testing.T) {
 	put("album/.thumbs/x", 10, 3)
 	put("notes/one.txt", 5, 4)
 	put("notes/deeper/two.txt", 6, 5)
+	put("notes/empty.txt", 0, 0)
 	paused := put("p.bin", 48<<20, 6)
 	cancelled := put("c.bin", 48<<20, 7)
 	var many []string
@@ -250,9 +251,10 @@ func TestBrowserUploadControls(t *testing.T) {
 	t.Run("pick a folder", func(t *testing.T) {
 		b := b.with(t)
 		b.do(chromedp.SetUploadFiles(chromedp.ID("pick-folder"), []string{filepath.Join(srcs, "notes")}))
-		b.waitJS("both files", rowJS("notes/one.txt")+`?.dataset.state === "done" && `+rowJS("notes/deeper/two.txt")+`?.dataset.state === "done"`, 20*time.Second)
+		b.waitJS("the three files", rowJS("notes/one.txt")+`?.dataset.state === "done" && `+rowJS("notes/deeper/two.txt")+`?.dataset.state === "done" && `+rowJS("notes/empty.txt")+`?.dataset.state === "done"`, 20*time.Second)
 		stored("notes/one.txt")
 		stored("notes/deeper/two.txt")
+		stored("notes/empty.txt")
 	})
 
 	t.Run("pause and resume", func(t *testing.T) {

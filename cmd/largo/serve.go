@@ -65,7 +65,9 @@ func newServe(e *env) *cobra.Command {
 Downloads support ranges (single, multiple, suffix and open-ended), If-Range,
 ETag and Last-Modified with 304 answers, and resume with curl -C -. Files and
 folders whose name starts with a dot are never served. Folders are listed as
-HTML, or as JSON for Accept: application/json.
+an HTML page (sortable, filterable, with archive links and, when writes are
+on, an upload area), or as JSON for Accept: application/json;
+?archive=zip, tar or tar.zst sends a whole folder as one archive.
 
 Writes are off unless --upload is given; then PUT stores a file atomically
 (201 or 204, with ETag and Repr-Digest), POST of a multipart form to a

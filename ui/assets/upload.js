@@ -389,11 +389,12 @@ export class Uploader {
 		return h;
 	}
 
-	// showUnfinished lists the uploads to this folder that an earlier
-	// visit left, with the offset the server holds.
+	// showUnfinished lists the uploads to this folder and below that an
+	// earlier visit left, with the offset the server holds.
 	async showUnfinished() {
+		const below = (f) => f === this.folder || this.folder === "" || f.startsWith(`${this.folder}/`);
 		for (const [key, saved] of store.entries()) {
-			if (!saved || saved.folder !== this.folder || this.jobs.some((j) => j.key === key)) continue;
+			if (!saved || typeof saved.folder !== "string" || !below(saved.folder) || this.jobs.some((j) => j.key === key)) continue;
 			let offset = 0;
 			try {
 				const res = await fetch(saved.url, { method: "HEAD", headers: this.authHeaders(), cache: "no-store" });
@@ -406,7 +407,8 @@ export class Uploader {
 				continue;
 			}
 			if (this.jobs.some((j) => j.key === key)) continue;
-			const job = { key, url: saved.url, label: saved.name, size: saved.size, bytes: offset, state: "interrupted", samples: [], row: this.newRow() };
+			const dir = saved.folder.slice(this.folder.length).replace(/^\//, "");
+			const job = { key, url: saved.url, label: join(dir, saved.name), size: saved.size, bytes: offset, state: "interrupted", samples: [], row: this.newRow() };
 			this.jobs.push(job);
 			this.draw(job);
 		}
