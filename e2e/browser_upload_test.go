@@ -259,10 +259,7 @@ func TestBrowserUploadControls(t *testing.T) {
 
 	t.Run("pause and resume", func(t *testing.T) {
 		b := b.with(t)
-		b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), []string{paused}))
-		b.waitJS("progress", rowJS("p.bin")+`?.querySelector("progress").value > 0.1`, 20*time.Second)
-		b.do(chromedp.Click(chromedp.JSPath(rowJS("p.bin") + `.querySelector(".up-pause")`)))
-		b.waitJS("the pause", rowJS("p.bin")+`?.dataset.state === "paused"`, 5*time.Second)
+		b.pickAndPress(paused, ".up-pause", "paused")
 		// What was in flight when the request was cut may still land.
 		time.Sleep(500 * time.Millisecond)
 		held := pendingSize(t, root)
@@ -274,17 +271,14 @@ func TestBrowserUploadControls(t *testing.T) {
 			t.Errorf("the pause button reads %q while paused", label)
 		}
 		b.checkAccessibility("upload rows: done and paused")
-		b.do(chromedp.Click(chromedp.JSPath(rowJS("p.bin") + `.querySelector(".up-pause")`)))
+		b.press("p.bin", ".up-pause")
 		b.waitJS("the end", rowJS("p.bin")+`?.dataset.state === "done"`, 30*time.Second)
 		stored("p.bin")
 	})
 
 	t.Run("cancel", func(t *testing.T) {
 		b := b.with(t)
-		b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), []string{cancelled}))
-		b.waitJS("progress", rowJS("c.bin")+`?.querySelector("progress").value > 0.1`, 20*time.Second)
-		b.do(chromedp.Click(chromedp.JSPath(rowJS("c.bin") + `.querySelector(".up-cancel")`)))
-		b.waitJS("the cancel", rowJS("c.bin")+`?.dataset.state === "cancelled"`, 5*time.Second)
+		b.pickAndPress(cancelled, ".up-cancel", "cancelled")
 		if !waitFor(5*time.Second, func() bool { return len(pendingUploads(t, root)) == 0 }) {
 			t.Errorf("the server still holds %q after a cancel", pendingUploads(t, root))
 		}
@@ -358,4 +352,21 @@ func TestBrowserUploadLostConnection(t *testing.T) {
 		t.Error("the upload started over on the restarted server")
 	}
 	b.checkPage()
+}
+
+// pickAndPress chooses a file, waits until a tenth of it is sent, presses
+// one of its row's buttons and waits for the row to reach state.
+func (b *browser) pickAndPress(path, button, state string) {
+	b.t.Helper()
+	label := filepath.Base(path)
+	b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), []string{path}))
+	b.waitJS("progress", rowJS(label)+`?.querySelector("progress").value > 0.1`, 20*time.Second)
+	b.press(label, button)
+	b.waitJS(state, rowJS(label)+`?.dataset.state === "`+state+`"`, 5*time.Second)
+}
+
+// press clicks a button of a file's upload row.
+func (b *browser) press(label, button string) {
+	b.t.Helper()
+	b.do(chromedp.Click(chromedp.JSPath(rowJS(label) + `.querySelector("` + button + `")`)))
 }
