@@ -123,6 +123,9 @@ func TestBrowserUpload(t *testing.T) {
 	if !regexp.MustCompile(`method=HEAD path=/_largo/uploads/\w+ status=200`).MatchString(log) {
 		t.Error("no HEAD asked the server for the offset")
 	}
+	if news := eval[string](b, `document.getElementById("upload-news").textContent`); news != "big.bin uploaded." {
+		t.Errorf("announced %q", news)
+	}
 	if sum := eval[string](b, `document.getElementById("upload-summary").textContent`); !strings.Contains(sum, "1 file uploaded, 200 MiB") {
 		t.Errorf("summary %q", sum)
 	}

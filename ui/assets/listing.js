@@ -118,7 +118,7 @@ export class Listing {
 			ev.preventDefault();
 			this.filterInput.focus();
 			this.filterInput.select();
-		} else if (ev.key === "ArrowDown" || ev.key === "j") {
+		} else if (ev.key === "ArrowDown") {
 			ev.preventDefault();
 			this.focusRow(0);
 		} else if (ev.key === "Backspace" && this.parent) {

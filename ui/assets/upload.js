@@ -324,6 +324,9 @@ export class Uploader {
 		}
 		if (state === "retrying") job.retryIn = detail;
 		if (state === "done") job.bytes = job.file.size;
+		// Screen readers hear each file's end, not every tick of the bars.
+		const news = { done: "uploaded", failed: "failed", cancelled: "cancelled" }[state];
+		if (news) this.el("upload-news").textContent = `${job.label} ${news}.`;
 		this.draw(job);
 		if (state !== "uploading" && state !== "retrying") this.pump();
 		if (state === "done") this.scheduleRefresh();
