@@ -1,7 +1,8 @@
 // Package serve is largo's HTTP surface: an http.Handler that serves the
 // files of a largo.Store (downloads with ranges and conditional requests,
-// folder listings) and largo's own endpoints under the reserved prefix
-// /_largo/ (health, readiness, metrics).
+// folder listings as JSON or as the HTML page of package ui, folders as
+// archives) and largo's own endpoints under the reserved prefix /_largo/
+// (health, readiness, metrics, the page's assets under UIPrefix).
 //
 // Every request passes the same gate before it reaches a store: its path is
 // parsed by largo.ParseName (400 for anything that could leave the root or be

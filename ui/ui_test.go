@@ -300,3 +300,30 @@ func TestVersionFollowsContent(t *testing.T) {
 		t.Errorf("versions %q %q", a.Version(), b.Version())
 	}
 }
+
+func FuzzParseView(f *testing.F) {
+	f.Add("sort=size&order=desc&q=abc")
+	f.Add("q=%ff%fe&sort=&order=")
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		v := ParseView(q)
+		switch v.Sort {
+		case SortName, SortSize, SortModified:
+		default:
+			t.Fatalf("sort %q", v.Sort)
+		}
+		if len(v.Filter) > maxFilter {
+			t.Fatalf("filter of %d bytes", len(v.Filter))
+		}
+		back, err := url.ParseQuery(strings.TrimPrefix(v.Query(), "?"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again := ParseView(back); again != v {
+			t.Fatalf("%+v read back as %+v", v, again)
+		}
+	})
+}

@@ -43,11 +43,11 @@ func ParseView(q url.Values) View {
 	default:
 		v.Desc = defaultDesc(v.Sort)
 	}
-	f := strings.TrimSpace(q.Get("q"))
+	f := q.Get("q")
 	if len(f) > maxFilter {
 		f = strings.ToValidUTF8(f[:maxFilter], "")
 	}
-	v.Filter = f
+	v.Filter = strings.TrimSpace(f)
 	return v
 }
 
