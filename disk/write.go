@@ -150,14 +150,62 @@ type upload struct {
 	done bool
 
 	flushed int64 // bytes whose writeback has been started
+	hasher  *hasher
+}
+
+// parallelHashMin is the smallest write whose hashing is worth handing to
+// another goroutine.
+const parallelHashMin = 64 << 10
+
+// hasher hashes buffers on its own goroutine, one at a time: the writer
+// sends a buffer on in and may reuse it once done answers.
+type hasher struct {
+	in   chan []byte
+	done chan struct{}
+}
+
+// hashing returns the upload's hasher, starting it on first use. It stops
+// when the upload is committed or aborted.
+func (u *upload) hashing() *hasher {
+	if u.hasher == nil {
+		hs := &hasher{in: make(chan []byte), done: make(chan struct{})}
+		go func(h hash.Hash) {
+			for p := range hs.in {
+				h.Write(p)
+				hs.done <- struct{}{}
+			}
+		}(u.h)
+		u.hasher = hs
+	}
+	return u.hasher
+}
+
+// stopHashing ends the hasher goroutine, if there is one.
+func (u *upload) stopHashing() {
+	if u.hasher != nil {
+		close(u.hasher.in)
+		u.hasher = nil
+	}
 }
 
 func (u *upload) Write(p []byte) (int, error) {
 	if u.done {
 		return 0, errors.New("write to a finished upload")
 	}
-	n, err := u.f.Write(p)
-	u.h.Write(p[:n])
+	var n int
+	var err error
+	if len(p) >= parallelHashMin {
+		// Hash on another core while the kernel copies the bytes into the
+		// page cache: each costs about as much as the other. After a
+		// failed write the sum covers bytes that were not stored, but the
+		// upload is then aborted.
+		u.hashing().in <- p
+		n, err = u.f.Write(p)
+		<-u.hasher.done
+	} else {
+		n, err = u.f.Write(p)
+		u.h.Write(p[:n])
+	}
 	u.n += int64(n)
 	if err != nil {
 		return n, writeErr(err)
@@ -182,6 +230,7 @@ func (u *upload) Abort() error {
 		return nil
 	}
 	u.done = true
+	u.stopHashing()
 	u.f.Close()
 	if err := u.s.root.Remove(u.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -196,6 +245,7 @@ func (u *upload) Commit(_ context.Context, cond largo.Condition) (largo.Info, bo
 	if u.done {
 		return largo.Info{}, false, errors.New("commit of a finished upload")
 	}
+	u.stopHashing()
 	in, created, err := u.commit(cond)
 	if err != nil {
 		u.Abort()

@@ -22,7 +22,16 @@ import (
 // archive, by its path inside the archive.
 func archiveTree(t *testing.T) (dir string, want map[string]string) {
 	t.Helper()
-	root := t.TempDir()
+	return archiveTreeIn(t, t.TempDir(), true, archiveBig)
+}
+
+// archiveBig is the size of the sparse file of archiveTree.
+const archiveBig = 5 << 30
+
+// archiveTreeIn builds the tree of archiveTree as root/set, with a sparse
+// file of big bytes, and the symlink that leads out if link is set.
+func archiveTreeIn(t *testing.T, root string, link bool, big int64) (dir string, want map[string]string) {
+	t.Helper()
 	dir = filepath.Join(root, "set")
 	want = map[string]string{}
 	want["set/a/small.bin"] = writeRandom(t, filepath.Join(dir, "a", "small.bin"), 3<<20+5, 10)
@@ -32,19 +41,20 @@ func archiveTree(t *testing.T) (dir string, want map[string]string) {
 	os.WriteFile(filepath.Join(dir, ".secret"), []byte("hidden"), 0o644)
 	os.MkdirAll(filepath.Join(dir, ".largo", "tmp"), 0o755)
 	os.WriteFile(filepath.Join(dir, ".largo", "tmp", "x"), []byte("state"), 0o644)
-	os.Symlink(root, filepath.Join(dir, "out-link"))
+	if link {
+		os.Symlink(root, filepath.Join(dir, "out-link"))
+	}
 
-	big := filepath.Join(dir, "big", "disk.img")
-	os.MkdirAll(filepath.Dir(big), 0o755)
-	f, err := os.Create(big)
+	img := filepath.Join(dir, "big", "disk.img")
+	os.MkdirAll(filepath.Dir(img), 0o755)
+	f, err := os.Create(img)
 	if err != nil {
 		t.Fatal(err)
 	}
-	const size = 5 << 30
 	f.WriteAt([]byte("first bytes"), 0)
-	f.WriteAt([]byte("last bytes"), size-10)
+	f.WriteAt([]byte("last bytes"), big-10)
 	f.Close()
-	want["set/big/disk.img"] = fileSHA(t, big)
+	want["set/big/disk.img"] = fileSHA(t, img)
 	return dir, want
 }
 
@@ -53,11 +63,13 @@ func archiveTree(t *testing.T) (dir string, want map[string]string) {
 func TestArchives(t *testing.T) {
 	parent, want := archiveTree(t)
 	s := startServer(t, filepath.Dir(parent))
-	t.Run("tar", func(t *testing.T) { testArchiveTar(t, s, want) })
-	t.Run("zip", func(t *testing.T) { testArchiveZip(t, s, want) })
+	t.Run("tar", func(t *testing.T) { testArchiveTar(t, s, want, archiveBig) })
+	t.Run("zip", func(t *testing.T) { testArchiveZip(t, s, want, archiveBig) })
 }
 
-func testArchiveTar(t *testing.T, s *server, want map[string]string) {
+// testArchiveTar checks the tar of the folder set/, whose largest file
+// has big bytes.
+func testArchiveTar(t *testing.T, s *server, want map[string]string, big int64) {
 	tarBin := need(t, "tar")
 	curl := need(t, "curl")
 	m0 := s.memory()
@@ -67,7 +79,7 @@ func testArchiveTar(t *testing.T, s *server, want map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 200 || resp.ContentLength <= 5<<30 || resp.Header.Get("Content-Type") != "application/x-tar" {
+	if resp.StatusCode != 200 || resp.ContentLength <= big || resp.Header.Get("Content-Type") != "application/x-tar" {
 		t.Fatalf("HEAD: %d, length %d, %s", resp.StatusCode, resp.ContentLength, resp.Header.Get("Content-Type"))
 	}
 	// curl streams into tar, which hashes each file without writing it.
@@ -81,7 +93,7 @@ func testArchiveTar(t *testing.T, s *server, want map[string]string) {
 	}
 	checkSums(t, string(out), want)
 	if grown := s.memory().Peak - m0.Peak; grown > 16<<20 {
-		t.Errorf("server peak RSS grew by %d MiB for a 5 GiB archive", grown>>20)
+		t.Errorf("server peak RSS grew by %d MiB for a %d MiB archive", grown>>20, big>>20)
 	}
 	for _, name := range []string{".secret", ".largo", "out-link"} {
 		if strings.Contains(string(out), name) {
@@ -93,12 +105,14 @@ func testArchiveTar(t *testing.T, s *server, want map[string]string) {
 	}
 }
 
-func testArchiveZip(t *testing.T, s *server, want map[string]string) {
+// testArchiveZip checks the zip of the folder set/, whose largest file
+// has big bytes.
+func testArchiveZip(t *testing.T, s *server, want map[string]string, big int64) {
 	unzip := need(t, "unzip")
 	m0 := s.memory()
 
 	resp := get(t, s.URL+"set/?archive=zip")
-	if resp.StatusCode != 200 || resp.ContentLength <= 5<<30 || !strings.Contains(resp.Header.Get("Content-Disposition"), "set.zip") {
+	if resp.StatusCode != 200 || resp.ContentLength <= big || !strings.Contains(resp.Header.Get("Content-Disposition"), "set.zip") {
 		t.Fatalf("GET: %d, length %d, %v", resp.StatusCode, resp.ContentLength, resp.Header)
 	}
 	zipPath := filepath.Join(t.TempDir(), "set.zip")
@@ -113,7 +127,7 @@ func testArchiveZip(t *testing.T, s *server, want map[string]string) {
 	}
 	defer os.Remove(zipPath)
 	if grown := s.memory().Peak - m0.Peak; grown > 16<<20 {
-		t.Errorf("server peak RSS grew by %d MiB for a 5 GiB archive", grown>>20)
+		t.Errorf("server peak RSS grew by %d MiB for a %d MiB archive", grown>>20, big>>20)
 	}
 	var sums strings.Builder
 	for name := range want {

@@ -1,8 +1,9 @@
 // Package metrics holds all of largo's Prometheus code: the collectors, the
 // registry they are registered with, and the handler that exposes them.
 // The rest of largo reports events through small interfaces declared where
-// they are used (serve.Observer, serve.UploadObserver, resumable.Observer);
-// this package implements them.
+// they are used (serve.Observer, serve.UploadObserver,
+// serve.CompressionObserver, resumable.Observer); this package implements
+// them.
 //
 // The process collector is included on purpose: resident memory and open
 // descriptors, not the Go heap, are the figures that show whether a file
@@ -28,6 +29,8 @@ type Metrics struct {
 	bytesReceived prometheus.Counter
 	uploads       *prometheus.CounterVec
 	pending       prometheus.Gauge
+
+	compressed *prometheus.CounterVec
 }
 
 // New creates the collectors and registers them, with the process and Go
@@ -64,6 +67,10 @@ func New(reg *prometheus.Registry, outcomes []string) *Metrics {
 			Name: "largo_upload_pending_bytes",
 			Help: "Bytes held in uploads not finished yet (temporary files and resumable uploads).",
 		}),
+		compressed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "largo_compressed_responses_total",
+			Help: "Responses sent compressed, by coding and source (sidecar or dynamic); source refused counts those sent uncompressed because every compression slot was taken.",
+		}, []string{"coding", "source"}),
 	}
 	for _, o := range outcomes {
 		m.transfers.WithLabelValues(o)
@@ -74,6 +81,7 @@ func New(reg *prometheus.Registry, outcomes []string) *Metrics {
 		collectors.NewGoCollector(),
 		m.active, m.bytesSent, m.transfers, m.panics,
 		m.bytesReceived, m.uploads, m.pending,
+		m.compressed,
 	)
 	return m
 }
@@ -106,3 +114,8 @@ func (m *Metrics) UploadEnded(outcome string) { m.uploads.WithLabelValues(outcom
 
 // PendingBytes implements serve.UploadObserver and resumable.Observer.
 func (m *Metrics) PendingBytes(delta int64) { m.pending.Add(float64(delta)) }
+
+// Compressed implements serve.CompressionObserver.
+func (m *Metrics) Compressed(coding, source string) {
+	m.compressed.WithLabelValues(coding, source).Inc()
+}

@@ -17,6 +17,9 @@ func TestMetrics(t *testing.T) {
 	m.BytesSent(24)
 	m.TransferEnded("aborted")
 	m.Panicked()
+	m.Compressed("zstd", "dynamic")
+	m.Compressed("zstd", "dynamic")
+	m.Compressed("br", "refused")
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	b, _ := io.ReadAll(rec.Body)
@@ -27,6 +30,8 @@ func TestMetrics(t *testing.T) {
 		`largo_transfers_total{outcome="aborted"} 1`,
 		`largo_transfers_total{outcome="complete"} 0`,
 		"largo_panics_total 1",
+		`largo_compressed_responses_total{coding="zstd",source="dynamic"} 2`,
+		`largo_compressed_responses_total{coding="br",source="refused"} 1`,
 		"process_resident_memory_bytes",
 		"go_goroutines",
 	} {

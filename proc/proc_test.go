@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -97,4 +98,68 @@ func TestTree(t *testing.T) {
 	if _, err := Tree(1 << 30); err == nil {
 		t.Fatal("Tree of a missing process succeeded")
 	}
+}
+
+func TestTCPConnsTo(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	conns := func() []TCPConn {
+		c, err := TCPConnsTo(os.Getpid(), port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := conns(); len(c) != 0 {
+		t.Fatalf("%v before dialling", c)
+	}
+	var clients, servers []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+		s, _ := ln.Accept() // its local port is the listener's: not counted
+		servers = append(servers, s)
+		defer s.Close()
+	}
+	c := conns()
+	if len(c) != 3 || !c[0].Idle() || !c[1].Idle() || !c[2].Idle() {
+		t.Fatalf("%+v; want 3 idle connections", c)
+	}
+	// Unread bytes, then a peer that closed: not idle.
+	servers[0].Write([]byte("unread"))
+	servers[1].Close()
+	if !waitUntil(func() bool {
+		n := 0
+		for _, c := range conns() {
+			if !c.Idle() {
+				n++
+			}
+		}
+		return n == 2
+	}) {
+		t.Fatalf("%+v; want 2 busy connections", conns())
+	}
+	for _, c := range clients {
+		c.Close()
+	}
+	if c := conns(); len(c) != 0 {
+		t.Fatalf("%+v after closing; want none", c)
+	}
+}
+
+func waitUntil(cond func() bool) bool {
+	for range 100 {
+		if cond() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }

@@ -12,7 +12,7 @@ import (
 const rootArchiveName = "files"
 
 // serveArchive answers GET folder/?archive=FORMAT with the whole folder as
-// one streamed archive. Its length is computed first where the format
+// one streamed archive, without precompressed sidecars (as in listings). Its length is computed first where the format
 // allows, so browsers show progress; a failure after the first byte cuts
 // the connection, so the client sees a short archive, never a wrong one.
 func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, format string) error {
@@ -24,7 +24,7 @@ func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, for
 	if name != "" {
 		top = path.Base(name)
 	}
-	entries := archive.Walk(r.Context(), h.cfg.Store, name, top, nil)
+	entries := archive.Walk(r.Context(), h.cfg.Store, name, top, hideSidecars)
 	size, err := archive.Size(f, entries)
 	if err != nil {
 		return err

@@ -1,8 +1,15 @@
 // Package serve is largo's HTTP surface: an http.Handler that serves the
 // files of a largo.Store (downloads with ranges and conditional requests,
-// folder listings as JSON or as the HTML page of package ui, folders as
-// archives) and largo's own endpoints under the reserved prefix /_largo/
-// (health, readiness, metrics, the page's assets under UIPrefix).
+// compressed where package encode's policy says so, folder listings as JSON
+// or as the HTML page of package ui, folders as archives) and largo's own
+// endpoints under the reserved prefix /_largo/ (health, readiness, metrics,
+// the page's assets under UIPrefix).
+//
+// Compression (compress.go) is a decision per response, not a wrapper
+// around every one: a precompressed sidecar is found through the Store
+// (Stat and Open of NAME.zst, NAME.br, NAME.gz), so it works on any store,
+// and sent like any file, with sendfile and ranges; dynamic compression
+// wraps only the responses it compresses.
 //
 // Every request passes the same gate before it reaches a store: its path is
 // parsed by largo.ParseName (400 for anything that could leave the root or be
@@ -40,6 +47,7 @@ import (
 
 	"largo"
 	"largo/auth"
+	"largo/encode"
 	"largo/transfer"
 	"largo/ui"
 )
@@ -82,6 +90,10 @@ type Config struct {
 	// MinRate, in bytes per second, cuts a client slower than this on
 	// average once the first IdleTimeout has passed. Zero means none.
 	MinRate int64
+	// Compress compresses compressible files on the fly for clients that
+	// accept it. Nil turns dynamic compression off; precompressed
+	// sidecars are served either way.
+	Compress *encode.Encoders
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -106,6 +118,19 @@ type Config struct {
 	Resumable http.Handler
 	// Uploads receives upload metrics events. Nil ignores them.
 	Uploads UploadObserver
+	// Compression receives compression metrics events. Nil ignores them.
+	Compression CompressionObserver
+}
+
+// CompressionObserver receives the events that compression metrics are
+// made of. Implementations must be safe for concurrent use.
+type CompressionObserver interface {
+	// Compressed is called once per response of a compressed
+	// representation (HEAD and 304 included), with its coding
+	// and its source: "sidecar" or "dynamic"; or "refused" when the
+	// response was to be compressed on the fly but every slot was taken,
+	// and went out uncompressed.
+	Compressed(coding, source string)
 }
 
 // Authorizer decides whether a request may write. It reads only headers.
@@ -131,6 +156,7 @@ type Handler struct {
 	log      *slog.Logger
 	obs      Observer
 	up       UploadObserver
+	comp     CompressionObserver
 	own      *http.ServeMux // the reserved prefix
 	ui       *ui.UI
 	draining atomic.Bool
@@ -148,6 +174,10 @@ func New(cfg Config) *Handler {
 	h.up = cfg.Uploads
 	if h.up == nil {
 		h.up = nopObserver{}
+	}
+	h.comp = cfg.Compression
+	if h.comp == nil {
+		h.comp = nopObserver{}
 	}
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
@@ -216,8 +246,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body.Close()
 		outcome = writeOutcome(tw, body)
 	}
-	if panicked && outcome == transfer.Complete {
+	switch {
+	case panicked && outcome == transfer.Complete:
 		outcome = transfer.Error
+	case outcome == transfer.Error && r.Context().Err() != nil:
+		// The client left while the source was still being read (a store
+		// request cancelled with it): the transfer was aborted, not failed.
+		outcome = transfer.Aborted
 	}
 	if !own {
 		h.obs.TransferEnded(string(outcome))
@@ -281,16 +316,18 @@ func (h *Handler) adapt(f handlerFunc) http.HandlerFunc {
 }
 
 // fail answers err. When the response has already begun, the status is
-// out and the only honest signal left is to cut the connection, so that
-// the client sees a short body instead of a complete-looking wrong one.
+// out and the only honest signal left is to cut the connection (by the
+// http.ErrAbortHandler panic that serve recovers), so that the client sees
+// a short body instead of a complete-looking wrong one; the log says why.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	code, msg := status(err)
 	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
-		if tw.Err() == nil {
-			h.log.Warn("response cut", "method", r.Method, "path", r.URL.Path, "err", err)
+		if tw.Err() != nil || r.Context().Err() != nil {
+			return // the connection failed or the client left: nothing to cut
 		}
+		h.log.Warn("response cut", "method", r.Method, "path", r.URL.Path, "sent", tw.Written(), "err", err)
 		panic(http.ErrAbortHandler)
 	}
+	code, msg := status(err)
 	if code >= 500 {
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
@@ -347,6 +384,9 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 	if rg := r.Header.Get("Range"); rg != "" {
 		attrs = append(attrs, slog.String("range", rg))
 	}
+	if ce := tw.Header().Get("Content-Encoding"); ce != "" {
+		attrs = append(attrs, slog.String("encoding", ce))
+	}
 	if err := tw.Err(); err != nil && outcome != transfer.Complete {
 		attrs = append(attrs, slog.String("err", err.Error()))
 	}
@@ -355,12 +395,13 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 
 type nopObserver struct{}
 
-func (nopObserver) TransferStarted()     {}
-func (nopObserver) BytesSent(int64)      {}
-func (nopObserver) TransferEnded(string) {}
-func (nopObserver) Panicked()            {}
-func (nopObserver) BytesReceived(int64)  {}
-func (nopObserver) UploadEnded(string)   {}
-func (nopObserver) PendingBytes(int64)   {}
+func (nopObserver) TransferStarted()          {}
+func (nopObserver) BytesSent(int64)           {}
+func (nopObserver) TransferEnded(string)      {}
+func (nopObserver) Panicked()                 {}
+func (nopObserver) BytesReceived(int64)       {}
+func (nopObserver) UploadEnded(string)        {}
+func (nopObserver) PendingBytes(int64)        {}
+func (nopObserver) Compressed(string, string) {}
 
 var errNoEndpoint = fmt.Errorf("no such endpoint: %w", largo.ErrNotFound)

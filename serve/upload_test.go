@@ -298,6 +298,34 @@ func TestDelete(t *testing.T) {
 	}
 }
 
+// TestDeleteSidecars removes a text file with its precompressed sidecars,
+// and leaves a lone archive that only looks like a sidecar.
+func TestDeleteSidecars(t *testing.T) {
+	text := strings.Repeat("a line of text\n", 200)
+	h, dir, _ := newWriteHandler(t, map[string]string{
+		"log.txt": text, "log.txt.gz": "gz", "log.txt.zst": "zst", "log.txt.br": "br",
+		"backup.tar": "tar", "backup.tar.gz": "gz",
+	}, Config{})
+	for _, p := range []string{"/log.txt", "/backup.tar"} {
+		req := httptest.NewRequest("DELETE", "/", nil)
+		req.URL.Path = p
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 204 {
+			t.Fatalf("DELETE %s: %d", p, rec.Code)
+		}
+	}
+	for _, gone := range []string{"log.txt.gz", "log.txt.zst", "log.txt.br"} {
+		if _, err := os.Stat(filepath.Join(dir, gone)); !os.IsNotExist(err) {
+			t.Errorf("sidecar %s outlived its file", gone)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "backup.tar.gz")); err != nil {
+		t.Errorf("backup.tar.gz, not a sidecar, was removed: %v", err)
+	}
+}
+
 func TestParseDigest(t *testing.T) {
 	sum := sha256.Sum256([]byte("x"))
 	b64 := base64.StdEncoding.EncodeToString(sum[:])

@@ -191,7 +191,7 @@ func (h *Handler) receive(u largo.Upload, body io.Reader, space int64) (int64, e
 	var total int64
 	defer func() { h.up.PendingBytes(-total) }()
 	for {
-		n, rerr := body.Read(buf)
+		n, rerr := fill(body, buf)
 		if n > 0 {
 			if total+int64(n) > space {
 				return total, fmt.Errorf("more than the %d bytes free above the reserve: %w", space, largo.ErrNoSpace)
@@ -210,6 +210,22 @@ func (h *Handler) receive(u largo.Upload, body io.Reader, space int64) (int64, e
 			return total, bodyErr(rerr)
 		}
 	}
+}
+
+// fill reads into buf until it is full or r fails, and returns r's own
+// error: whole buffers make one write system call per 256 KiB however the
+// network cut the bytes. (io.ReadFull would not do: it turns an early
+// io.EOF into io.ErrUnexpectedEOF, the very error of a body cut short.)
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // bodyErr classifies an error met reading a request body.

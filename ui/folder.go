@@ -95,9 +95,12 @@ func newPage(f Folder) page {
 	p.Crumbs = crumbs(f.Name)
 	shown := f.View.Apply(f.Entries)
 	for _, e := range shown {
-		r := row{Name: e.Name, Href: Href(e.Name, e.Dir), Dir: e.Dir, Bytes: e.Size,
-			Modified: FormatTime(e.Modified), ISO: e.Modified.UTC().Format(time.RFC3339),
-			Stamp: e.Modified.UTC().Format(time.RFC3339Nano)}
+		r := row{Name: e.Name, Href: Href(e.Name, e.Dir), Dir: e.Dir, Bytes: e.Size}
+		if !e.Modified.IsZero() { // a bucket's folders have no time
+			r.Modified = FormatTime(e.Modified)
+			r.ISO = e.Modified.UTC().Format(time.RFC3339)
+			r.Stamp = e.Modified.UTC().Format(time.RFC3339Nano)
+		}
 		if !e.Dir {
 			r.Size = largo.FormatSize(e.Size)
 		}

@@ -197,6 +197,10 @@ func TestFolderPage(t *testing.T) {
 	if !strings.Contains(filtered, "(1 of 2 shown)") || !strings.Contains(filtered, `value="b"`) {
 		t.Error("filtered page lacks its count or its filter")
 	}
+	bucket := render(t, u, Folder{Entries: []Entry{{Name: "prefix", Dir: true}}})
+	if !strings.Contains(bucket, `data-modified="" data-dir=""`) || !strings.Contains(bucket, `<td class="mod"></td>`) {
+		t.Error("a folder without a time shows one")
+	}
 	open := render(t, u, Folder{Upload: &Upload{Endpoint: "/up/"}})
 	if !strings.Contains(open, `data-token="open"`) {
 		t.Error("open uploads not marked")

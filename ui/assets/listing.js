@@ -7,6 +7,12 @@
 import { compareNames, formatSize, formatTime } from "./format.js";
 
 const KEYS = ["name", "size", "modified"];
+// NO_TIME stands for an entry without a time (a bucket's folder): Go's zero
+// time, which the server sorts by too.
+const NO_TIME = Date.parse("0001-01-01T00:00:00Z");
+
+// stamp reads a time, or NO_TIME when there is none.
+const stamp = (s) => (s ? Date.parse(s) : NO_TIME);
 const LABELS = { ascending: "ascending", descending: "descending" };
 
 // defaultDesc mirrors ui.defaultDesc: sizes and times start largest and
@@ -49,7 +55,7 @@ export class Listing {
 			name: tr.dataset.name,
 			dir: tr.hasAttribute("data-dir"),
 			size: Number(tr.dataset.size),
-			modified: Date.parse(tr.dataset.modified),
+			modified: stamp(tr.dataset.modified),
 			tr,
 		}));
 	}
@@ -199,9 +205,8 @@ export class Listing {
 		const focused = document.activeElement?.closest?.("tr[data-name]")?.dataset.name;
 		for (const r of this.rows) r.tr.remove();
 		this.rows = listing.entries.map((e) => {
-			const modified = new Date(e.modified);
-			const r = { name: e.name, dir: e.dir, size: e.size, modified: modified.getTime() };
-			r.tr = row(r, modified);
+			const r = { name: e.name, dir: e.dir, size: e.size, modified: stamp(e.modified) };
+			r.tr = row(r, e.modified ? new Date(e.modified) : null);
 			return r;
 		});
 		this.apply();
@@ -211,12 +216,12 @@ export class Listing {
 	}
 }
 
-// row builds a table row like the server's.
+// row builds a table row like the server's; modified is a Date or null.
 function row(r, modified) {
 	const tr = document.createElement("tr");
 	tr.dataset.name = r.name;
 	tr.dataset.size = String(r.size);
-	const iso = modified.toISOString().replace(/\.\d{3}Z$/, "Z");
+	const iso = modified ? modified.toISOString().replace(/\.\d{3}Z$/, "Z") : "";
 	tr.dataset.modified = iso;
 	if (r.dir) tr.setAttribute("data-dir", "");
 	const name = tr.insertCell();
@@ -231,9 +236,11 @@ function row(r, modified) {
 	size.textContent = r.dir ? "" : formatSize(r.size);
 	const mod = tr.insertCell();
 	mod.className = "mod";
-	const time = document.createElement("time");
-	time.dateTime = iso;
-	time.textContent = formatTime(modified);
-	mod.append(time);
+	if (modified) {
+		const time = document.createElement("time");
+		time.dateTime = iso;
+		time.textContent = formatTime(modified);
+		mod.append(time);
+	}
 	return tr;
 }

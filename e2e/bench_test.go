@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"largo/s3/s3test"
+)
+
+// BenchmarkDownload downloads one 256 MiB file from a folder and from a
+// bucket (versitygw on loopback) with 1, 5 and 20 clients at once, each
+// through a fresh largo process, and reports the throughput and largo's
+// peak RSS above its idle RSS. Run it alone, the machine otherwise quiet:
+//
+//	go test ./e2e -run '^$' -bench Download -benchtime 3x
+func BenchmarkDownload(b *testing.B) {
+	const size = 256 << 20
+	dir := b.TempDir()
+	path := filepath.Join(dir, "bench.bin")
+	writeRandom(b, path, size, 30)
+	srv := s3test.Start(b, s3test.Options{})
+	srv.Place(b, "bench.bin", path)
+
+	for _, store := range []string{"disk", "s3"} {
+		for _, clients := range []int{1, 5, 20} {
+			b.Run(fmt.Sprintf("%s/clients=%d", store, clients), func(b *testing.B) {
+				var s *server
+				if store == "disk" {
+					s = startServer(b, dir)
+				} else {
+					s = startS3Largo(b, srv, "")
+				}
+				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+				download := func() error {
+					resp, err := client.Get(s.URL + "bench.bin")
+					if err != nil {
+						return err
+					}
+					defer resp.Body.Close()
+					n, err := io.Copy(io.Discard, resp.Body)
+					if err == nil && n != size {
+						err = fmt.Errorf("%d of %d bytes", n, size)
+					}
+					return err
+				}
+				if err := download(); err != nil { // warm the caches and pools
+					b.Fatal(err)
+				}
+				time.Sleep(200 * time.Millisecond)
+				idle := s.memory().RSS
+				b.SetBytes(size * int64(clients))
+				b.ResetTimer()
+				for range b.N {
+					var wg sync.WaitGroup
+					errs := make(chan error, clients)
+					for range clients {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							if err := download(); err != nil {
+								errs <- err
+							}
+						}()
+					}
+					wg.Wait()
+					close(errs)
+					for err := range errs {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				m := s.memory()
+				b.ReportMetric(float64(idle)/(1<<20), "idle-MiB")
+				b.ReportMetric(float64(m.Peak-idle)/(1<<20), "peak-above-idle-MiB")
+			})
+		}
+	}
+}
