@@ -101,7 +101,7 @@ func TestBrowserUpload(t *testing.T) {
 	b.do(chromedp.Reload())
 	b.waitJS("the unfinished upload", `(`+rowJS("big.bin")+`)?.dataset.state === "interrupted"`, 15*time.Second)
 	held := b.progress("big.bin")
-	if held <= 0 || held > before+0.1 {
+	if held <= 0 || held > before+0.3 {
 		t.Errorf("after the reload the server holds %.2f of the file; the bar showed %.2f", held, before)
 	}
 
@@ -264,7 +264,7 @@ func TestBrowserUploadControls(t *testing.T) {
 		b := b.with(t)
 		b.pickAndPress(paused, ".up-pause", "paused")
 		// What was in flight when the request was cut may still land.
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(time.Second)
 		held := pendingSize(t, root)
 		time.Sleep(time.Second)
 		if now := pendingSize(t, root); now != held || held <= 0 {
