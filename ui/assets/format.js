@@ -47,14 +47,6 @@ export function formatDuration(s) {
 
 const isDigit = (c) => c >= 48 && c <= 57;
 
-function codePoints(s) {
-	return Array.from(s, (ch) => ch.codePointAt(0));
-}
-
-function lower(cp) {
-	return String.fromCodePoint(cp).toLowerCase().codePointAt(0);
-}
-
 function compareArrays(a, b) {
 	const n = Math.min(a.length, b.length);
 	for (let i = 0; i < n; i++) {
@@ -63,11 +55,19 @@ function compareArrays(a, b) {
 	return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
 }
 
-// compareNames orders names as people expect: letters regardless of case,
-// runs of digits by value ("file2" before "file10"), ties by code point.
-export function compareNames(x, y) {
-	const a = codePoints(x);
-	const b = codePoints(y);
+// nameKey prepares a name for compareKeys: its code points, and the same
+// folded to lower case. A table keeps one per row, so sorting thousands
+// of rows does not take names apart at every comparison.
+export function nameKey(s) {
+	const cps = Array.from(s, (ch) => ch.codePointAt(0));
+	const lower = cps.map((cp) => (cp < 128 ? (cp >= 65 && cp <= 90 ? cp + 32 : cp) : String.fromCodePoint(cp).toLowerCase().codePointAt(0)));
+	return { cps, lower };
+}
+
+// compareKeys orders two nameKeys as compareNames orders their names.
+export function compareKeys(ka, kb) {
+	const a = ka.cps;
+	const b = kb.cps;
 	let i = 0;
 	let j = 0;
 	while (i < a.length && j < b.length) {
@@ -81,14 +81,15 @@ export function compareNames(x, y) {
 			let sj = j;
 			while (sj < ej && b[sj] === 48) sj++;
 			if (ei - si !== ej - sj) return ei - si < ej - sj ? -1 : 1;
-			const c = compareArrays(a.slice(si, ei), b.slice(sj, ej));
-			if (c !== 0) return c;
+			for (; si < ei; si++, sj++) {
+				if (a[si] !== b[sj]) return a[si] < b[sj] ? -1 : 1;
+			}
 			i = ei;
 			j = ej;
 			continue;
 		}
-		const la = lower(a[i]);
-		const lb = lower(b[j]);
+		const la = ka.lower[i];
+		const lb = kb.lower[j];
 		if (la !== lb) return la < lb ? -1 : 1;
 		i++;
 		j++;
@@ -96,4 +97,10 @@ export function compareNames(x, y) {
 	if (i < a.length) return 1;
 	if (j < b.length) return -1;
 	return compareArrays(a, b);
+}
+
+// compareNames orders names as people expect: letters regardless of case,
+// runs of digits by value ("file2" before "file10"), ties by code point.
+export function compareNames(x, y) {
+	return compareKeys(nameKey(x), nameKey(y));
 }

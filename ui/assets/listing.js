@@ -4,7 +4,7 @@
 // link shows the same view), the arrow keys move through the rows, and
 // refresh() re-reads the folder's JSON listing after uploads.
 
-import { compareNames, formatSize, formatTime } from "./format.js";
+import { compareKeys, formatSize, formatTime, nameKey } from "./format.js";
 
 const KEYS = ["name", "size", "modified"];
 // NO_TIME stands for an entry without a time (a bucket's folder): Go's zero
@@ -53,11 +53,14 @@ export class Listing {
 		this.view = readView(location.search);
 		this.rows = Array.from(this.body.querySelectorAll("tr[data-name]"), (tr) => ({
 			name: tr.dataset.name,
+			key: nameKey(tr.dataset.name),
+			lower: tr.dataset.name.toLowerCase(),
 			dir: tr.hasAttribute("data-dir"),
 			size: Number(tr.dataset.size),
 			modified: stamp(tr.dataset.modified),
 			tr,
 		}));
+		this.sorted = { sort: this.view.sort, desc: this.view.desc }; // as the server sent them
 	}
 
 	// init wires the headers, the filter box and the keys.
@@ -142,30 +145,33 @@ export class Listing {
 		history.replaceState(null, "", url);
 	}
 
-	// apply sorts and filters the rows and updates the headers, the
-	// hidden form fields and the summary.
+	// apply sorts (when the order changed) and filters the rows, and
+	// updates the headers, the hidden form fields and the summary.
 	apply() {
 		const { sort, desc, filter } = this.view;
-		const sign = desc ? -1 : 1;
-		this.rows.sort((a, b) => {
-			if (a.dir !== b.dir) return a.dir ? -1 : 1;
-			let c = 0;
-			if (sort === "size") c = a.size - b.size;
-			else if (sort === "modified") c = a.modified - b.modified;
-			else c = compareNames(a.name, b.name);
-			c = Math.sign(c) * sign;
-			// Ties read by name, whatever the direction.
-			return c !== 0 ? c : compareNames(a.name, b.name);
-		});
+		if (this.sorted === null || this.sorted.sort !== sort || this.sorted.desc !== desc) {
+			const sign = desc ? -1 : 1;
+			this.rows.sort((a, b) => {
+				if (a.dir !== b.dir) return a.dir ? -1 : 1;
+				let c = 0;
+				if (sort === "size") c = a.size - b.size;
+				else if (sort === "modified") c = a.modified - b.modified;
+				else c = compareKeys(a.key, b.key);
+				c = Math.sign(c) * sign;
+				// Ties read by name, whatever the direction.
+				return c !== 0 ? c : compareKeys(a.key, b.key);
+			});
+			this.body.append(...this.rows.map((r) => r.tr));
+			this.sorted = { sort, desc };
+		}
 		const f = filter.toLowerCase();
-		const frag = document.createDocumentFragment();
 		let dirs = 0;
 		let files = 0;
 		let bytes = 0;
 		let shown = 0;
 		for (const r of this.rows) {
-			const show = f === "" || r.name.toLowerCase().includes(f);
-			r.tr.hidden = !show;
+			const show = f === "" || r.lower.includes(f);
+			if (r.tr.hidden === show) r.tr.hidden = !show;
 			if (show) {
 				shown++;
 				if (r.dir) dirs++;
@@ -174,9 +180,7 @@ export class Listing {
 					bytes += r.size;
 				}
 			}
-			frag.append(r.tr);
 		}
-		this.body.append(frag);
 		for (const th of this.table.tHead.rows[0].cells) {
 			const a = th.querySelector("a[data-sort]");
 			const key = a.dataset.sort;
@@ -205,10 +209,11 @@ export class Listing {
 		const focused = document.activeElement?.closest?.("tr[data-name]")?.dataset.name;
 		for (const r of this.rows) r.tr.remove();
 		this.rows = listing.entries.map((e) => {
-			const r = { name: e.name, dir: e.dir, size: e.size, modified: stamp(e.modified) };
+			const r = { name: e.name, key: nameKey(e.name), lower: e.name.toLowerCase(), dir: e.dir, size: e.size, modified: stamp(e.modified) };
 			r.tr = row(r, e.modified ? new Date(e.modified) : null);
 			return r;
 		});
+		this.sorted = null;
 		this.apply();
 		if (focused !== undefined) {
 			this.rows.find((r) => r.name === focused)?.tr.querySelector("a").focus();
