@@ -11,7 +11,8 @@ import (
 	"largo"
 )
 
-// Entry is one item of a folder page.
+// Entry is one item of a folder page. A zero Modified (a bucket's folders
+// have no time) shows no time and sorts as the oldest.
 type Entry struct {
 	Name     string
 	Dir      bool
@@ -121,8 +122,7 @@ func newPage(f Folder) page {
 }
 
 // crumbs returns the breadcrumb of a folder: the root, then each folder
-// down to name, linked by relative paths so a page works under any prefix
-// a proxy adds.
+// down to name, each linked by a relative path.
 func crumbs(name string) []crumb {
 	c := []crumb{{Name: "Home"}}
 	var parts []string
