@@ -64,10 +64,17 @@ func Credential(r *http.Request) (string, bool) {
 	return "", false
 }
 
-// Challenge sets the WWW-Authenticate header of a 401 answer: both schemes,
-// so that a browser offers its password dialog and an API client learns it
-// may send a bearer token.
-func Challenge(h http.Header) {
+// Challenge sets the WWW-Authenticate header of a 401 answer to r. A
+// request that carried a bearer token learns only that the token was
+// refused (RFC 6750's invalid_token): a script in a browser sends one, and
+// a Basic challenge would make the browser open its password dialog over
+// the page. Any other request gets both schemes, so that a browser offers
+// its dialog and an API client learns it may send a bearer token.
+func Challenge(h http.Header, r *http.Request) {
+	if scheme, _, _ := strings.Cut(r.Header.Get("Authorization"), " "); strings.EqualFold(scheme, "Bearer") {
+		h.Set("WWW-Authenticate", `Bearer realm="`+Realm+`", error="invalid_token"`)
+		return
+	}
 	h.Set("WWW-Authenticate", `Bearer realm="`+Realm+`"`)
 	h.Add("WWW-Authenticate", `Basic realm="`+Realm+`", charset="UTF-8"`)
 }

@@ -40,9 +40,18 @@ func TestAllow(t *testing.T) {
 
 func TestChallengeAndGenerate(t *testing.T) {
 	h := http.Header{}
-	Challenge(h)
+	r := httptest.NewRequest("PUT", "/f", nil)
+	Challenge(h, r)
 	if v := h.Values("WWW-Authenticate"); len(v) != 2 {
 		t.Fatalf("challenges %q", v)
+	}
+	// A refused bearer token: no Basic challenge, which would make a
+	// browser open its password dialog over the page that sent it.
+	h = http.Header{}
+	r.Header.Set("Authorization", "Bearer wrong")
+	Challenge(h, r)
+	if v := h.Values("WWW-Authenticate"); len(v) != 1 || v[0] != `Bearer realm="largo", error="invalid_token"` {
+		t.Fatalf("challenges to a bearer token %q", v)
 	}
 	a, b := Generate(), Generate()
 	if a == b || len(a) < 40 {

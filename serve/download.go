@@ -132,13 +132,3 @@ func querySuffix(q string) string {
 	}
 	return "?" + q
 }
-
-// href is the relative link to a listing entry.
-func href(e Entry) string {
-	// "./" keeps a name with a colon from reading as a URL scheme.
-	u := "./" + (&url.URL{Path: e.Name}).EscapedPath()
-	if e.Dir {
-		u += "/"
-	}
-	return u
-}

@@ -3,14 +3,15 @@ package serve
 import (
 	"cmp"
 	"encoding/json"
-	"html/template"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"largo"
+	"largo/archive"
 	"largo/encode"
+	"largo/ui"
 )
 
 // Entry is one item of a folder listing, as the JSON listing shows it.
@@ -70,11 +71,27 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 		return enc.Encode(l)
 	}
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
-	hdr.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	hdr.Set("Content-Security-Policy", ui.CSP)
+	hdr.Set("Referrer-Policy", "same-origin")
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	return listingPage.Execute(w, l)
+	return h.ui.Folder(w, h.folderPage(r, name, entries))
+}
+
+// folderPage is what the HTML page of a folder shows.
+func (h *Handler) folderPage(r *http.Request, name string, entries []Entry) ui.Folder {
+	f := ui.Folder{Name: name, View: ui.ParseView(r.URL.Query()), Entries: make([]ui.Entry, len(entries))}
+	for i, e := range entries {
+		f.Entries[i] = ui.Entry{Name: e.Name, Dir: e.Dir, Size: e.Size, Modified: e.Modified}
+	}
+	for _, format := range archive.Formats {
+		f.Archives = append(f.Archives, string(format))
+	}
+	if h.cfg.Upload && h.cfg.Resumable != nil {
+		f.Upload = &ui.Upload{Endpoint: ResumablePrefix, Token: h.cfg.Auth != nil}
+	}
+	return f
 }
 
 // hideSidecars returns the entries of a folder without the precompressed
@@ -119,18 +136,3 @@ func wantsJSON(r *http.Request) bool {
 	}
 	return false
 }
-
-var listingPage = template.Must(template.New("listing").Funcs(template.FuncMap{
-	"size": largo.FormatSize,
-	"time": func(t time.Time) string { return t.Format("2006-01-02 15:04") },
-	"href": href,
-}).Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Path}}</title>
-<style>body{font:15px system-ui,sans-serif;margin:2em}td{padding:.2em 1em .2em 0}td.n{text-align:right}</style>
-</head><body><h1>{{.Path}}</h1><table>
-<thead><tr><th>Name</th><th>Size</th><th>Modified</th></tr></thead><tbody>
-{{if ne .Path "/"}}<tr><td><a href="../">../</a></td><td></td><td></td></tr>{{end}}
-{{range .Entries}}<tr><td><a href="{{href .}}">{{.Name}}{{if .Dir}}/{{end}}</a></td><td class="n">{{if not .Dir}}{{size .Size}}{{end}}</td><td>{{if not .Modified.IsZero}}{{time .Modified}}{{end}}</td></tr>
-{{end}}</tbody></table></body></html>
-`))

@@ -1,8 +1,9 @@
 // Package serve is largo's HTTP surface: an http.Handler that serves the
 // files of a largo.Store (downloads with ranges and conditional requests,
-// compressed where package encode's policy says so, folder listings) and
-// largo's own endpoints under the reserved prefix /_largo/ (health,
-// readiness, metrics).
+// compressed where package encode's policy says so, folder listings as JSON
+// or as the HTML page of package ui, folders as archives) and largo's own
+// endpoints under the reserved prefix /_largo/ (health, readiness, metrics,
+// the page's assets under UIPrefix).
 //
 // Compression (compress.go) is a decision per response, not a wrapper
 // around every one: a precompressed sidecar is found through the Store
@@ -48,11 +49,15 @@ import (
 	"largo/auth"
 	"largo/encode"
 	"largo/transfer"
+	"largo/ui"
 )
 
 // Prefix is the reserved path prefix of largo's own endpoints. It can never
 // collide with a file: names starting with "_largo" are refused there.
 const Prefix = "/_largo/"
+
+// UIPrefix is where the assets of the HTML pages are served.
+const UIPrefix = Prefix + "ui/"
 
 // Observer receives the events that metrics are made of. Implementations
 // must be safe for concurrent use.
@@ -153,6 +158,7 @@ type Handler struct {
 	up       UploadObserver
 	comp     CompressionObserver
 	own      *http.ServeMux // the reserved prefix
+	ui       *ui.UI
 	draining atomic.Bool
 }
 
@@ -176,7 +182,9 @@ func New(cfg Config) *Handler {
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
 	}
+	h.ui = ui.New(UIPrefix)
 	h.own = http.NewServeMux()
+	h.own.Handle("GET "+UIPrefix, h.adapt(h.ui.Asset))
 	h.own.HandleFunc("GET "+Prefix+"healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		fmt.Fprintln(w, "ok")
@@ -327,7 +335,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", allowed(err))
 	case http.StatusUnauthorized:
-		auth.Challenge(w.Header())
+		auth.Challenge(w.Header(), r)
 	}
 	writeError(w, code, msg)
 }

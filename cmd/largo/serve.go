@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -83,7 +84,9 @@ func newServe(e *env) *cobra.Command {
 Downloads support ranges (single, multiple, suffix and open-ended), If-Range,
 ETag and Last-Modified with 304 answers, and resume with curl -C -. Files and
 folders whose name starts with a dot are never served. Folders are listed as
-HTML, or as JSON for Accept: application/json.
+an HTML page (sortable, filterable, with archive links and, when writes are
+on, an upload area), or as JSON for Accept: application/json;
+?archive=zip, tar or tar.zst sends a whole folder as one archive.
 
 Text files (HTML, CSS, JavaScript, JSON, NDJSON, CSV, XML, SVG, logs, WASM...)
 of 1 KiB or more are compressed for clients that accept it (zstd, br, gzip):
@@ -263,6 +266,10 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	if tlsConf != nil {
 		scheme = "https"
 	}
+	// Setting up (templates, compressed assets, clients) leaves garbage
+	// behind; hand its pages back now, so that an idle server holds only
+	// what it uses.
+	debug.FreeOSMemory()
 	fmt.Fprintf(e.stdout, "largo: serving %s at %s://%s/\n", where, scheme, displayAddr(ln.Addr()))
 
 	select {

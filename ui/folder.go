@@ -1,0 +1,249 @@
+package ui
+
+import (
+	"io"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"largo"
+)
+
+// Entry is one item of a folder page. A zero Modified (a bucket's folders
+// have no time) shows no time and sorts as the oldest.
+type Entry struct {
+	Name     string
+	Dir      bool
+	Size     int64
+	Modified time.Time
+}
+
+// Upload describes the upload area of a page whose server accepts writes.
+type Upload struct {
+	// Endpoint is the URL path of the tus 1.0 endpoint.
+	Endpoint string
+	// Token reports that writes need the token, which the page asks for.
+	Token bool
+}
+
+// Folder is what a folder page shows.
+type Folder struct {
+	// Name is the folder's store name: "" for the root, "a/b" below it.
+	Name string
+	// Entries are the folder's entries, in any order: the page sorts and
+	// filters them as View says.
+	Entries []Entry
+	// View is the order and filter asked for in the query.
+	View View
+	// Upload is the upload area; nil when writes are off.
+	Upload *Upload
+	// Archives are the formats the folder can be downloaded as, by their
+	// ?archive= values ("zip", "tar"...), in the order to show them.
+	Archives []string
+}
+
+// Folder writes the HTML page of f to w.
+func (u *UI) Folder(w io.Writer, f Folder) error {
+	return u.page.Execute(w, newPage(f))
+}
+
+// page is the data the template renders: every value already formatted,
+// so the template only places and escapes.
+type page struct {
+	Title    string
+	Path     string // the folder's URL path, unescaped, with a slash at each end
+	Folder   string // the store name, for the upload metadata
+	Crumbs   []crumb
+	Columns  []column
+	Rows     []row
+	Parent   bool
+	View     View
+	Summary  string
+	Empty    string // what the table says when no row shows
+	Upload   *Upload
+	Archives []archiveLink
+}
+
+type crumb struct {
+	Name    string
+	Href    string
+	Current bool
+}
+
+type column struct {
+	Key, Label, Class string
+	Href              string
+	Sort              string // aria-sort: "ascending", "descending" or ""
+}
+
+type row struct {
+	Name, Href, Size, Modified, ISO, Stamp string
+	Dir                                    bool
+	Bytes                                  int64
+}
+
+type archiveLink struct{ Format, Href string }
+
+// newPage prepares f for the template.
+func newPage(f Folder) page {
+	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != ""}
+	if f.Name != "" {
+		p.Path = "/" + f.Name + "/"
+	}
+	p.Title = p.Path
+	p.Crumbs = crumbs(f.Name)
+	shown := f.View.Apply(f.Entries)
+	for _, e := range shown {
+		r := row{Name: e.Name, Href: Href(e.Name, e.Dir), Dir: e.Dir, Bytes: e.Size}
+		if !e.Modified.IsZero() { // a bucket's folders have no time
+			r.Modified = FormatTime(e.Modified)
+			r.ISO = e.Modified.UTC().Format(time.RFC3339)
+			r.Stamp = e.Modified.UTC().Format(time.RFC3339Nano)
+		}
+		if !e.Dir {
+			r.Size = largo.FormatSize(e.Size)
+		}
+		p.Rows = append(p.Rows, r)
+	}
+	p.Columns = columns(f.View)
+	p.Summary = summary(shown, len(f.Entries))
+	switch {
+	case len(f.Entries) == 0:
+		p.Empty = "This folder is empty."
+	case len(shown) == 0:
+		p.Empty = "No name matches the filter."
+	}
+	for _, format := range f.Archives {
+		p.Archives = append(p.Archives, archiveLink{Format: format, Href: "?archive=" + url.QueryEscape(format)})
+	}
+	return p
+}
+
+// crumbs returns the breadcrumb of a folder: the root, then each folder
+// down to name, each linked by a relative path.
+func crumbs(name string) []crumb {
+	c := []crumb{{Name: "Home"}}
+	var parts []string
+	if name != "" {
+		parts = strings.Split(name, "/")
+	}
+	for _, p := range parts {
+		c = append(c, crumb{Name: p})
+	}
+	for i := range c {
+		up := len(c) - 1 - i
+		c[i].Href = "./" + strings.Repeat("../", up)
+		c[i].Current = up == 0
+	}
+	return c
+}
+
+// columns returns the sortable headers: each links to its own sort, in its
+// natural first order, or to the reverse of the current order.
+func columns(v View) []column {
+	cols := []column{
+		{Key: SortName, Label: "Name", Class: "name"},
+		{Key: SortSize, Label: "Size", Class: "size"},
+		{Key: SortModified, Label: "Modified (UTC)", Class: "mod"},
+	}
+	for i := range cols {
+		c := &cols[i]
+		next := View{Sort: c.Key, Desc: defaultDesc(c.Key), Filter: v.Filter}
+		if v.Sort == c.Key {
+			next.Desc = !v.Desc
+			c.Sort = "ascending"
+			if v.Desc {
+				c.Sort = "descending"
+			}
+		}
+		c.Href = next.Query()
+	}
+	return cols
+}
+
+// summary is the line under the table: counts and the total size of the
+// files shown.
+func summary(shown []Entry, all int) string {
+	var dirs, files int
+	var bytes int64
+	for _, e := range shown {
+		if e.Dir {
+			dirs++
+		} else {
+			files++
+			bytes += e.Size
+		}
+	}
+	s := plural(dirs, "folder") + ", " + plural(files, "file") + ", " + largo.FormatSize(bytes)
+	if len(shown) < all {
+		s += " (" + itoa(len(shown)) + " of " + itoa(all) + " shown)"
+	}
+	return s
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return itoa(n) + " " + word + "s"
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// Href is the relative link to an entry of a folder page: "./" first, so
+// that a name with a colon never reads as a URL scheme, and a trailing
+// slash for folders.
+func Href(name string, dir bool) string {
+	u := "./" + (&url.URL{Path: name}).EscapedPath()
+	if dir {
+		u += "/"
+	}
+	return u
+}
+
+// FormatTime is how a page shows a modification time: UTC, to the minute.
+func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") }
+
+// sortEntries sorts entries in place: folders first, then by key, ties
+// by name ascending.
+func sortEntries(entries []Entry, key string, desc bool) {
+	slices.SortStableFunc(entries, func(a, b Entry) int {
+		if a.Dir != b.Dir {
+			if a.Dir {
+				return -1
+			}
+			return 1
+		}
+		c := 0
+		switch key {
+		case SortSize:
+			c = cmpInt(a.Size, b.Size)
+		case SortModified:
+			// Milliseconds, the precision of the page's script.
+			c = cmpInt(a.Modified.UnixMilli(), b.Modified.UnixMilli())
+		}
+		if key == SortName {
+			c = CompareNames(a.Name, b.Name)
+		}
+		if desc {
+			c = -c
+		}
+		if c == 0 {
+			// Ties read by name, whatever the direction.
+			c = CompareNames(a.Name, b.Name)
+		}
+		return c
+	})
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

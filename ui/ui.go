@@ -1,0 +1,169 @@
+// Package ui is largo's face in a browser: the folder page, rendered on
+// the server from an embedded template so that browsing, sorting and
+// filtering work without JavaScript, and the static assets that enhance it
+// (a style sheet with light and dark themes, and ES modules for live
+// sorting and filtering, keyboard navigation, and resumable uploads over
+// tus 1.0). Everything is embedded in the binary and written by hand: no
+// CDN, no build step.
+//
+// Assets are served at Base + VERSION + "/" + NAME, where VERSION is a hash
+// of all the assets' contents. A page names the set it was rendered with,
+// so assets are cached for a year as immutable and an upgrade never mixes
+// old and new files. One version for the whole set, rather than a hash in
+// each file name, keeps the modules' relative imports plain. Text assets
+// are compressed once, when the UI is made, and sent compressed to clients
+// that accept gzip.
+//
+// Pages carry the policy in CSP: scripts, styles, images and connections
+// only from largo's own origin, no inline script or style, no frames, no
+// plugins. Every name on a page goes through html/template's escaping.
+//
+// A UI is safe for concurrent use; its zero value is not usable: make one
+// with New.
+package ui
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"largo"
+)
+
+// CSP is the Content-Security-Policy of every page.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// immutable is the Cache-Control of assets of the current version.
+const immutable = "public, max-age=31536000, immutable"
+
+//go:embed assets templates
+var files embed.FS
+
+// UI renders folder pages and serves their assets.
+type UI struct {
+	base    string
+	version string
+	assets  map[string]*asset
+	page    *template.Template
+}
+
+// asset is one embedded file, ready to send.
+type asset struct {
+	body  []byte
+	gzip  []byte // nil when compression does not pay
+	ctype string
+	etag  string
+}
+
+// New returns a UI whose assets live under base, a URL path with a
+// trailing slash (such as "/_largo/ui/").
+func New(base string) *UI {
+	u := &UI{base: base, assets: map[string]*asset{}}
+	sum := sha256.New()
+	names, err := fs.Glob(files, "assets/*")
+	if err != nil {
+		panic(err) // a fixed pattern over embedded files
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		body, err := files.ReadFile(name)
+		if err != nil {
+			panic(err)
+		}
+		name = path.Base(name)
+		fmt.Fprintf(sum, "%s %d\n", name, len(body))
+		sum.Write(body)
+		one := sha256.Sum256(body)
+		a := &asset{body: body, ctype: contentType(name), etag: `"` + hex.EncodeToString(one[:8]) + `"`}
+		a.gzip = compress(body)
+		u.assets[name] = a
+	}
+	u.version = hex.EncodeToString(sum.Sum(nil)[:6])
+	u.page = template.Must(template.New("folder.html").Funcs(template.FuncMap{
+		"asset": func(name string) string { return u.base + u.version + "/" + name },
+	}).ParseFS(files, "templates/folder.html"))
+	return u
+}
+
+// Version returns the hash that names the current set of assets.
+func (u *UI) Version() string { return u.version }
+
+// Asset serves GET and HEAD of an asset under the base path. An asset of
+// the current version is cached as immutable; one asked for under another
+// version (a page from before an upgrade) is served as it is now, and
+// revalidated. An unknown name is an error wrapping largo.ErrNotFound.
+func (u *UI) Asset(w http.ResponseWriter, r *http.Request) error {
+	rest, ok := strings.CutPrefix(r.URL.Path, u.base)
+	version, name, ok2 := strings.Cut(rest, "/")
+	a := u.assets[name]
+	if !ok || !ok2 || a == nil {
+		return fmt.Errorf("ui asset %q: %w", r.URL.Path, largo.ErrNotFound)
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", a.ctype)
+	hdr.Set("Vary", "Accept-Encoding")
+	if version == u.version {
+		hdr.Set("Cache-Control", immutable)
+	} else {
+		hdr.Set("Cache-Control", "no-cache")
+	}
+	body, etag := a.body, a.etag
+	if a.gzip != nil && r.Header.Get("Range") == "" && acceptsGzip(r.Header) {
+		body, etag = a.gzip, strings.TrimSuffix(a.etag, `"`)+`-gzip"`
+		hdr.Set("Content-Encoding", "gzip")
+	}
+	hdr.Set("ETag", etag)
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(body))
+	return nil
+}
+
+// acceptsGzip reports whether Accept-Encoding names gzip with a non-zero
+// quality.
+func acceptsGzip(h http.Header) bool {
+	for _, v := range h.Values("Accept-Encoding") {
+		for part := range strings.SplitSeq(v, ",") {
+			coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+			if strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+				q := strings.ReplaceAll(params, " ", "")
+				return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+			}
+		}
+	}
+	return false
+}
+
+// compress returns body gzipped, or nil when that saves too little.
+func compress(body []byte) []byte {
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	zw.Write(body)
+	zw.Close()
+	if b.Len() > len(body)*9/10 {
+		return nil
+	}
+	return b.Bytes()
+}
+
+// contentType is the media type of an asset, by its extension.
+func contentType(name string) string {
+	switch path.Ext(name) {
+	case ".js":
+		return "text/javascript; charset=utf-8"
+	case ".css":
+		return "text/css; charset=utf-8"
+	case ".svg":
+		return "image/svg+xml"
+	}
+	return "application/octet-stream"
+}
