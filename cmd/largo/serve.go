@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -266,10 +265,9 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	if tlsConf != nil {
 		scheme = "https"
 	}
-	// Setting up (templates, compressed assets, clients) leaves garbage
-	// behind; hand its pages back now, so that an idle server holds only
-	// what it uses.
-	debug.FreeOSMemory()
+	quiet := hcfg
+	quiet.Logger, quiet.Observer, quiet.Uploads, quiet.Compression = nil, nil, nil, nil
+	settle(serve.New(quiet))
 	fmt.Fprintf(e.stdout, "largo: serving %s at %s://%s/\n", where, scheme, displayAddr(ln.Addr()))
 
 	select {
