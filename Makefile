@@ -24,3 +24,7 @@ check:
 
 build:
 	$(GO) build -o largo ./cmd/largo
+
+# The lab, small: largo beside the naive buffered server, in under a minute.
+bench-quick:
+	$(GO) run ./cmd/largo bench --quick

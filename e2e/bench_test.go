@@ -147,6 +147,12 @@ func TestBenchQuick(t *testing.T) {
 	if len(svgs) != 3 {
 		t.Errorf("charts: %v", svgs)
 	}
+
+	// The saved report renders the same tables.
+	code, again, stderr := runBench(t, 20*time.Second, "render", jsonPath)
+	if code != 0 || again != stdout {
+		t.Errorf("bench render: exit %d, %s; tables differ from the run's: %v", code, stderr, again != stdout)
+	}
 }
 
 // TestBenchPeers runs a short lab against the peer presets.

@@ -115,9 +115,14 @@ func newReport(cfg Config) *Report {
 
 func (rep *Report) add(r Result) { rep.Results = append(rep.Results, r) }
 
-// finish groups the results into rows, in the order cases first ran.
+// finish records the run's duration and groups the results into rows.
 func (rep *Report) finish() {
 	rep.Seconds = time.Since(rep.Started).Seconds()
+	rep.regroup()
+}
+
+// regroup groups the results into rows, in the order cases first ran.
+func (rep *Report) regroup() {
 	rep.Rows = nil
 	type key struct{ scenario, server, cs string }
 	index := map[key]int{}
@@ -207,9 +212,9 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 // WriteMarkdown writes a heading, a sentence and a table per scenario.
 func (rep *Report) WriteMarkdown(w io.Writer) error {
 	s := rep.Settings
-	fmt.Fprintf(w, "# largo bench\n\n%d-core %s, %s of memory, Linux %s, %s. File size %s, %d repetition(s), client %s; figures are medians with (min–max) over repetitions.\n",
+	fmt.Fprintf(w, "# largo bench\n\n%d-core %s, %s of memory, Linux %s, %s. File size %s, %d repetition(s) interleaved across servers, %s client, memory guard %s; figures are medians with (min–max) over repetitions.\n",
 		rep.Machine.Cores, rep.Machine.CPU, largo.FormatSize(rep.Machine.Memory), rep.Machine.Kernel, rep.Machine.Go,
-		largo.FormatSize(s.Size), s.Reps, s.Client)
+		largo.FormatSize(s.Size), s.Reps, s.Client, largo.FormatSize(s.MemoryGuard))
 	names := slices.Sorted(maps.Keys(s.Servers))
 	fmt.Fprintf(w, "\nServers:\n\n")
 	for _, n := range names {
@@ -273,4 +278,18 @@ func (c column) format(r Row) string {
 // cell makes a string safe in a markdown table cell.
 func cell(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+// ReadReport reads a report written by WriteJSON, so that its tables and
+// charts can be made again without running the lab.
+func ReadReport(r io.Reader) (*Report, error) {
+	var rep Report
+	if err := json.NewDecoder(r).Decode(&rep); err != nil {
+		return nil, fmt.Errorf("reading the report: %w", err)
+	}
+	if len(rep.Settings.Scenarios) == 0 || len(rep.Results) == 0 {
+		return nil, fmt.Errorf("reading the report: no results")
+	}
+	rep.regroup()
+	return &rep, nil
 }

@@ -127,6 +127,21 @@ func TestReportMarkdownAndJSON(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
+	// Read back, the report makes the same tables.
+	again, err := ReadReport(bytes.NewReader(js.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md2 bytes.Buffer
+	again.WriteMarkdown(&md2)
+	if md2.String() != out {
+		t.Errorf("tables of the report read back differ:\n%s", md2.String())
+	}
+	for _, bad := range []string{"", "{}", `{"settings": {"scenarios": ["download"]}}`, "[1]"} {
+		if _, err := ReadReport(strings.NewReader(bad)); err == nil {
+			t.Errorf("ReadReport(%q) accepted", bad)
+		}
+	}
 	if len(back.Results) != 12 || len(back.Rows) != 4 || back.Settings.Size != 1<<30 || back.Rows[0].Values[keyPeak].N != 3 {
 		t.Fatalf("JSON round trip lost figures: %d results, %d rows", len(back.Results), len(back.Rows))
 	}

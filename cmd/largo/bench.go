@@ -76,8 +76,54 @@ at 127.0.0.1) and {tmp} (a scratch folder), for example:
 	f.StringVar(&cfg.charts, "charts", "", "also write SVG charts of the download scenario into this folder (default none)")
 	f.Var(&cfg.memoryGuard, "memory-guard", "kill a server whose resident memory passes this (default half the machine's memory)")
 	documentEnv(f)
-	cmd.AddCommand(newNaiveServer(e))
+	cmd.AddCommand(newNaiveServer(e), newBenchRender(e))
 	return cmd
+}
+
+// newBenchRender makes the tables and charts of a saved report again.
+func newBenchRender(e *env) *cobra.Command {
+	var charts string
+	cmd := &cobra.Command{
+		Use:   "render FILE.json",
+		Short: "Print the tables of a report saved with --json, and optionally write its charts",
+		Long: `Read a report saved by largo bench --json and print its markdown tables,
+without running anything; with --charts, write its SVG charts too.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			f, err := os.Open(args[0])
+			if err != nil {
+				return usageErr(fmt.Errorf("cannot read %s: %v", args[0], pathErrText(err)))
+			}
+			defer f.Close()
+			rep, err := lab.ReadReport(f)
+			if err != nil {
+				return usageErr(fmt.Errorf("%s: %v", args[0], err))
+			}
+			if err := rep.WriteMarkdown(e.stdout); err != nil {
+				return failed(err)
+			}
+			return writeCharts(e, rep, charts)
+		},
+	}
+	cmd.Flags().StringVar(&charts, "charts", "", "also write the report's SVG charts into this folder (default none)")
+	documentEnv(cmd.Flags())
+	return cmd
+}
+
+// writeCharts writes a report's charts into dir, if dir is set, and names
+// them on stderr.
+func writeCharts(e *env, rep *lab.Report, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	paths, err := rep.WriteCharts(dir)
+	for _, p := range paths {
+		fmt.Fprintln(e.stderr, "wrote", p)
+	}
+	if err != nil {
+		return failed(fmt.Errorf("charts: %v", err))
+	}
+	return nil
 }
 
 // runBench runs the lab and writes its outputs.
@@ -141,14 +187,8 @@ func runBench(ctx context.Context, e *env, cfg *benchConfig) error {
 			return failed(err)
 		}
 	}
-	if cfg.charts != "" {
-		paths, err := rep.WriteCharts(cfg.charts)
-		if err != nil {
-			fmt.Fprintln(e.stderr, "largo bench: charts:", err)
-		}
-		for _, p := range paths {
-			fmt.Fprintln(e.stderr, "wrote", p)
-		}
+	if err := writeCharts(e, rep, cfg.charts); err != nil {
+		return err
 	}
 	if runErr != nil {
 		return &exitError{code: exitInterrupted, err: runErr}
