@@ -54,24 +54,13 @@ func runCompress(ctx context.Context, r *runner, srv Server, cs string) Result {
 	if kind == "log" {
 		f = r.data.log
 	}
-	in, idle := r.begin(ctx, srv, r.data.dir, false, &res, f.path)
-	if in == nil {
+	one := r.single(ctx, srv, &res, false, transferTimeout(f.size), f.path)
+	if one == nil {
 		return res
 	}
-	tmp, err := os.MkdirTemp("", "largo-bench-compress-")
-	if err != nil {
-		res.fail(err)
-		r.end(in, idle, &res, 0)
-		return res
-	}
-	defer os.RemoveAll(tmp)
-	out := filepath.Join(tmp, "body")
-	cl := r.client(1)
-	defer cl.close()
-	tctx, cancel := context.WithTimeout(ctx, transferTimeout(f.size))
-	defer cancel()
+	out := filepath.Join(one.scratch, "body")
 	start := time.Now()
-	fr := cl.fetch(tctx, fetchReq{url: in.base + f.name, header: []string{"Accept-Encoding", enc}, out: out})
+	fr := one.cl.fetch(one.ctx, fetchReq{url: one.in.base + f.name, header: []string{"Accept-Encoding", enc}, out: out})
 	wall := time.Since(start)
 	got := fr.encoding
 	if got == "" {
@@ -92,7 +81,7 @@ func runCompress(ctx context.Context, r *runner, srv Server, cs string) Result {
 	} else {
 		res.note("decoded", "intact")
 	}
-	r.end(in, idle, &res, f.size)
+	one.end(r, &res, f.size)
 	return res
 }
 

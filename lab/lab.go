@@ -18,6 +18,23 @@
 // naive-server`, served by NaiveHandler), so both are measured like every
 // peer. Results are gathered per repetition and reported as medians with
 // their range, as markdown tables, JSON and SVG charts.
+//
+// Choices worth knowing:
+//   - Every server is a shell command template (Server), the built-in ones
+//     included; largo and the baseline pick their own port and print their
+//     URL, peers get a free port from the lab and are polled until they
+//     accept connections. Servers run in their own process group, so that
+//     a guard kill or the end of a scenario takes the whole tree.
+//   - The Node.js peer's script is embedded in the binary (peers/), so
+//     that `--peer node` works from an installed largo, not only from a
+//     checkout; the nginx preset writes its own configuration.
+//   - Every file a scenario serves is read through before the server
+//     starts, sparse files too: the holes of a sparse file become zero
+//     pages in the page cache on first read, and without this the first
+//     server of a run pays for all the others.
+//   - The slow and aborting clients are raw sockets whatever the
+//     configured client: neither Go's client nor curl can be told to stop
+//     reading, or to read 64 KiB every 100 ms, precisely.
 package lab
 
 import (

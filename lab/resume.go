@@ -31,30 +31,19 @@ var resumeScenario = &scenario{
 func runResume(ctx context.Context, r *runner, srv Server, _ string) Result {
 	var res Result
 	f := r.data.random
-	in, idle := r.begin(ctx, srv, r.data.dir, false, &res, f.path)
-	if in == nil {
+	one := r.single(ctx, srv, &res, false, 2*transferTimeout(f.size), f.path)
+	if one == nil {
 		return res
 	}
-	tmp, err := os.MkdirTemp("", "largo-bench-resume-")
-	if err != nil {
-		res.fail(err)
-		r.end(in, idle, &res, 0)
-		return res
-	}
-	defer os.RemoveAll(tmp)
-	out := filepath.Join(tmp, f.name)
-	tctx, cancel := context.WithTimeout(ctx, 2*transferTimeout(f.size))
-	defer cancel()
+	out := filepath.Join(one.scratch, f.name)
 	cut := f.size/2 + 4099
-	if err := firstPart(tctx, in.base+f.name, out, cut); err != nil {
+	if err := firstPart(one.ctx, one.in.base+f.name, out, cut); err != nil {
 		res.fail(fmt.Errorf("first part: %v", err))
-		r.end(in, idle, &res, 0)
+		one.end(r, &res, 0)
 		return res
 	}
 	res.set("first_mib", mib(cut))
-	cl := r.client(1)
-	defer cl.close()
-	fr := cl.fetch(tctx, fetchReq{url: in.base + f.name, out: out, resume: true})
+	fr := one.cl.fetch(one.ctx, fetchReq{url: one.in.base + f.name, out: out, resume: true})
 	res.set("resumed_mib", mib(fr.bytes))
 	if fr.status != 0 {
 		res.note("status", fmt.Sprintf("%d %s", fr.status, http.StatusText(fr.status)))
@@ -77,7 +66,7 @@ func runResume(ctx context.Context, r *runner, srv Server, _ string) Result {
 		res.note("sha256", "MISMATCH")
 		res.fail(fmt.Errorf("the resumed file differs from the original"))
 	}
-	r.end(in, idle, &res, 0)
+	one.end(r, &res, 0)
 	return res
 }
 
@@ -127,23 +116,13 @@ var uploadScenario = &scenario{
 func runUpload(ctx context.Context, r *runner, srv Server, _ string) Result {
 	var res Result
 	f := r.data.random
-	dir, err := os.MkdirTemp("", "largo-bench-upload-")
-	if err != nil {
-		res.fail(err)
+	one := r.single(ctx, srv, &res, true, transferTimeout(f.size), f.path)
+	if one == nil {
 		return res
 	}
-	defer os.RemoveAll(dir)
-	in, idle := r.begin(ctx, srv, dir, true, &res, f.path)
-	if in == nil {
-		return res
-	}
-	cl := r.client(1)
-	defer cl.close()
-	tctx, cancel := context.WithTimeout(ctx, transferTimeout(f.size))
-	defer cancel()
 	const name = "upload.bin"
 	start := time.Now()
-	fr := cl.fetch(tctx, fetchReq{method: http.MethodPut, url: in.base + name, upload: f.path})
+	fr := one.cl.fetch(one.ctx, fetchReq{method: http.MethodPut, url: one.in.base + name, upload: f.path})
 	wall := time.Since(start)
 	if fr.status != 0 {
 		res.note("status", fmt.Sprintf("%d %s", fr.status, http.StatusText(fr.status)))
@@ -154,7 +133,7 @@ func runUpload(ctx context.Context, r *runner, srv Server, _ string) Result {
 		moved = f.size
 		res.set(keyWall, wall.Seconds())
 		res.set(keyMBps, float64(f.size)/1e6/wall.Seconds())
-		sum, err := fileSHA(filepath.Join(dir, name))
+		sum, err := fileSHA(filepath.Join(one.scratch, name))
 		switch {
 		case err != nil:
 			res.note("stored", "missing")
@@ -172,6 +151,6 @@ func runUpload(ctx context.Context, r *runner, srv Server, _ string) Result {
 	default:
 		res.fail(fmt.Errorf("answered %d %s", fr.status, http.StatusText(fr.status)))
 	}
-	r.end(in, idle, &res, moved)
+	one.end(r, &res, moved)
 	return res
 }

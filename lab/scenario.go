@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,7 +87,9 @@ func (r *runner) begin(ctx context.Context, srv Server, dir string, upload bool,
 	}
 	in, err := r.start(ctx, srv, dir, upload)
 	if err != nil {
-		if upload {
+		if upload && srv.Upload != "" {
+			// The command that enables uploads is refused: a build
+			// without them.
 			res.fail(fmt.Errorf("%w (%v)", errUnsupported, err))
 		} else {
 			res.fail(fmt.Errorf("did not start: %v", err))
@@ -117,6 +120,49 @@ func (r *runner) end(in *instance, idle usage, res *Result, sent int64) usage {
 	}
 	in.stop()
 	return u
+}
+
+// single is a fresh server and one client, for the scenarios of a single
+// transfer, with a scratch folder of the lab's.
+type single struct {
+	in      *instance
+	idle    usage
+	cl      fetcher
+	ctx     context.Context // bounded by the transfer's timeout
+	cancel  context.CancelFunc
+	scratch string
+}
+
+// single makes a scratch folder, starts srv (see begin) serving the data
+// folder, or the empty scratch folder for an upload, and bounds the
+// transfer by timeout. It returns nil, with the outcome in res, if the
+// server did not start.
+func (r *runner) single(ctx context.Context, srv Server, res *Result, upload bool, timeout time.Duration, files ...string) *single {
+	scratch, err := os.MkdirTemp("", "largo-bench-scratch-")
+	if err != nil {
+		res.fail(fmt.Errorf("lab: %v", err))
+		return nil
+	}
+	dir := r.data.dir
+	if upload {
+		dir = scratch
+	}
+	in, idle := r.begin(ctx, srv, dir, upload, res, files...)
+	if in == nil {
+		os.RemoveAll(scratch)
+		return nil
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	return &single{in: in, idle: idle, cl: r.client(1), ctx: tctx, cancel: cancel, scratch: scratch}
+}
+
+// end ends the transfer and the server (see runner.end) and removes the
+// scratch folder.
+func (s *single) end(r *runner, res *Result, moved int64) {
+	s.cancel()
+	s.cl.close()
+	r.end(s.in, s.idle, res, moved)
+	os.RemoveAll(s.scratch)
 }
 
 // mib converts bytes to MiB.
@@ -245,16 +291,12 @@ func runCeiling(ctx context.Context, r *runner, srv Server, cs string) Result {
 	}
 	// Holes are read as zero pages the first reader puts in the page
 	// cache: read them first, or the first server pays for everyone.
-	in, idle := r.begin(ctx, srv, r.data.dir, false, &res, f.path)
-	if in == nil {
+	one := r.single(ctx, srv, &res, false, transferTimeout(f.size), f.path)
+	if one == nil {
 		return res
 	}
-	cl := r.client(1)
-	defer cl.close()
-	tctx, cancel := context.WithTimeout(ctx, transferTimeout(f.size))
-	defer cancel()
 	start := time.Now()
-	fr := cl.fetch(tctx, fetchReq{url: in.base + f.name})
+	fr := one.cl.fetch(one.ctx, fetchReq{url: one.in.base + f.name})
 	wall := time.Since(start)
 	err := fr.check(200, f.size)
 	switch {
@@ -269,6 +311,6 @@ func runCeiling(ctx context.Context, r *runner, srv Server, cs string) Result {
 	res.set(keyWall, wall.Seconds())
 	res.set(keyMBps, float64(fr.bytes)/1e6/wall.Seconds())
 	res.fail(err)
-	r.end(in, idle, &res, fr.bytes)
+	one.end(r, &res, fr.bytes)
 	return res
 }
