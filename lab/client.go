@@ -195,7 +195,9 @@ func (curlClient) fetch(ctx context.Context, req fetchReq) fetchResult {
 		}
 		res.encoding = strings.TrimSpace(f[3])
 	}
-	if err != nil {
+	if err != nil && ctx.Err() != nil {
+		res.err = fmt.Errorf("curl stopped: %w", ctx.Err())
+	} else if err != nil {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = err.Error()
@@ -209,6 +211,8 @@ func (curlClient) fetch(ctx context.Context, req fetchReq) fetchResult {
 // with the wanted status and, when want is not negative, want body bytes.
 func (res fetchResult) check(status int, want int64) error {
 	switch {
+	case errors.Is(res.err, context.DeadlineExceeded):
+		return fmt.Errorf("timed out after %s of body", mb(res.bytes))
 	case res.err != nil && res.status == 0:
 		return res.err
 	case res.status != status:

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -106,6 +107,7 @@ func TestCheck(t *testing.T) {
 		{fetchResult{status: 500}, "answered 500 Internal Server Error"},
 		{fetchResult{err: io.ErrUnexpectedEOF}, "unexpected EOF"},
 		{fetchResult{status: 200, bytes: 3e6, err: io.ErrUnexpectedEOF}, "body cut after 3.0 MB: unexpected EOF"},
+		{fetchResult{status: 200, bytes: 5e6, err: fmt.Errorf("reading: %w", context.DeadlineExceeded)}, "timed out after 5.0 MB of body"},
 	}
 	for _, tt := range tests {
 		err := tt.res.check(200, 10)
