@@ -110,10 +110,12 @@ func runSlow(ctx context.Context, r *runner, srv Server, drip bool) Result {
 		got = queued
 	}
 	read := u.rchar - idle.rchar
-	res.set(keyRead, float64(read)/1e6)
 	res.set("got_mb", float64(got)/1e6)
-	if drip && got > 0 {
-		res.set("read_per_got", float64(read)/float64(got))
+	if in.failure() == nil { // a dead server's counters read as zero
+		res.set(keyRead, float64(read)/1e6)
+		if drip && got > 0 {
+			res.set("read_per_got", float64(read)/float64(got))
+		}
 	}
 	if readErr != nil {
 		res.fail(fmt.Errorf("connection ended after %s: %v", mb(got), readErr))
@@ -218,9 +220,11 @@ func runAbort(ctx context.Context, r *runner, srv Server, cs string) Result {
 	u := in.usage()
 	onFile := in.fdsTo(f.path)
 	res.set("fds_idle", float64(fdsIdle))
-	res.set("fds_after", float64(u.fds))
-	res.set("fds_on_file", float64(onFile))
-	res.set("leaked", float64(max(u.fds-fdsIdle, onFile, 0)))
+	if in.failure() == nil { // a dead server has no descriptors to count
+		res.set("fds_after", float64(u.fds))
+		res.set("fds_on_file", float64(onFile))
+		res.set("leaked", float64(max(u.fds-fdsIdle, onFile, 0)))
+	}
 	if minGot >= 0 {
 		res.set("min_got_mib", mib(minGot))
 	}
