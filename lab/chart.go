@@ -55,6 +55,7 @@ func (rep *Report) WriteCharts(dir string) ([]string, error) {
 		p.Y.Label.Text = c.yLabel
 		p.Legend.Top = true
 		p.Legend.Left = true
+		p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), -vg.Points(14)
 		if c.log {
 			p.Y.Scale = plot.LogScale{}
 			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
@@ -80,9 +81,9 @@ func (rep *Report) WriteCharts(dir string) ([]string, error) {
 		}
 		// Room for the legend above the lines, and the whole x range.
 		if c.log && hi > 0 {
-			p.Y.Min, p.Y.Max = math.Pow(10, math.Floor(math.Log10(lo))), hi*4
+			p.Y.Min, p.Y.Max = math.Pow(10, math.Floor(math.Log10(lo))), hi*40
 		} else {
-			p.Y.Min, p.Y.Max = 0, hi*1.3
+			p.Y.Min, p.Y.Max = 0, hi*(1.2+0.1*float64(len(lines)/2))
 		}
 		p.X.Min, p.X.Max = 0, float64(slices.Max(rep.Settings.Concurrency))*1.05
 		path := filepath.Join(dir, c.file)

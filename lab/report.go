@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -170,23 +171,51 @@ func summarise(rs []Result) Row {
 	return row
 }
 
+// number finds the numbers in a word.
+var number = regexp.MustCompile(`[0-9]+`)
+
 // tally joins the distinct words of n repetitions, counting each when they
-// differ: "ok", or "ok 2/3; crashed 1/3".
+// differ: "ok", or "ok 2/3; crashed 1/3". Words that differ only in one
+// number count as one, with the number's range: "killed by the guard at
+// 12132–12520 MiB".
 func tally(words []string, n int) string {
-	count := map[string]int{}
+	type group struct {
+		count    int
+		lo, hi   int
+		template string // the word with its number as #, or the word
+	}
+	groups := map[string]*group{}
 	var order []string
 	for _, w := range words {
-		if count[w] == 0 {
-			order = append(order, w)
+		key, num := w, -1
+		if nums := number.FindAllString(w, -1); len(nums) == 1 {
+			key = number.ReplaceAllString(w, "#")
+			num, _ = strconv.Atoi(nums[0])
 		}
-		count[w]++
-	}
-	if len(order) == 1 && count[order[0]] == n {
-		return order[0]
+		g := groups[key]
+		if g == nil {
+			g = &group{lo: num, hi: num, template: key}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.count++
+		g.lo, g.hi = min(g.lo, num), max(g.hi, num)
 	}
 	parts := make([]string, len(order))
-	for i, w := range order {
-		parts[i] = fmt.Sprintf("%s %d/%d", w, count[w], n)
+	for i, key := range order {
+		g := groups[key]
+		w := key
+		if g.lo >= 0 {
+			r := strconv.Itoa(g.lo)
+			if g.hi != g.lo {
+				r += "–" + strconv.Itoa(g.hi)
+			}
+			w = strings.Replace(g.template, "#", r, 1)
+		}
+		parts[i] = w
+		if len(order) > 1 || g.count != n {
+			parts[i] = fmt.Sprintf("%s %d/%d", w, g.count, n)
+		}
 	}
 	return strings.Join(parts, "; ")
 }

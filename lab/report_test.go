@@ -16,6 +16,10 @@ func TestTally(t *testing.T) {
 		{[]string{"ok", "ok", "ok"}, "ok"},
 		{[]string{"ok", "crashed", "ok"}, "ok 2/3; crashed 1/3"},
 		{[]string{"killed by the guard at 12000 MiB"}, "killed by the guard at 12000 MiB"},
+		{[]string{"killed by the guard at 12132 MiB", "killed by the guard at 12520 MiB", "killed by the guard at 12136 MiB"}, "killed by the guard at 12132–12520 MiB"},
+		{[]string{"ok", "killed by the guard at 12052 MiB", "ok"}, "ok 2/3; killed by the guard at 12052 MiB 1/3"},
+		{[]string{"answered 500 Internal Server Error", "answered 500 Internal Server Error"}, "answered 500 Internal Server Error"},
+		{[]string{"no resume: all 1073.7 MB again", "no resume: all 1073.7 MB again"}, "no resume: all 1073.7 MB again"},
 	}
 	for _, tt := range tests {
 		if got := tally(tt.words, len(tt.words)); got != tt.want {

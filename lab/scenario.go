@@ -110,13 +110,15 @@ func (r *runner) end(in *instance, idle usage, res *Result, sent int64) usage {
 	peak := in.peak(u)
 	res.set(keyPeak, mib(peak))
 	res.set(keyAbove, mib(peak-idle.rss))
-	cpu := u.cpu - idle.cpu
-	res.set(keyCPU, cpu.Seconds())
-	if sent > 0 {
-		res.set(keyCPUPerGiB, cpu.Seconds()/(float64(sent)/(1<<30)))
-	}
 	if err := in.failure(); err != nil {
+		// A dead server's counters read as zero: no CPU figures.
 		res.Outcome = err.Error()
+	} else {
+		cpu := u.cpu - idle.cpu
+		res.set(keyCPU, cpu.Seconds())
+		if sent > 0 {
+			res.set(keyCPUPerGiB, cpu.Seconds()/(float64(sent)/(1<<30)))
+		}
 	}
 	in.stop()
 	return u
