@@ -58,7 +58,9 @@ func runResume(ctx context.Context, r *runner, srv Server, _ string) Result {
 	case fr.bytes != f.size-cut:
 		res.fail(fmt.Errorf("resume sent %s; %s were missing", mb(fr.bytes), mb(f.size-cut)))
 	}
-	if sum, err := fileSHA(out); err != nil {
+	if fr.err != nil {
+		res.note("sha256", "incomplete")
+	} else if sum, err := fileSHA(out); err != nil {
 		res.note("sha256", "unreadable")
 	} else if sum == f.sha {
 		res.note("sha256", "match")
