@@ -20,7 +20,7 @@ func TestStartPeer(t *testing.T) {
 	r := testRunner(t, 0)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello"), 0o644)
-	srv := helperServer("helper", "serve")
+	srv := roleServer("stand-in", "serve")
 	srv.Files = map[string]string{"note.txt": "serving {dir} on {port}"}
 	in, err := r.start(context.Background(), srv, dir, false)
 	if err != nil {
@@ -70,7 +70,7 @@ func TestStartFailures(t *testing.T) {
 		}
 	}
 	// A server that dies while measured is reported as crashed.
-	in, err := r.start(context.Background(), helperServer("helper", "serve"), t.TempDir(), false)
+	in, err := r.start(context.Background(), roleServer("stand-in", "serve"), t.TempDir(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,14 +86,14 @@ func TestStartFailures(t *testing.T) {
 func TestMemoryGuard(t *testing.T) {
 	const guard = 96 << 20
 	r := testRunner(t, guard)
-	srv := Server{Name: "hog", Command: "LAB_HELPER=alloc exec {exe}", PrintsURL: true}
+	srv := Server{Name: "hog", Command: "LAB_ROLE=alloc exec {exe}", PrintsURL: true}
 	_, err := r.start(context.Background(), srv, t.TempDir(), false)
 	if err == nil || !strings.HasPrefix(err.Error(), "killed by the guard at ") {
 		t.Fatalf("start of a hog: %v", err)
 	}
 	// Started by hand, to keep the instance after the kill.
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "LAB_HELPER=alloc")
+	cmd.Env = append(os.Environ(), "LAB_ROLE=alloc")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

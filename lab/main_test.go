@@ -10,10 +10,10 @@ import (
 )
 
 // TestMain lets the test binary play the processes the lab measures:
-// with LAB_HELPER=serve it is a small file server (DIR PORT), with
-// LAB_HELPER=alloc a process whose memory grows until it is killed.
+// with LAB_ROLE=serve it is a small file server (DIR PORT), with
+// LAB_ROLE=alloc a process whose memory grows until it is killed.
 func TestMain(m *testing.M) {
-	switch os.Getenv("LAB_HELPER") {
+	switch os.Getenv("LAB_ROLE") {
 	case "serve":
 		ln, err := net.Listen("tcp", "127.0.0.1:"+os.Args[len(os.Args)-1])
 		if err != nil {
@@ -38,9 +38,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// helperServer is a Server run by the test binary itself.
-func helperServer(name, mode string) Server {
-	return Server{Name: name, Command: "LAB_HELPER=" + mode + " exec {exe} {dir} {port}"}
+// roleServer is a Server run by the test binary itself.
+func roleServer(name, mode string) Server {
+	return Server{Name: name, Command: "LAB_ROLE=" + mode + " exec {exe} {dir} {port}"}
 }
 
 // testRunner is a runner whose servers are the test binary.
