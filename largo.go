@@ -26,6 +26,10 @@ type Info struct {
 	ModTime time.Time
 	// IsDir reports whether the entry is a folder.
 	IsDir bool
+	// Link reports, in listings, that the entry is reached through a
+	// symbolic link (to a file or folder inside the store). Walkers do
+	// not descend into linked folders, which could form cycles.
+	Link bool
 	// ETag is a strong validator in HTTP form, quotes included, that changes
 	// whenever the content may have changed. Empty for folders.
 	ETag string

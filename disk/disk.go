@@ -8,6 +8,14 @@
 //
 // A Store is safe for concurrent use. Files it opens are backed by *os.File
 // and implement largo.OSFile, so downloads keep sendfile.
+//
+// Writes (write.go) stream into a temporary file in TempDir, inside the
+// served folder and so on the same filesystem, hashed with SHA-256 on the
+// way; a commit fsyncs the file, renames it over the target and fsyncs the
+// folder, so a reader sees the old file or the whole new one, and after a
+// crash the target is one or the other. Commits and removals of one name
+// are serialised by a per-name lock inside the process; conditions are
+// checked under it. Sweep removes the temporary files a crash left.
 package disk
 
 import (
@@ -26,8 +34,9 @@ import (
 
 // Store is a largo.Store on a local folder. Create one with Open.
 type Store struct {
-	dir  string
-	root *os.Root
+	dir   string
+	root  *os.Root
+	locks locks
 }
 
 var _ largo.Store = (*Store)(nil)
@@ -124,18 +133,19 @@ func (s *Store) List(_ context.Context, name string) iter.Seq2[largo.Info, error
 				}
 				child := largo.Join(name, e.Name())
 				var fi fs.FileInfo
-				if e.Type()&(fs.ModeSymlink) != 0 {
-					fi, err = s.root.Stat(child)
-					if err != nil {
-						continue
-					}
-				} else if fi, err = e.Info(); err != nil {
-					continue // vanished while listing
+				var ferr error
+				link := e.Type()&fs.ModeSymlink != 0
+				if link {
+					fi, ferr = s.root.Stat(child)
+				} else {
+					fi, ferr = e.Info()
 				}
-				if !fi.IsDir() && !fi.Mode().IsRegular() {
-					continue
+				if ferr != nil || !fi.IsDir() && !fi.Mode().IsRegular() {
+					continue // vanished, dangling, leads out, or a device
 				}
-				if !yield(info(child, fi), nil) {
+				in := info(child, fi)
+				in.Link = link
+				if !yield(in, nil) {
 					return
 				}
 			}

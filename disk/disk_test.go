@@ -2,6 +2,7 @@ package disk
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
@@ -119,5 +120,80 @@ func TestETagChanges(t *testing.T) {
 	b, _ := s.Stat(ctx, "f")
 	if a.ETag == b.ETag {
 		t.Fatalf("ETag unchanged after replace: %s", a.ETag)
+	}
+}
+
+func TestWrite(t *testing.T) {
+	storetest.RunWrite(t, func(t *testing.T, files map[string]string) storetest.WritableStore {
+		dir := makeTree(t, files)
+		s, err := Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			s.Close()
+			// Whatever happened, nothing is left in the temporary folder.
+			ents, _ := os.ReadDir(filepath.Join(dir, filepath.FromSlash(TempDir)))
+			if len(ents) != 0 {
+				t.Errorf("%d files left in %s", len(ents), TempDir)
+			}
+		})
+		return s
+	})
+}
+
+func TestAdoptAndSweep(t *testing.T) {
+	dir := makeTree(t, map[string]string{
+		".largo/tus/abc":         "staged bytes",
+		".largo/tmp/orphan.part": "left by a crash",
+		"target":                 "old",
+	})
+	os.Chmod(filepath.Join(dir, "target"), 0o600)
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if n, err := s.Sweep(); n != 1 || err != nil {
+		t.Fatalf("Sweep = %d, %v", n, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".largo/tus/abc")); err != nil {
+		t.Fatalf("Sweep touched a staged upload: %v", err)
+	}
+	for _, staged := range []string{"target", ".largo/../target", ".largo/missing"} {
+		if _, err := s.Adopt(ctx, "x", staged, largo.CreateOptions{}); err == nil {
+			t.Errorf("Adopt(%q) succeeded", staged)
+		}
+	}
+	u, err := s.Adopt(ctx, "target", ".largo/tus/abc", largo.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Written() != 12 || u.SHA256() != sha256.Sum256([]byte("staged bytes")) {
+		t.Fatalf("adopted %d bytes, sha %x", u.Written(), u.SHA256())
+	}
+	if _, created, err := u.Commit(ctx, largo.Condition{}); err != nil || created {
+		t.Fatalf("Commit: %v, created %v", err, created)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "target"))
+	fi, _ := os.Stat(filepath.Join(dir, "target"))
+	if string(b) != "staged bytes" || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("target %q, mode %v", b, fi.Mode())
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".largo/tus/abc")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("staged file still there: %v", err)
+	}
+	// A staged file whose SHA-256 is known is not read again.
+	os.WriteFile(filepath.Join(dir, ".largo/tus/def"), []byte("known"), 0o644)
+	known := sha256.Sum256([]byte("not what the file holds"))
+	u, err = s.Adopt(ctx, "known", ".largo/tus/def", largo.CreateOptions{StagedSHA256: known[:]})
+	if err != nil || u.SHA256() != known || u.Written() != 5 {
+		t.Fatalf("Adopt with a known sum: %v, %x, %d", err, u.SHA256(), u.Written())
+	}
+	u.Abort()
+	free, err := s.Free(ctx, "")
+	if err != nil || free <= 0 {
+		t.Fatalf("Free = %d, %v", free, err)
 	}
 }

@@ -24,16 +24,22 @@ func TestDownloadFull(t *testing.T) {
 	dir := t.TempDir()
 	want := writeRandom(t, filepath.Join(dir, "data.bin"), 64<<20+7, 1)
 	s := startServer(t, dir)
+	checkFullDownload(t, s.URL+"data.bin", want, 64<<20+7)
+}
 
-	resp := get(t, s.URL+"data.bin")
+// checkFullDownload downloads u with Go's client and with curl, and checks
+// the length and the sha256 of each.
+func checkFullDownload(t *testing.T, u, want string, size int64) {
+	t.Helper()
+	resp := get(t, u)
 	got, n := bodySHA(t, resp.Body)
-	if resp.StatusCode != 200 || got != want || n != 64<<20+7 || resp.ContentLength != n {
+	if resp.StatusCode != 200 || got != want || n != size || resp.ContentLength != n {
 		t.Fatalf("Go client: %d, %d bytes (Content-Length %d), sha %s", resp.StatusCode, n, resp.ContentLength, got)
 	}
 
 	curl := need(t, "curl")
 	out := filepath.Join(t.TempDir(), "curl.bin")
-	if b, err := exec.Command(curl, "-sSf", "-o", out, s.URL+"data.bin").CombinedOutput(); err != nil {
+	if b, err := exec.Command(curl, "-sSf", "-o", out, u).CombinedOutput(); err != nil {
 		t.Fatalf("curl: %v %s", err, b)
 	}
 	if got := fileSHA(t, out); got != want {
@@ -43,11 +49,20 @@ func TestDownloadFull(t *testing.T) {
 
 func TestRanges(t *testing.T) {
 	dir := t.TempDir()
-	const size = 1 << 20
-	writeRandom(t, filepath.Join(dir, "r.bin"), size, 2)
+	writeRandom(t, filepath.Join(dir, "r.bin"), 1<<20, 2)
 	data, _ := os.ReadFile(filepath.Join(dir, "r.bin"))
 	s := startServer(t, dir)
-	u := s.URL + "r.bin"
+	checkRanges(t, s.URL+"r.bin", data)
+}
+
+// checkRanges sends ranges and conditional requests for u, whose content
+// is data, 1 MiB long.
+func checkRanges(t *testing.T, u string, data []byte) {
+	t.Helper()
+	const size = 1 << 20
+	if len(data) != size {
+		t.Fatalf("checkRanges needs 1 MiB of data, got %d bytes", len(data))
+	}
 	etag := get(t, u).Header.Get("ETag")
 	lastMod := get(t, u).Header.Get("Last-Modified")
 	if etag == "" || lastMod == "" {
@@ -114,18 +129,27 @@ func TestRanges(t *testing.T) {
 
 // TestCurlResume downloads half a file, then lets curl -C - finish it.
 func TestCurlResume(t *testing.T) {
-	curl := need(t, "curl")
+	need(t, "curl")
 	dir := t.TempDir()
 	want := writeRandom(t, filepath.Join(dir, "v.mp4"), 32<<20, 3)
 	s := startServer(t, dir)
-	out := filepath.Join(t.TempDir(), "v.mp4")
 	data, _ := os.ReadFile(filepath.Join(dir, "v.mp4"))
-	os.WriteFile(out, data[:13<<20+17], 0o644)
-	b, err := exec.Command(curl, "-sSf", "-C", "-", "-o", out, "-w", "%{http_code} %{size_download}", s.URL+"v.mp4").CombinedOutput()
+	checkCurlResume(t, s.URL+"v.mp4", data[:13<<20+17], int64(len(data)), want)
+}
+
+// checkCurlResume lets curl -C - finish a download of u (size bytes, with
+// sha256 want) of which it has the first bytes have, and checks that it
+// fetched only the missing bytes and that the result is whole.
+func checkCurlResume(t *testing.T, u string, have []byte, size int64, want string) {
+	t.Helper()
+	curl := need(t, "curl")
+	out := filepath.Join(t.TempDir(), "resumed")
+	os.WriteFile(out, have, 0o644)
+	b, err := exec.Command(curl, "-sSf", "-C", "-", "-o", out, "-w", "%{http_code} %{size_download}", u).CombinedOutput()
 	if err != nil {
 		t.Fatalf("curl -C -: %v %s", err, b)
 	}
-	if got := string(b); got != fmt.Sprintf("206 %d", 32<<20-(13<<20+17)) {
+	if got := string(b); got != fmt.Sprintf("206 %d", size-int64(len(have))) {
 		t.Errorf("curl reported %q; want a 206 of the missing bytes only", got)
 	}
 	if got := fileSHA(t, out); got != want {
@@ -191,35 +215,42 @@ func TestAbortedDownloads(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	idle := s.fds()
 
+	abortDownloads(t, s.Addr, "/big.iso", 50)
+	if !waitFor(5*time.Second, func() bool { return s.fds() <= idle }) {
+		t.Fatalf("descriptors: %d after the aborts, %d idle", s.fds(), idle)
+	}
+	if !waitFor(2*time.Second, func() bool { return strings.Contains(s.stderr.String(), "outcome=aborted") }) {
+		t.Error("no aborted outcome in the access log")
+	}
+}
+
+// abortDownloads starts n downloads of path at once, reads 1 MiB of each
+// (headers and part of the body) and resets its connection, as a killed
+// client does.
+func abortDownloads(t *testing.T, addr, path string, n int) {
+	t.Helper()
 	var wg sync.WaitGroup
-	received := make([]int64, 50)
-	for i := range 50 {
+	received := make([]int64, n)
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := net.Dial("tcp", s.Addr)
+			c, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Error(err)
 				return
 			}
-			fmt.Fprintf(c, "GET /big.iso HTTP/1.1\r\nHost: %s\r\n\r\n", s.Addr)
-			n, _ := io.CopyN(io.Discard, c, 1<<20) // headers and part of the body
-			received[i] = n
-			c.(*net.TCPConn).SetLinger(0) // a reset, as a killed client sends
+			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
+			received[i], _ = io.CopyN(io.Discard, c, 1<<20)
+			c.(*net.TCPConn).SetLinger(0)
 			c.Close()
 		}()
 	}
 	wg.Wait()
-	for i, n := range received {
-		if n != 1<<20 {
-			t.Fatalf("download %d received %d bytes before the abort; want 1 MiB", i, n)
+	for i, got := range received {
+		if got != 1<<20 {
+			t.Fatalf("download %d received %d bytes before the abort; want 1 MiB", i, got)
 		}
-	}
-	if !waitFor(5*time.Second, func() bool { return s.fds() <= idle }) {
-		t.Fatalf("descriptors: %d after the aborts, %d idle", s.fds(), idle)
-	}
-	if !strings.Contains(s.stderr.String(), "outcome=aborted") {
-		t.Error("no aborted outcome in the access log")
 	}
 }
 
@@ -238,13 +269,7 @@ func TestStalledClient(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	rss0, read0, fds0 := s.memory().RSS, s.rchar(), s.fds()
 
-	c, err := net.Dial("tcp", s.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.(*net.TCPConn).SetReadBuffer(64 << 10)
-	fmt.Fprintf(c, "GET /stall.bin HTTP/1.1\r\nHost: %s\r\n\r\n", s.Addr)
+	c := stalledGet(t, s.Addr, "/stall.bin")
 	time.Sleep(1500 * time.Millisecond)
 
 	read := s.rchar() - read0
@@ -262,7 +287,7 @@ func TestStalledClient(t *testing.T) {
 		n, _ := fdsTo(s, p)
 		t.Fatalf("after the idle timeout: %d descriptors on the file, %d in all (%d idle)", n, s.fds(), fds0)
 	}
-	if !strings.Contains(s.stderr.String(), "outcome=timeout") {
+	if !waitFor(2*time.Second, func() bool { return strings.Contains(s.stderr.String(), "outcome=timeout") }) {
 		t.Error("no timeout outcome in the access log")
 	}
 	// The client sees its connection end after whatever the buffers held.
@@ -274,6 +299,21 @@ func TestStalledClient(t *testing.T) {
 	if n >= size {
 		t.Fatalf("stalled client got the whole file")
 	}
+}
+
+// stalledGet sends a GET of path on a connection with a small receive
+// buffer, and never reads: a client that stalls. The connection is closed
+// when the test ends.
+func stalledGet(t *testing.T, addr, path string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.(*net.TCPConn).SetReadBuffer(64 << 10)
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
+	return c
 }
 
 // TestTraversal sends paths that try to leave the served folder, raw on the

@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 	}
 	largoBin = filepath.Join(dir, "largo")
 	build := exec.Command("go", "build", "-o", largoBin, "largo/cmd/largo")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build does
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building largo:", err)

@@ -1,7 +1,9 @@
 // Package metrics holds all of largo's Prometheus code: the collectors, the
 // registry they are registered with, and the handler that exposes them.
 // The rest of largo reports events through small interfaces declared where
-// they are used (serve.Observer); this package implements them.
+// they are used (serve.Observer, serve.UploadObserver,
+// serve.CompressionObserver, resumable.Observer); this package implements
+// them.
 //
 // The process collector is included on purpose: resident memory and open
 // descriptors, not the Go heap, are the figures that show whether a file
@@ -23,6 +25,12 @@ type Metrics struct {
 	bytesSent prometheus.Counter
 	transfers *prometheus.CounterVec
 	panics    prometheus.Counter
+
+	bytesReceived prometheus.Counter
+	uploads       *prometheus.CounterVec
+	pending       prometheus.Gauge
+
+	compressed *prometheus.CounterVec
 }
 
 // New creates the collectors and registers them, with the process and Go
@@ -47,14 +55,33 @@ func New(reg *prometheus.Registry, outcomes []string) *Metrics {
 			Name: "largo_panics_total",
 			Help: "Requests that panicked and were recovered.",
 		}),
+		bytesReceived: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "largo_bytes_received_total",
+			Help: "Body bytes received from uploading clients.",
+		}),
+		uploads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "largo_uploads_total",
+			Help: "Uploads (PUT, form POST, finished or abandoned resumable uploads), by how they ended.",
+		}, []string{"outcome"}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "largo_upload_pending_bytes",
+			Help: "Bytes held in uploads not finished yet (temporary files and resumable uploads).",
+		}),
+		compressed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "largo_compressed_responses_total",
+			Help: "Responses sent compressed, by coding and source (sidecar or dynamic); source refused counts those sent uncompressed because every compression slot was taken.",
+		}, []string{"coding", "source"}),
 	}
 	for _, o := range outcomes {
 		m.transfers.WithLabelValues(o)
+		m.uploads.WithLabelValues(o)
 	}
 	reg.MustRegister(
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewGoCollector(),
 		m.active, m.bytesSent, m.transfers, m.panics,
+		m.bytesReceived, m.uploads, m.pending,
+		m.compressed,
 	)
 	return m
 }
@@ -78,3 +105,17 @@ func (m *Metrics) TransferEnded(outcome string) {
 
 // Panicked implements serve.Observer.
 func (m *Metrics) Panicked() { m.panics.Inc() }
+
+// BytesReceived implements serve.UploadObserver.
+func (m *Metrics) BytesReceived(n int64) { m.bytesReceived.Add(float64(n)) }
+
+// UploadEnded implements serve.UploadObserver and resumable.Observer.
+func (m *Metrics) UploadEnded(outcome string) { m.uploads.WithLabelValues(outcome).Inc() }
+
+// PendingBytes implements serve.UploadObserver and resumable.Observer.
+func (m *Metrics) PendingBytes(delta int64) { m.pending.Add(float64(delta)) }
+
+// Compressed implements serve.CompressionObserver.
+func (m *Metrics) Compressed(coding, source string) {
+	m.compressed.WithLabelValues(coding, source).Inc()
+}

@@ -1,5 +1,6 @@
 // Package proc reads, from outside, what a running process costs: resident
-// memory now and at its peak, open descriptors, bytes read and CPU time,
+// memory now and at its peak, open descriptors, bytes read, CPU time and
+// the TCP connections it holds to a given port (a store, say),
 // from Linux's /proc. It is how largo's tests and its lab measure servers,
 // largo or not, without trusting the server's own account (a Go heap figure
 // hides buffers; RSS does not).

@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,7 +132,7 @@ func TestTreeSums(t *testing.T) {
 	defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() }()
 	pid := cmd.Process.Pid
 	var n int
-	waitUntil(t, func() bool { n, _ = TreeFDsTo(pid, abs); return n == 2 })
+	waitUntil(func() bool { n, _ = TreeFDsTo(pid, abs); return n == 2 })
 	if n != 2 {
 		t.Fatalf("TreeFDsTo = %d; want the two children's stdin", n)
 	}
@@ -162,20 +163,74 @@ func TestTreeCPU(t *testing.T) {
 	defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() }()
 	pid := cmd.Process.Pid
 	var cpu time.Duration
-	waitUntil(t, func() bool { cpu, _ = TreeCPU(pid); return cpu >= 200*time.Millisecond })
+	waitUntil(func() bool { cpu, _ = TreeCPU(pid); return cpu >= 50*time.Millisecond })
 	own, _ := ReadStat(pid)
-	if cpu < 200*time.Millisecond || own.CPU >= cpu {
+	if cpu < 50*time.Millisecond || own.CPU >= cpu {
 		t.Fatalf("tree CPU %v, shell's own %v: the busy child is not counted", cpu, own.CPU)
 	}
 }
 
-// waitUntil polls cond every 20 ms for up to 5 s.
-func waitUntil(t *testing.T, cond func() bool) {
-	t.Helper()
-	for range 250 {
-		if cond() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+
+func TestTCPConnsTo(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	conns := func() []TCPConn {
+		c, err := TCPConnsTo(os.Getpid(), port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := conns(); len(c) != 0 {
+		t.Fatalf("%v before dialling", c)
+	}
+	var clients, servers []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+		s, _ := ln.Accept() // its local port is the listener's: not counted
+		servers = append(servers, s)
+		defer s.Close()
+	}
+	c := conns()
+	if len(c) != 3 || !c[0].Idle() || !c[1].Idle() || !c[2].Idle() {
+		t.Fatalf("%+v; want 3 idle connections", c)
+	}
+	// Unread bytes, then a peer that closed: not idle.
+	servers[0].Write([]byte("unread"))
+	servers[1].Close()
+	if !waitUntil(func() bool {
+		n := 0
+		for _, c := range conns() {
+			if !c.Idle() {
+				n++
+			}
+		}
+		return n == 2
+	}) {
+		t.Fatalf("%+v; want 2 busy connections", conns())
+	}
+	for _, c := range clients {
+		c.Close()
+	}
+	if c := conns(); len(c) != 0 {
+		t.Fatalf("%+v after closing; want none", c)
+	}
+}
+
+func waitUntil(cond func() bool) bool {
+	for range 100 {
+		if cond() {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }

@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"largo"
 )
@@ -23,6 +25,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 			redirectSlash(w, r)
 			return nil
 		}
+		if format := r.URL.Query().Get("archive"); format != "" {
+			return h.serveArchive(w, r, name, format)
+		}
 		return h.list(w, r, name)
 	}
 	if err != nil {
@@ -32,33 +37,84 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 	if strings.HasSuffix(r.URL.Path, "/") {
 		return errors.Join(largo.ErrNotFound, errors.New("file named as a folder"))
 	}
-	h.serveContent(w, r, f)
-	return nil
+	return h.serveContent(w, r, name, f)
 }
 
 // serveContent sends an open file with http.ServeContent, which implements
 // ranges, multipart/byteranges, If-Range and the conditional requests; it
-// evaluates them against the ETag set here.
-func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, f largo.File) {
+// evaluates them against the ETag set here. The compression policy
+// (compress.go) may send a precompressed sidecar or a compressed stream
+// instead of the file's own bytes.
+//
+// ServeContent drops the error of a read that fails mid-body (a store
+// connection lost, an object replaced since it was opened); it is kept
+// here and returned, so that the response is cut rather than ended as if
+// complete. Files of the operating system go through bare, for sendfile.
+func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name string, f largo.File) error {
 	in := f.Info()
 	hdr := w.Header()
-	if in.ETag != "" {
-		hdr.Set("ETag", in.ETag)
+	ct := contentType(in)
+	if ct == "" {
+		var err error
+		if ct, err = sniff(f); err != nil {
+			return err
+		}
 	}
-	if ct := contentType(in); ct != "" {
-		hdr.Set("Content-Type", ct)
-	}
+	hdr.Set("Content-Type", ct)
 	// User content never runs script on largo's origin.
 	hdr.Set("Content-Security-Policy", "sandbox")
 	if rg := r.Header.Get("Range"); rg != "" && (!strings.HasPrefix(rg, "bytes=") || strings.Count(rg, ",") >= maxRanges) {
 		// RFC 9110 14.2: a range unit the server does not know is ignored.
 		r.Header.Del("Range")
 	}
-	var content io.ReadSeeker = f
-	if of, ok := f.(largo.OSFile); ok {
-		content = of.OSFile() // what sendfile recognises
+	if done, err := h.serveEncoded(w, r, name, in, ct, f); done || err != nil {
+		return err
 	}
-	http.ServeContent(w, r, in.Name, in.ModTime, content)
+	if in.ETag != "" {
+		hdr.Set("ETag", in.ETag)
+	}
+	return serveBody(w, r, in.Name, in.ModTime, f)
+}
+
+// serveBody runs http.ServeContent over f: over its operating-system file
+// when it has one, which sendfile recognises, and otherwise through a
+// reader that keeps the first read error.
+func serveBody(w http.ResponseWriter, r *http.Request, name string, mod time.Time, f largo.File) error {
+	if of, ok := f.(largo.OSFile); ok {
+		http.ServeContent(w, r, name, mod, of.OSFile())
+		return nil
+	}
+	content := &readErr{ReadSeeker: f}
+	http.ServeContent(w, r, name, mod, content)
+	return content.err
+}
+
+// readErr keeps the first error other than io.EOF that its reader returns.
+type readErr struct {
+	io.ReadSeeker
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.ReadSeeker.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// sniff derives a media type from the first bytes of f, as
+// http.ServeContent would, and rewinds f.
+func sniff(f largo.File) (string, error) {
+	var buf [512]byte
+	n, err := io.ReadFull(f, buf[:])
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return "", err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", err
+	}
+	return http.DetectContentType(buf[:n]), nil
 }
 
 // redirectSlash sends a folder named without its trailing slash to its
@@ -67,6 +123,8 @@ func redirectSlash(w http.ResponseWriter, r *http.Request) {
 	u := url.URL{Path: r.URL.Path + "/", RawQuery: r.URL.RawQuery}
 	http.Redirect(w, r, u.EscapedPath()+querySuffix(u.RawQuery), http.StatusMovedPermanently)
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func querySuffix(q string) string {
 	if q == "" {

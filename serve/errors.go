@@ -18,6 +18,16 @@ var statusTable = []struct {
 	code   int
 	reason string
 }{
+	{errUnauthorized, http.StatusUnauthorized, "unauthorized: send the token as a bearer token or a basic-auth password"},
+	{errReservedWrite, http.StatusForbidden, "hidden or reserved name: not writable"},
+	{errMissingFolder, http.StatusConflict, "folder does not exist"},
+	{errParentNotDir, http.StatusConflict, "a parent is a file, not a folder"},
+	{errBadDigest, http.StatusBadRequest, "invalid Content-Digest or Repr-Digest"},
+	{errBadCondition, http.StatusBadRequest, "unsupported condition: use If-None-Match: * or If-Match with one ETag"},
+	{errNotForm, http.StatusUnsupportedMediaType, "expected multipart/form-data"},
+	{errBadForm, http.StatusBadRequest, "bad multipart form"},
+	{errBodyTimeout, http.StatusRequestTimeout, "request body stalled"},
+	{errBodyIncomplete, http.StatusBadRequest, "request body incomplete"},
 	{largo.ErrInvalidName, http.StatusBadRequest, "invalid path"},
 	{largo.ErrNotFound, http.StatusNotFound, "not found"},
 	{largo.ErrNotDir, http.StatusNotFound, "not found"},
@@ -26,7 +36,7 @@ var statusTable = []struct {
 	{largo.ErrExist, http.StatusConflict, "already exists"},
 	{largo.ErrNotEmpty, http.StatusConflict, "folder not empty"},
 	{largo.ErrPrecondition, http.StatusPreconditionFailed, "precondition failed"},
-	{largo.ErrTooLarge, http.StatusRequestEntityTooLarge, "too large"},
+	{largo.ErrTooLarge, http.StatusRequestEntityTooLarge, "too large: over the upload size limit"},
 	{largo.ErrNoSpace, http.StatusInsufficientStorage, "insufficient storage"},
 	{largo.ErrDigest, http.StatusBadRequest, "digest mismatch"},
 	{largo.ErrUnsupported, http.StatusNotImplemented, "not supported"},
@@ -42,6 +52,16 @@ type statusError struct {
 }
 
 func (e *statusError) Error() string { return e.reason }
+
+// detailError adds a detail for the client to the reason of its error's
+// row, such as the digest the server computed.
+type detailError struct {
+	err    error
+	detail string
+}
+
+func (e *detailError) Error() string { return e.err.Error() + ": " + e.detail }
+func (e *detailError) Unwrap() error { return e.err }
 
 // methodError is a method the resource does not allow.
 type methodError struct{ allow string }
@@ -61,10 +81,14 @@ func status(err error) (int, string) {
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return http.StatusRequestEntityTooLarge, "too large"
+		return http.StatusRequestEntityTooLarge, "too large: over the upload size limit"
 	}
 	for _, row := range statusTable {
 		if errors.Is(err, row.err) {
+			var de *detailError
+			if errors.As(err, &de) {
+				return row.code, row.reason + ": " + de.detail
+			}
 			return row.code, row.reason
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"largo"
+	"largo/encode"
 )
 
 // Entry is one item of a folder listing, as the JSON listing shows it.
@@ -17,7 +18,7 @@ type Entry struct {
 	Name     string    `json:"name"`
 	Dir      bool      `json:"dir"`
 	Size     int64     `json:"size"`
-	Modified time.Time `json:"modified"`
+	Modified time.Time `json:"modified,omitzero"` // absent for folders of object stores
 	ETag     string    `json:"etag,omitempty"`
 }
 
@@ -32,11 +33,15 @@ type Listing struct {
 // header naming application/json, or ?format=json), HTML otherwise.
 // Folders come first, then files, each by name.
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) error {
-	entries := []Entry{}
+	var infos []largo.Info
 	for in, err := range h.cfg.Store.List(r.Context(), name) {
 		if err != nil {
 			return err
 		}
+		infos = append(infos, in)
+	}
+	entries := []Entry{}
+	for _, in := range hideSidecars(infos) {
 		entries = append(entries, Entry{Name: in.Name, Dir: in.IsDir, Size: in.Size, Modified: in.ModTime.UTC(), ETag: in.ETag})
 	}
 	slices.SortFunc(entries, func(a, b Entry) int {
@@ -72,6 +77,35 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 	return listingPage.Execute(w, l)
 }
 
+// hideSidecars returns the entries of a folder without the precompressed
+// sidecars: NAME.zst, NAME.br or NAME.gz is a sidecar when NAME is a file
+// in the same folder that the compression policy would send it for. A
+// lone backup.tar.gz, or one beside a folder named backup.tar, stays. A
+// file whose type is only known from its first bytes (no extension) may be
+// text, so its sidecars are hidden too.
+func hideSidecars(infos []largo.Info) []largo.Info {
+	files := make(map[string]largo.Info, len(infos))
+	for _, in := range infos {
+		if !in.IsDir {
+			files[in.Name] = in
+		}
+	}
+	out := infos[:0]
+	for _, in := range infos {
+		if !in.IsDir {
+			if base, _, ok := encode.SidecarBase(in.Name); ok {
+				if orig, ok := files[base]; ok && orig.Size >= encode.MinSize && sidecarType(contentType(orig)) {
+					continue
+				}
+			}
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+func sidecarType(ct string) bool { return ct == "" || encode.Compressible(ct) }
+
 // wantsJSON reports whether the client asked for the JSON listing.
 func wantsJSON(r *http.Request) bool {
 	if f := r.URL.Query().Get("format"); f != "" {
@@ -97,6 +131,6 @@ var listingPage = template.Must(template.New("listing").Funcs(template.FuncMap{
 </head><body><h1>{{.Path}}</h1><table>
 <thead><tr><th>Name</th><th>Size</th><th>Modified</th></tr></thead><tbody>
 {{if ne .Path "/"}}<tr><td><a href="../">../</a></td><td></td><td></td></tr>{{end}}
-{{range .Entries}}<tr><td><a href="{{href .}}">{{.Name}}{{if .Dir}}/{{end}}</a></td><td class="n">{{if not .Dir}}{{size .Size}}{{end}}</td><td>{{time .Modified}}</td></tr>
+{{range .Entries}}<tr><td><a href="{{href .}}">{{.Name}}{{if .Dir}}/{{end}}</a></td><td class="n">{{if not .Dir}}{{size .Size}}{{end}}</td><td>{{if not .Modified.IsZero}}{{time .Modified}}{{end}}</td></tr>
 {{end}}</tbody></table></body></html>
 `))

@@ -51,11 +51,28 @@ var mediaTypes = map[string]string{
 
 // contentType returns the media type of a file: the store's, else by
 // extension, else "" so that http.ServeContent sniffs the first bytes.
+//
+// A generic type from the store (object stores give every object one, and
+// "binary/octet-stream" or "application/octet-stream" is what they give
+// when the uploader said nothing) yields to the extension's, but still
+// spares the sniffing, which would cost an object store a request.
 func contentType(in largo.Info) string {
-	if in.ContentType != "" {
+	generic := in.ContentType == "application/octet-stream" || in.ContentType == "binary/octet-stream"
+	if in.ContentType != "" && !generic {
 		return in.ContentType
 	}
-	ext := strings.ToLower(path.Ext(in.Name))
+	if t := byExtension(in.Name); t != "" {
+		return t
+	}
+	if generic {
+		return "application/octet-stream"
+	}
+	return ""
+}
+
+// byExtension returns the media type of a name's extension, or "".
+func byExtension(name string) string {
+	ext := strings.ToLower(path.Ext(name))
 	if ext == "" {
 		return ""
 	}
@@ -63,4 +80,11 @@ func contentType(in largo.Info) string {
 		return t
 	}
 	return mime.TypeByExtension(ext)
+}
+
+// MediaType returns the media type largo serves a file named name with,
+// from its extension, or "" when the extension does not tell (the file's
+// first bytes decide then).
+func MediaType(name string) string {
+	return contentType(largo.Info{Name: path.Base(name)})
 }

@@ -1,7 +1,14 @@
 // Package serve is largo's HTTP surface: an http.Handler that serves the
 // files of a largo.Store (downloads with ranges and conditional requests,
-// folder listings) and largo's own endpoints under the reserved prefix
-// /_largo/ (health, readiness, metrics).
+// compressed where package encode's policy says so, folder listings) and
+// largo's own endpoints under the reserved prefix /_largo/ (health,
+// readiness, metrics).
+//
+// Compression (compress.go) is a decision per response, not a wrapper
+// around every one: a precompressed sidecar is found through the Store
+// (Stat and Open of NAME.zst, NAME.br, NAME.gz), so it works on any store,
+// and sent like any file, with sendfile and ranges; dynamic compression
+// wraps only the responses it compresses.
 //
 // Every request passes the same gate before it reaches a store: its path is
 // parsed by largo.ParseName (400 for anything that could leave the root or be
@@ -11,6 +18,18 @@
 // and reports the bytes sent and the outcome to the access log and the
 // Observer. A panic in one request is recovered, logged, counted and
 // answered 500; it never takes the process down.
+//
+// Writes (Config.Upload) are PUT (upload.go), multipart POST to a folder
+// (multipart.go), DELETE (delete.go) and resumable uploads mounted under
+// ResumablePrefix. Each is checked in an order that never reads the body of
+// a refused request, so a client that sent Expect: 100-continue never sends
+// it: writes on (405 otherwise), the token (401 with WWW-Authenticate), the
+// name (400 for invalid, 403 for hidden or reserved), the conditions and
+// digests' syntax, the announced size against the limit (413) and the free
+// space less the reserve (507), and If-None-Match/If-Match against the
+// current file (412). Only then does the body stream, through a
+// transfer.Body that moves the read deadline as bytes arrive, into the
+// store's Upload, which is committed atomically or aborted.
 //
 // Handlers return errors; one table (errors.go) turns them into statuses,
 // and the client sees a one-line reason while the log sees the cause.
@@ -26,6 +45,8 @@ import (
 	"time"
 
 	"largo"
+	"largo/auth"
+	"largo/encode"
 	"largo/transfer"
 )
 
@@ -64,8 +85,63 @@ type Config struct {
 	// MinRate, in bytes per second, cuts a client slower than this on
 	// average once the first IdleTimeout has passed. Zero means none.
 	MinRate int64
+	// Compress compresses compressible files on the fly for clients that
+	// accept it. Nil turns dynamic compression off; precompressed
+	// sidecars are served either way.
+	Compress *encode.Encoders
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// Upload turns writes on: PUT, POST (multipart forms) and DELETE in the
+	// file tree, and Resumable under Prefix+"uploads/". Off, writes answer
+	// 405 with an Allow header naming the read methods.
+	Upload bool
+	// Auth decides which writes are allowed. Nil with Upload set means
+	// every write is allowed (an open server).
+	Auth Authorizer
+	// MaxUpload is the largest file a write may store, in bytes. Zero
+	// means no limit.
+	MaxUpload int64
+	// Reserve is the free space, in bytes, that writes must leave on the
+	// store: a write that would eat into it is refused with 507.
+	Reserve int64
+	// NoMkdir refuses writes into folders that do not exist (409) instead
+	// of creating them.
+	NoMkdir bool
+	// Resumable serves resumable uploads under Prefix+"uploads/", behind
+	// the same auth. Nil answers 404 there.
+	Resumable http.Handler
+	// Uploads receives upload metrics events. Nil ignores them.
+	Uploads UploadObserver
+	// Compression receives compression metrics events. Nil ignores them.
+	Compression CompressionObserver
+}
+
+// CompressionObserver receives the events that compression metrics are
+// made of. Implementations must be safe for concurrent use.
+type CompressionObserver interface {
+	// Compressed is called once per response of a compressed
+	// representation (HEAD and 304 included), with its coding
+	// and its source: "sidecar" or "dynamic"; or "refused" when the
+	// response was to be compressed on the fly but every slot was taken,
+	// and went out uncompressed.
+	Compressed(coding, source string)
+}
+
+// Authorizer decides whether a request may write. It reads only headers.
+type Authorizer interface {
+	Allow(r *http.Request) bool
+}
+
+// UploadObserver receives the events that upload metrics are made of.
+// Implementations must be safe for concurrent use.
+type UploadObserver interface {
+	// BytesReceived is called as body bytes of a write arrive.
+	BytesReceived(n int64)
+	// UploadEnded is called once per PUT or POST write with its outcome.
+	UploadEnded(outcome string)
+	// PendingBytes moves the count of bytes held in unfinished uploads.
+	PendingBytes(delta int64)
 }
 
 // Handler serves a store over HTTP. Create one with New; it is safe for
@@ -74,6 +150,8 @@ type Handler struct {
 	cfg      Config
 	log      *slog.Logger
 	obs      Observer
+	up       UploadObserver
+	comp     CompressionObserver
 	own      *http.ServeMux // the reserved prefix
 	draining atomic.Bool
 }
@@ -86,6 +164,14 @@ func New(cfg Config) *Handler {
 	}
 	if h.obs == nil {
 		h.obs = nopObserver{}
+	}
+	h.up = cfg.Uploads
+	if h.up == nil {
+		h.up = nopObserver{}
+	}
+	h.comp = cfg.Compression
+	if h.comp == nil {
+		h.comp = nopObserver{}
 	}
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
@@ -105,6 +191,9 @@ func New(cfg Config) *Handler {
 	})
 	if cfg.Metrics != nil {
 		h.own.Handle("GET "+Prefix+"metrics", cfg.Metrics)
+	}
+	if cfg.Upload && cfg.Resumable != nil {
+		h.own.Handle(ResumablePrefix, h.resumable(cfg.Resumable))
 	}
 	h.own.Handle(Prefix, h.adapt(func(http.ResponseWriter, *http.Request) error {
 		return errNoEndpoint
@@ -127,16 +216,41 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	tw := transfer.NewResponse(w, opt)
 	tw.Header().Set("X-Content-Type-Options", "nosniff")
+	var body *transfer.Body
+	if hasBody(r) {
+		body = transfer.NewBody(tw, r.Body, transfer.BodyOptions{
+			IdleTimeout: h.cfg.IdleTimeout, MinRate: h.cfg.MinRate, Now: h.cfg.Now,
+			Received: h.up.BytesReceived,
+		})
+		// A copy: the server keeps its own Request, whose Body it inspects
+		// after the handler (an unread Expect: 100-continue body means
+		// closing the connection rather than reading it).
+		r2 := *r
+		r2.Body = body
+		r = &r2
+	}
 
 	panicked, abort := h.serve(tw, r, own)
 	tw.Finish()
 
 	outcome := tw.Outcome(r.Method)
-	if panicked {
+	if body != nil {
+		body.Close()
+		outcome = writeOutcome(tw, body)
+	}
+	switch {
+	case panicked && outcome == transfer.Complete:
 		outcome = transfer.Error
+	case outcome == transfer.Error && r.Context().Err() != nil:
+		// The client left while the source was still being read (a store
+		// request cancelled with it): the transfer was aborted, not failed.
+		outcome = transfer.Aborted
 	}
 	if !own {
 		h.obs.TransferEnded(string(outcome))
+		if r.Method == http.MethodPut || r.Method == http.MethodPost {
+			h.up.UploadEnded(string(outcome))
+		}
 	}
 	h.accessLog(r, tw, outcome, h.cfg.Now().Sub(start))
 	if abort {
@@ -193,17 +307,27 @@ func (h *Handler) adapt(f handlerFunc) http.HandlerFunc {
 	}
 }
 
-// fail answers err, or only logs it when the response has already begun.
+// fail answers err. When the response has already begun, the status is
+// out and the only honest signal left is to cut the connection (by the
+// http.ErrAbortHandler panic that serve recovers), so that the client sees
+// a short body instead of a complete-looking wrong one; the log says why.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
+		if tw.Err() != nil || r.Context().Err() != nil {
+			return // the connection failed or the client left: nothing to cut
+		}
+		h.log.Warn("response cut", "method", r.Method, "path", r.URL.Path, "sent", tw.Written(), "err", err)
+		panic(http.ErrAbortHandler)
+	}
 	code, msg := status(err)
 	if code >= 500 {
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
-		return
-	}
-	if code == http.StatusMethodNotAllowed {
+	switch code {
+	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", allowed(err))
+	case http.StatusUnauthorized:
+		auth.Challenge(w.Header())
 	}
 	writeError(w, code, msg)
 }
@@ -214,18 +338,28 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if largo.Hidden(name) || strings.HasPrefix(name, strings.Trim(Prefix, "/")) {
+	switch r.Method {
+	case http.MethodPut, http.MethodPost, http.MethodDelete:
+		return h.write(w, r, name)
+	}
+	if reserved(name) {
 		return fmt.Errorf("%s: hidden: %w", name, largo.ErrNotFound)
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
 		return h.get(w, r, name)
 	case http.MethodOptions:
-		w.Header().Set("Allow", readMethods)
+		w.Header().Set("Allow", h.allow())
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	return &methodError{allow: readMethods}
+	return &methodError{allow: h.allow()}
+}
+
+// reserved reports whether a valid name is outside what clients may see:
+// hidden names, and names under the reserved prefix.
+func reserved(name string) bool {
+	return largo.Hidden(name) || strings.HasPrefix(name, strings.Trim(Prefix, "/"))
 }
 
 // accessLog writes the request's line.
@@ -242,6 +376,9 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 	if rg := r.Header.Get("Range"); rg != "" {
 		attrs = append(attrs, slog.String("range", rg))
 	}
+	if ce := tw.Header().Get("Content-Encoding"); ce != "" {
+		attrs = append(attrs, slog.String("encoding", ce))
+	}
 	if err := tw.Err(); err != nil && outcome != transfer.Complete {
 		attrs = append(attrs, slog.String("err", err.Error()))
 	}
@@ -250,9 +387,13 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 
 type nopObserver struct{}
 
-func (nopObserver) TransferStarted()     {}
-func (nopObserver) BytesSent(int64)      {}
-func (nopObserver) TransferEnded(string) {}
-func (nopObserver) Panicked()            {}
+func (nopObserver) TransferStarted()          {}
+func (nopObserver) BytesSent(int64)           {}
+func (nopObserver) TransferEnded(string)      {}
+func (nopObserver) Panicked()                 {}
+func (nopObserver) BytesReceived(int64)       {}
+func (nopObserver) UploadEnded(string)        {}
+func (nopObserver) PendingBytes(int64)        {}
+func (nopObserver) Compressed(string, string) {}
 
 var errNoEndpoint = fmt.Errorf("no such endpoint: %w", largo.ErrNotFound)

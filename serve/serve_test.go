@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -232,3 +233,28 @@ func FuzzPath(f *testing.F) {
 }
 
 func newTextLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// TestArchiveLeavesSidecars checks that folder archives hold what the
+// listing shows: no precompressed sidecars, but a lone .gz file.
+func TestArchiveLeavesSidecars(t *testing.T) {
+	text := strings.Repeat("a line of text\n", 200)
+	h, _ := newTestHandler(t, map[string]string{"d/log.txt": text, "d/log.txt.gz": "gz", "d/backup.tar.gz": "gz"})
+	req := httptest.NewRequest("GET", "/d/?archive=tar", nil)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 200 {
+		t.Fatalf("archive: %d", rec.Code)
+	}
+	tr := tar.NewReader(rec.Body)
+	var names []string
+	for {
+		hdr, err := tr.Next()
+		if err != nil {
+			break
+		}
+		names = append(names, hdr.Name)
+	}
+	if got := strings.Join(names, " "); got != "d/ d/backup.tar.gz d/log.txt" {
+		t.Errorf("archive holds %q", got)
+	}
+}

@@ -7,6 +7,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -17,8 +18,9 @@ import (
 
 // Fixture is the content every store under test is created with: names
 // (slash-separated, as largo.ParseName returns them) mapped to contents.
-// Folders are implied by the names.
-var Fixture = map[string]string{
+// Folders are implied by the names. The folder "many" holds more entries
+// than one page of a listing.
+var Fixture = withMany(map[string]string{
 	"hello.txt":          "hello, world\n",
 	"empty":              "",
 	"docs/a.md":          "# A\n",
@@ -28,6 +30,16 @@ var Fixture = map[string]string{
 	".largo/tmp/partial": "half",
 	"space name.txt":     "spaces",
 	"ünï/日本.txt":         "unicode",
+})
+
+// manyCount is the number of files in the fixture's folder "many".
+const manyCount = 1100
+
+func withMany(m map[string]string) map[string]string {
+	for i := range manyCount {
+		m[fmt.Sprintf("many/f%04d", i)] = fmt.Sprint(i)
+	}
+	return m
 }
 
 // Run runs the suite. newStore must return a store that holds exactly
@@ -131,7 +143,7 @@ func Run(t *testing.T, newStore func(t *testing.T, files map[string]string) larg
 
 	t.Run("List", func(t *testing.T) {
 		for dir, want := range map[string][]string{
-			"":     {"docs/", "empty", "hello.txt", "space name.txt", "ünï/"},
+			"":     {"docs/", "empty", "hello.txt", "many/", "space name.txt", "ünï/"},
 			"docs": {"a.md", "deep/"},
 		} {
 			var got []string
@@ -151,6 +163,22 @@ func Run(t *testing.T, newStore func(t *testing.T, files map[string]string) larg
 			if !slices.Equal(got, want) {
 				t.Errorf("List(%q) = %q; want %q", dir, got, want)
 			}
+		}
+	})
+
+	t.Run("ListPages", func(t *testing.T) {
+		seen := map[string]bool{}
+		for in, err := range s.List(ctx, "many") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[in.Name] {
+				t.Fatalf("List(many) yields %s twice", in.Name)
+			}
+			seen[in.Name] = true
+		}
+		if len(seen) != manyCount {
+			t.Fatalf("List(many) yields %d entries; want %d", len(seen), manyCount)
 		}
 	})
 

@@ -17,11 +17,12 @@ const (
 	Aborted  Outcome = "aborted"  // the client went away
 	Timeout  Outcome = "timeout"  // the client stalled past the idle timeout or stayed below the minimum rate
 	Error    Outcome = "error"    // the server failed, or the source ended early
+	Rejected Outcome = "rejected" // the server refused the transfer: a limit, a digest, a condition
 )
 
 // Outcomes lists every Outcome, for metrics that want a series per outcome
 // from the start.
-var Outcomes = []Outcome{Complete, Aborted, Timeout, Error}
+var Outcomes = []Outcome{Complete, Aborted, Timeout, Error, Rejected}
 
 // Classify maps a write error to the outcome it means.
 func Classify(err error) Outcome {

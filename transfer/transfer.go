@@ -15,6 +15,10 @@
 // *os.File (anything implementing syscall.Conn, behind an io.LimitedReader)
 // through to the underlying ResponseWriter, and it forwards Unwrap so that
 // http.ResponseController reaches the connection.
+//
+// Body is the same for the other direction: it wraps a request body, moves
+// the connection's read deadline as bytes arrive, counts them and says how
+// the upload ended.
 package transfer
 
 import (
@@ -66,8 +70,9 @@ type Response struct {
 	written atomic.Int64
 	err     error
 
-	mu    sync.Mutex // guards dirty against the watchdog
-	dirty bool       // a deadline was set on the connection
+	mu       sync.Mutex // guards the deadline state against the watchdog
+	dirty    bool       // a deadline was set on the connection
+	extended time.Time  // when it was last set
 }
 
 // NewResponse wraps w.
@@ -183,12 +188,21 @@ func (r *Response) copy(src io.Reader) (int64, error) {
 // writerOnly hides Response.ReadFrom from io.CopyBuffer.
 type writerOnly struct{ io.Writer }
 
-// extend moves the write deadline to one idle timeout from now.
+// extend moves the write deadline to one idle timeout from now. Moving it
+// costs a timer update (for HTTP/2, a message to the connection's
+// goroutine), so it is skipped while the current deadline is still at
+// least 15/16 of the timeout away: small writes stay cheap.
 func (r *Response) extend() {
 	if r.opt.IdleTimeout <= 0 {
 		return
 	}
-	r.setDeadline(r.opt.Now().Add(r.opt.IdleTimeout))
+	now := r.opt.Now()
+	r.mu.Lock()
+	fresh := r.dirty && now.Sub(r.extended) < r.opt.IdleTimeout/16
+	r.mu.Unlock()
+	if !fresh {
+		r.setDeadline(now.Add(r.opt.IdleTimeout))
+	}
 }
 
 // setDeadline sets the connection's write deadline. The watchdog calls it
@@ -200,6 +214,7 @@ func (r *Response) setDeadline(t time.Time) {
 	defer r.mu.Unlock()
 	if err := r.rc.SetWriteDeadline(t); err == nil {
 		r.dirty = !t.IsZero()
+		r.extended = r.opt.Now()
 	}
 }
 

@@ -16,9 +16,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"largo"
+	"largo/auth"
 	"largo/disk"
+	"largo/encode"
 	"largo/limit"
 	"largo/metrics"
+	"largo/resumable"
 	"largo/serve"
 	"largo/transfer"
 )
@@ -26,6 +30,10 @@ import (
 // serveConfig is everything `largo serve` is told.
 type serveConfig struct {
 	dir           string
+	store         string
+	s3Endpoint    string
+	s3Region      string
+	s3VirtualHost bool
 	listen        string
 	adminListen   string
 	idleTimeout   time.Duration
@@ -36,6 +44,17 @@ type serveConfig struct {
 	tlsCert       string
 	tlsKey        string
 	logFormat     choiceValue
+	compress      choiceValue
+	compressLevel choiceValue
+	compressMax   int
+
+	upload       bool
+	token        string
+	uploadOpen   bool
+	maxUpload    sizeValue
+	reserve      sizeValue
+	noMkdir      bool
+	uploadExpiry time.Duration
 }
 
 // Fixed server limits: they protect the server and need no tuning.
@@ -45,30 +64,63 @@ const (
 )
 
 func newServe(e *env) *cobra.Command {
-	cfg := &serveConfig{logFormat: choiceValue{value: "text", choices: []string{"text", "json"}}}
+	cfg := &serveConfig{
+		logFormat:     choiceValue{value: "text", choices: []string{"text", "json"}},
+		compress:      choiceValue{value: "on", choices: []string{"on", "off"}},
+		compressLevel: choiceValue{value: "fast", choices: encode.Levels},
+	}
 	cmd := &cobra.Command{
 		Use:   "serve [DIR]",
-		Short: "Serve a folder over HTTP",
-		Long: `Serve the files of DIR (default: the current folder) over HTTP.
+		Short: "Serve a folder or a bucket over HTTP",
+		Long: `Serve the files of DIR (default: the current folder) over HTTP, or, with
+--store s3://BUCKET/PREFIX, the objects of a bucket of any S3-compatible store.
 
 Downloads support ranges (single, multiple, suffix and open-ended), If-Range,
 ETag and Last-Modified with 304 answers, and resume with curl -C -. Files and
 folders whose name starts with a dot are never served. Folders are listed as
 HTML, or as JSON for Accept: application/json.
 
+Text files (HTML, CSS, JavaScript, JSON, NDJSON, CSV, XML, SVG, logs, WASM...)
+of 1 KiB or more are compressed for clients that accept it (zstd, br, gzip):
+from precompressed sidecars NAME.zst, NAME.br, NAME.gz when present and not
+older than NAME (see largo precompress), otherwise on the fly at
+--compress-level. Range requests and already-compressed data (archives,
+images, audio, video, PDF) are sent as they are.
+
+Writes are off unless --upload is given; then PUT stores a file atomically
+(201 or 204, with ETag and Repr-Digest), POST of a multipart form to a
+folder stores each file in it, DELETE removes files and empty folders
+(?recursive=1 for the others), and /_largo/uploads/ speaks tus 1.0 for
+resumable uploads. Every write needs the token (--token, or one generated
+and printed at start-up), as a bearer token or a basic-auth password.
+
 largo's own endpoints live under /_largo/: healthz, readyz and metrics.
 SIGINT or SIGTERM stops accepting connections and lets transfers in flight
-finish for up to --drain-timeout; a second signal exits at once.`,
+finish for up to --drain-timeout; a second signal exits at once.
+
+With --store s3://BUCKET/PREFIX the credentials come from AWS_ACCESS_KEY_ID,
+AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (none: anonymous requests), the
+endpoint from --s3-endpoint, else AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL
+(none: Amazon S3), and the region from --s3-region, else AWS_REGION or
+AWS_DEFAULT_REGION. A bucket that does not exist or refuses the credentials
+is an error at start-up. Several instances may serve one bucket: they keep no
+state of their own.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg.dir = "."
 			if len(args) == 1 {
+				if cfg.store != "" {
+					return usageErr(errors.New("give a folder or --store ($LARGO_STORE), not both"))
+				}
 				cfg.dir = args[0]
 			}
 			return runServe(cmd.Context(), e, cfg)
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&cfg.store, "store", "", "where the files are: s3://BUCKET/PREFIX for a bucket, or a folder (default: the DIR argument, else the current folder)")
+	f.StringVar(&cfg.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, http(s)://HOST[:PORT] (default: $AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL, else Amazon S3)")
+	f.StringVar(&cfg.s3Region, "s3-region", "", "S3 region (default: $AWS_REGION, else $AWS_DEFAULT_REGION, else asked of the store)")
+	f.BoolVar(&cfg.s3VirtualHost, "s3-virtual-host", false, "address the bucket as BUCKET.HOST instead of HOST/BUCKET (path-style, the default)")
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address to serve on, host:port (port 0 picks a free one)")
 	f.StringVar(&cfg.adminListen, "admin-listen", "", "separate address for metrics and pprof (default none: metrics at /_largo/metrics, no pprof)")
 	f.DurationVar(&cfg.idleTimeout, "idle-timeout", 60*time.Second, "cut a client that takes or sends no bytes for this long, and close idle keep-alive connections")
@@ -79,6 +131,16 @@ finish for up to --drain-timeout; a second signal exits at once.`,
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file, PEM (with --tls-key: serve HTTPS and HTTP/2)")
 	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key file, PEM")
 	f.Var(&cfg.logFormat, "log-format", "log format: text or json")
+	f.Var(&cfg.compress, "compress", "compress text files on the fly for clients that accept it: on or off (precompressed sidecars are served either way)")
+	f.Var(&cfg.compressLevel, "compress-level", "on-the-fly compression level: fast, default or best")
+	f.IntVar(&cfg.compressMax, "compress-streams", encode.DefaultMaxStreams, "most responses compressed on the fly at once; beyond it files are sent uncompressed")
+	f.BoolVar(&cfg.upload, "upload", false, "accept writes (PUT, multipart POST, DELETE, tus uploads at /_largo/uploads/), each with the token")
+	f.StringVar(&cfg.token, "token", "", "the token writes must carry (default: generated with --upload and printed once)")
+	f.BoolVar(&cfg.uploadOpen, "upload-open", false, "accept writes from anyone, without a token (implies --upload; dangerous)")
+	f.Var(&cfg.maxUpload, "max-upload", "largest file a write may store, such as 500MB or 10GiB (default 0: no limit)")
+	f.Var(&cfg.reserve, "reserve", "free space writes must leave on the disk, such as 1GiB (default 0)")
+	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
+	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long")
 	documentEnv(f)
 	return cmd
 }
@@ -97,13 +159,9 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		}
 		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	abs, err := filepath.Abs(cfg.dir)
+	store, where, err := openStore(ctx, e, cfg)
 	if err != nil {
-		return usageErr(err)
-	}
-	store, err := disk.Open(abs)
-	if err != nil {
-		return usageErr(fmt.Errorf("cannot serve %s: %v", cfg.dir, pathErrText(err)))
+		return err
 	}
 	defer store.Close()
 
@@ -113,7 +171,22 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		outcomes[i] = string(o)
 	}
 	m := metrics.New(reg, outcomes)
+	var enc *encode.Encoders
+	if cfg.compress.value == "on" {
+		level, err := encode.ParseLevel(cfg.compressLevel.value)
+		if err == nil && cfg.compressMax < 1 {
+			err = errors.New("--compress-streams must be at least 1 (use --compress off to disable compression)")
+		}
+		if err == nil {
+			enc, err = encode.NewEncoders(encode.Config{Level: level, MaxStreams: cfg.compressMax})
+		}
+		if err != nil {
+			return usageErr(err)
+		}
+	}
 	hcfg := serve.Config{
+		Compress:    enc,
+		Compression: m,
 		Store:       store,
 		Logger:      logger,
 		Observer:    m,
@@ -123,6 +196,11 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	}
 	if cfg.adminListen != "" {
 		hcfg.Metrics = nil
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := setUpUploads(ctx, e, logger, cfg, store, m, &hcfg); err != nil {
+		return err
 	}
 	h := serve.New(hcfg)
 
@@ -171,7 +249,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	if tlsConf != nil {
 		scheme = "https"
 	}
-	fmt.Fprintf(e.stdout, "largo: serving %s at %s://%s/\n", abs, scheme, displayAddr(ln.Addr()))
+	fmt.Fprintf(e.stdout, "largo: serving %s at %s://%s/\n", where, scheme, displayAddr(ln.Addr()))
 
 	select {
 	case err := <-served:
@@ -180,6 +258,63 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	case <-e.signals:
 	}
 	return drain(e, logger, h, srv, lim, cfg.drainTimeout)
+}
+
+// setUpUploads turns writes on in hcfg when cfg asks for them: the token,
+// the sweep of what a crash left, and the resumable uploads with their
+// expiry, which runs until ctx is done.
+func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveConfig, st largo.Store, m *metrics.Metrics, hcfg *serve.Config) error {
+	if cfg.uploadOpen && cfg.token != "" {
+		return usageErr(errors.New("--upload-open and --token contradict each other: choose one"))
+	}
+	if !cfg.upload && !cfg.uploadOpen {
+		return nil
+	}
+	store, ok := st.(*disk.Store)
+	if !ok {
+		return usageErr(errors.New("--upload: writes to an S3 store are not supported yet"))
+	}
+	switch {
+	case cfg.uploadOpen:
+		fmt.Fprintln(e.stdout, "largo: WARNING: --upload-open: anyone who reaches this server can write, replace and delete files")
+		logger.Warn("writes are open to anyone: no token is required")
+	case cfg.token == "":
+		cfg.token = auth.Generate()
+		fmt.Fprintf(e.stdout, "largo: upload token (generated, shown once): %s\n", cfg.token)
+	}
+	if cfg.token != "" {
+		hcfg.Auth = auth.NewToken(cfg.token)
+	}
+	if n, err := store.Sweep(); err != nil {
+		return failed(fmt.Errorf("sweeping temporary uploads: %v", pathErrText(err)))
+	} else if n > 0 {
+		logger.Info("removed temporary files left by an interrupted run", "files", n)
+	}
+	rh, err := resumable.New(resumable.Config{
+		Store:       store,
+		Dir:         filepath.Join(store.Dir(), largo.StateDir, "tus"),
+		Staged:      largo.StateDir + "/tus",
+		BasePath:    serve.ResumablePrefix,
+		Policy:      serve.WriteName,
+		MaxSize:     int64(cfg.maxUpload),
+		Reserve:     int64(cfg.reserve),
+		NoMkdir:     cfg.noMkdir,
+		Expiry:      cfg.uploadExpiry,
+		IdleTimeout: cfg.idleTimeout,
+		Logger:      logger,
+		Observer:    m,
+	})
+	if err != nil {
+		return failed(fmt.Errorf("resumable uploads: %v", pathErrText(err)))
+	}
+	go rh.Run(ctx)
+	hcfg.Upload = true
+	hcfg.MaxUpload = int64(cfg.maxUpload)
+	hcfg.Reserve = int64(cfg.reserve)
+	hcfg.NoMkdir = cfg.noMkdir
+	hcfg.Resumable = rh
+	hcfg.Uploads = m
+	return nil
 }
 
 // drain stops accepting connections and waits for transfers in flight,

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestLineProgress checks the lines printed when stderr is no terminal.
+func TestLineProgress(t *testing.T) {
+	var out lockedWriter
+	p := &lineProgress{w: &out, every: 20 * time.Millisecond}
+	p.Begin("f.bin", 4<<20, 1<<20)
+	p.Add(1 << 20)
+	time.Sleep(100 * time.Millisecond)
+	p.End()
+	n := out.String()
+	time.Sleep(50 * time.Millisecond)
+	if out.String() != n {
+		t.Error("lines went on after End")
+	}
+	first, _, _ := strings.Cut(n, "\n")
+	if !strings.HasPrefix(first, "f.bin: 50% 2 MiB of 4 MiB, ") || !strings.Contains(first, "/s") || !strings.HasSuffix(first, " left") {
+		t.Fatalf("progress line %q", first)
+	}
+	if p := progressFor(&out, true); p != nil {
+		t.Error("-q still reports progress")
+	}
+}
+
+// lockedWriter collects writes from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"largo/client"
+)
+
+// putConfig is everything `largo put` is told.
+type putConfig struct {
+	transferConfig
+	plain  bool
+	cancel bool
+}
+
+func newPut(e *env) *cobra.Command {
+	cfg := &putConfig{}
+	cmd := &cobra.Command{
+		Use:   "put FILE URL",
+		Short: "Upload a file (or, with -r, a folder) resumably",
+		Long: `Upload FILE to URL with the tus 1.0 resumable upload protocol.
+
+URL is either a tus endpoint (the file is created there, its name sent as
+metadata), or a folder (ending in /) or file name on a largo server, whose
+tus endpoint is ` + client.UploadsPath + ` on the same host. The upload sends the
+"filename", "folder" and "sha256" (hex) metadata, and checks each chunk with
+the tus checksum extension where the server offers it.
+
+The upload URL is remembered in the user's cache folder, keyed by the file's
+path, size and modification time and by URL: running the same command again
+resumes the upload; a changed file starts a new one. --cancel terminates the
+remembered upload on the server instead.
+
+--plain sends one PUT to URL instead (for servers without tus), with
+Content-Length and a Repr-Digest (sha-256, computed before the upload); it
+cannot resume, only start again. -r uploads the files below the folder FILE,
+keeping their relative paths (names starting with a dot are skipped).
+
+The token comes from --token or LARGO_TOKEN.` + exitCodesHelp,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPut(cmd.Context(), e, cfg, args[0], args[1])
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&cfg.plain, "plain", false, "send one PUT instead of a resumable tus upload")
+	f.BoolVar(&cfg.cancel, "cancel", false, "terminate the remembered upload of FILE to URL on the server, and forget it")
+	cfg.flags(f)
+	documentEnv(f)
+	return cmd
+}
+
+func runPut(ctx context.Context, e *env, cfg *putConfig, file, rawURL string) error {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return usageErr(fmt.Errorf("cannot upload %s: %v", file, pathErrText(err)))
+	}
+	if fi.IsDir() != cfg.recursive {
+		if fi.IsDir() {
+			return usageErr(fmt.Errorf("%s is a folder: use -r to upload a folder tree", file))
+		}
+		return usageErr(fmt.Errorf("-r needs a folder; %s is a file", file))
+	}
+	if cfg.cancel && (cfg.plain || cfg.recursive) {
+		return usageErr(errors.New("--cancel goes with a single resumable upload, not --plain or -r"))
+	}
+	c, err := cfg.client(e)
+	if err != nil {
+		return err
+	}
+	ctx, stop := untilSignal(ctx, e)
+	defer stop()
+	resume := resumeCommand("put", cfg.transferConfig, 0, file, rawURL)
+	if cfg.plain {
+		resume += " --plain"
+	}
+	start := time.Now()
+	dest, err := c.Discover(ctx, rawURL, cfg.plain)
+	if err != nil {
+		return transferErr(err, resume)
+	}
+	if cfg.cancel {
+		found, err := c.Cancel(ctx, file, dest, "")
+		if err == nil && !cfg.quiet {
+			if found {
+				fmt.Fprintf(e.stderr, "%s: upload cancelled\n", file)
+			} else {
+				fmt.Fprintf(e.stderr, "%s: no upload to %s to cancel\n", file, rawURL)
+			}
+		}
+		return transferErr(err, resume)
+	}
+	if cfg.recursive {
+		tr, err := c.PutTree(ctx, file, dest)
+		if !cfg.quiet && !errors.Is(err, client.ErrResumable) {
+			fmt.Fprintln(e.stderr, treeSummary("uploaded", tr, time.Since(start)))
+		}
+		return transferErr(err, resume)
+	}
+	res, err := c.Put(ctx, file, dest, "")
+	if err == nil && !cfg.quiet {
+		fmt.Fprintln(e.stderr, summary("uploaded", res, time.Since(start)))
+	}
+	return transferErr(err, resume)
+}

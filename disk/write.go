@@ -1,0 +1,430 @@
+package disk
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"largo"
+)
+
+// TempDir is the folder, inside the served root, that holds uploads in
+// progress: on the same filesystem as their targets, so that a commit is a
+// rename, and hidden like all of largo's state.
+const TempDir = largo.StateDir + "/tmp"
+
+var (
+	_ largo.Creator       = (*Store)(nil)
+	_ largo.Adopter       = (*Store)(nil)
+	_ largo.Remover       = (*Store)(nil)
+	_ largo.SpaceReporter = (*Store)(nil)
+	_ largo.Upload        = (*upload)(nil)
+)
+
+// Create implements largo.Creator. The bytes go to a new file in TempDir,
+// hashed on the way; Commit fsyncs it, renames it over the target and
+// fsyncs the target's folder.
+func (s *Store) Create(_ context.Context, name string, opt largo.CreateOptions) (largo.Upload, error) {
+	if err := s.checkTarget(name, opt); err != nil {
+		return nil, err
+	}
+	if err := s.root.MkdirAll(TempDir, 0o755); err != nil {
+		return nil, writeErr(err)
+	}
+	var rnd [16]byte
+	rand.Read(rnd[:])
+	tmp := TempDir + "/" + hex.EncodeToString(rnd[:]) + ".part"
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, writeErr(err)
+	}
+	return &upload{s: s, name: name, tmp: tmp, opt: opt, f: f, h: sha256.New()}, nil
+}
+
+// Adopt implements largo.Adopter: staged, a file under largo.StateDir,
+// becomes an Upload to name whose Commit renames it into place. Its bytes
+// are read once to compute their SHA-256.
+func (s *Store) Adopt(_ context.Context, name, staged string, opt largo.CreateOptions) (largo.Upload, error) {
+	if !strings.HasPrefix(staged, largo.StateDir+"/") {
+		return nil, fmt.Errorf("%s: %w: not under %s", staged, largo.ErrInvalidName, largo.StateDir)
+	}
+	if _, err := largo.ParseName("/" + staged); err != nil {
+		return nil, err
+	}
+	if err := s.checkTarget(name, opt); err != nil {
+		return nil, err
+	}
+	f, err := s.root.OpenFile(staged, os.O_RDWR, 0)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	u := &upload{s: s, name: name, tmp: staged, opt: opt, f: f, h: sha256.New()}
+	if len(opt.StagedSHA256) == sha256.Size {
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, mapErr(err)
+		}
+		if _, err := f.Seek(0, io.SeekEnd); err != nil {
+			f.Close()
+			return nil, err
+		}
+		u.n, u.h = fi.Size(), knownSum(slices.Clone(opt.StagedSHA256))
+		return u, nil
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	n, err := io.CopyBuffer(u.h, f, *bp)
+	u.n = n
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return u, nil
+}
+
+// knownSum is a hash.Hash whose sum is given: for a staged file whose
+// SHA-256 was computed as it arrived. Writing to it breaks the sum, so it
+// then reports a sum of zeros, which matches no digest.
+type knownSum []byte
+
+func (k knownSum) Write(p []byte) (int, error) {
+	clear(k)
+	return len(p), nil
+}
+func (k knownSum) Sum(b []byte) []byte { return append(b, k...) }
+func (k knownSum) Reset()              {}
+func (k knownSum) Size() int           { return sha256.Size }
+func (k knownSum) BlockSize() int      { return sha256.BlockSize }
+
+// bufPool holds the buffers used to read staged files.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// checkTarget refuses early what Commit would refuse anyway: the root, a
+// folder at the target, a file where its folder should be, and under
+// NoMkdir a missing folder.
+func (s *Store) checkTarget(name string, opt largo.CreateOptions) error {
+	if name == "" {
+		return fmt.Errorf("the root: %w", largo.ErrIsDir)
+	}
+	if fi, err := s.root.Stat(name); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s: %w", name, largo.ErrIsDir)
+	}
+	dir := path.Dir(name)
+	if dir == "." {
+		return nil
+	}
+	fi, err := s.root.Stat(dir)
+	switch {
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("%s: %w", dir, largo.ErrNotDir)
+	case err != nil && errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%s: %w", dir, largo.ErrNotDir)
+	case err != nil && opt.NoMkdir:
+		return fmt.Errorf("folder %s: %w", dir, mapErr(err))
+	}
+	return nil
+}
+
+// upload is a file being written in TempDir (or a staged file adopted).
+type upload struct {
+	s    *Store
+	name string
+	tmp  string
+	opt  largo.CreateOptions
+	f    *os.File
+	h    hash.Hash
+	n    int64
+	done bool
+
+	flushed int64 // bytes whose writeback has been started
+}
+
+func (u *upload) Write(p []byte) (int, error) {
+	if u.done {
+		return 0, errors.New("write to a finished upload")
+	}
+	n, err := u.f.Write(p)
+	u.h.Write(p[:n])
+	u.n += int64(n)
+	if err != nil {
+		return n, writeErr(err)
+	}
+	if u.n-u.flushed >= writebackEvery {
+		startWriteback(u.f, u.flushed, u.n-u.flushed)
+		u.flushed = u.n
+	}
+	return n, nil
+}
+
+func (u *upload) Written() int64 { return u.n }
+
+func (u *upload) SHA256() [32]byte {
+	var sum [32]byte
+	u.h.Sum(sum[:0])
+	return sum
+}
+
+func (u *upload) Abort() error {
+	if u.done {
+		return nil
+	}
+	u.done = true
+	u.f.Close()
+	if err := u.s.root.Remove(u.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Commit implements largo.Upload. The file is made durable before the
+// per-name lock is taken, so concurrent uploads to one name wait only for
+// each other's rename.
+func (u *upload) Commit(_ context.Context, cond largo.Condition) (largo.Info, bool, error) {
+	if u.done {
+		return largo.Info{}, false, errors.New("commit of a finished upload")
+	}
+	in, created, err := u.commit(cond)
+	if err != nil {
+		u.Abort()
+		return largo.Info{}, false, err
+	}
+	return in, created, nil
+}
+
+func (u *upload) commit(cond largo.Condition) (largo.Info, bool, error) {
+	if err := u.f.Sync(); err != nil {
+		return largo.Info{}, false, writeErr(err)
+	}
+	unlock := u.s.locks.lock(u.name)
+	defer unlock()
+	old, err := u.s.root.Stat(u.name)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return largo.Info{}, false, writeErr(err)
+	}
+	if exists && old.IsDir() {
+		return largo.Info{}, false, fmt.Errorf("%s: %w", u.name, largo.ErrIsDir)
+	}
+	if err := cond.Check(u.name, infoOrZero(u.name, old), exists); err != nil {
+		return largo.Info{}, false, err
+	}
+	dir := path.Dir(u.name)
+	made, err := u.s.mkdirs(dir, u.opt.NoMkdir)
+	if err != nil {
+		return largo.Info{}, false, err
+	}
+	if exists {
+		// A replacement keeps the permissions the file had.
+		if err := u.f.Chmod(old.Mode().Perm()); err != nil {
+			return largo.Info{}, false, writeErr(err)
+		}
+	}
+	if err := u.f.Close(); err != nil {
+		return largo.Info{}, false, writeErr(err)
+	}
+	if err := u.s.root.Rename(u.tmp, u.name); err != nil {
+		return largo.Info{}, false, writeErr(err)
+	}
+	u.done = true
+	if err := u.s.syncDirs(dir, made); err != nil {
+		return largo.Info{}, false, writeErr(err)
+	}
+	fi, err := u.s.root.Stat(u.name)
+	if err != nil {
+		return largo.Info{}, false, mapErr(err)
+	}
+	return info(u.name, fi), !exists, nil
+}
+
+// infoOrZero is info(name, fi), or the zero Info when fi is nil.
+func infoOrZero(name string, fi fs.FileInfo) largo.Info {
+	if fi == nil {
+		return largo.Info{}
+	}
+	return info(name, fi)
+}
+
+// mkdirs makes the folder dir ("." for the root) and the folders above it
+// that are missing, and reports how many it made.
+func (s *Store) mkdirs(dir string, noMkdir bool) (int, error) {
+	if dir == "." {
+		return 0, nil
+	}
+	fi, err := s.root.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return 0, fmt.Errorf("%s: %w", dir, largo.ErrNotDir)
+		}
+		return 0, nil
+	}
+	if noMkdir || !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("folder %s: %w", dir, writeErr(err))
+	}
+	made := 0
+	for p := dir; p != "."; p = path.Dir(p) {
+		if _, err := s.root.Stat(p); err == nil {
+			break
+		}
+		made++
+	}
+	if err := s.root.MkdirAll(dir, 0o755); err != nil {
+		return 0, writeErr(err)
+	}
+	return made, nil
+}
+
+// syncDirs fsyncs the folder dir, and when made folders were created above
+// the file, each of their parents too, so that the new entries survive a
+// crash.
+func (s *Store) syncDirs(dir string, made int) error {
+	for i := 0; i <= made; i++ {
+		if err := s.syncDir(dir); err != nil {
+			return err
+		}
+		dir = path.Dir(dir)
+	}
+	return nil
+}
+
+func (s *Store) syncDir(dir string) error {
+	d, err := s.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// writeErr wraps an operating-system error met while writing in the largo
+// error kind it means.
+func writeErr(err error) error {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		switch errno {
+		case syscall.ENOSPC, syscall.EDQUOT, syscall.EFBIG:
+			return fmt.Errorf("%w: %w", largo.ErrNoSpace, err)
+		case syscall.ENOTDIR, syscall.EEXIST:
+			return fmt.Errorf("%w: %w", largo.ErrNotDir, err)
+		case syscall.EISDIR:
+			return fmt.Errorf("%w: %w", largo.ErrIsDir, err)
+		case syscall.EROFS:
+			return fmt.Errorf("%w: %w", largo.ErrPermission, err)
+		}
+	}
+	return mapErr(err)
+}
+
+// Remove implements largo.Remover. A symlink is removed, not what it
+// points to.
+func (s *Store) Remove(_ context.Context, name string, opt largo.RemoveOptions) error {
+	if name == "" {
+		return fmt.Errorf("the root folder: %w", largo.ErrPermission)
+	}
+	unlock := s.locks.lock(name)
+	defer unlock()
+	lfi, err := s.root.Lstat(name)
+	if err != nil {
+		return mapErr(err)
+	}
+	fi, err := s.root.Stat(name)
+	if err != nil {
+		fi = lfi // a dangling symlink
+	}
+	if fi.IsDir() && lfi.Mode()&fs.ModeSymlink == 0 {
+		if opt.Condition.IfMatch != "" {
+			return fmt.Errorf("%s is a folder: %w", name, largo.ErrPrecondition)
+		}
+		if opt.Recursive {
+			err = s.root.RemoveAll(name)
+		} else {
+			err = s.root.Remove(name)
+		}
+	} else {
+		if err := opt.Condition.Check(name, info(name, fi), true); err != nil {
+			return err
+		}
+		err = s.root.Remove(name)
+	}
+	if err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) && (errno == syscall.ENOTEMPTY || errno == syscall.EEXIST) {
+			return fmt.Errorf("%s: %w", name, largo.ErrNotEmpty)
+		}
+		return writeErr(err)
+	}
+	return s.syncDir(path.Dir(name))
+}
+
+// Sweep removes what uploads cut short by a crash left in TempDir, and
+// returns how many files it removed. Call it once at start-up, before
+// serving: an upload in progress in this process would lose its file.
+func (s *Store) Sweep() (int, error) {
+	d, err := s.root.Open(TempDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range names {
+		if err := s.root.RemoveAll(TempDir + "/" + e); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// locks serialises commits and removals of one name.
+type locks struct {
+	mu sync.Mutex
+	m  map[string]*nameLock
+}
+
+type nameLock struct {
+	sync.Mutex
+	refs int
+}
+
+// lock locks name and returns the function that unlocks it.
+func (l *locks) lock(name string) func() {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = make(map[string]*nameLock)
+	}
+	nl := l.m[name]
+	if nl == nil {
+		nl = &nameLock{}
+		l.m[name] = nl
+	}
+	nl.refs++
+	l.mu.Unlock()
+	nl.Lock()
+	return func() {
+		nl.Unlock()
+		l.mu.Lock()
+		if nl.refs--; nl.refs == 0 {
+			delete(l.m, name)
+		}
+		l.mu.Unlock()
+	}
+}

@@ -1,0 +1,42 @@
+package metrics
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestMetrics(t *testing.T) {
+	m := New(prometheus.NewRegistry(), []string{"complete", "aborted"})
+	m.TransferStarted()
+	m.TransferStarted()
+	m.BytesSent(1000)
+	m.BytesSent(24)
+	m.TransferEnded("aborted")
+	m.Panicked()
+	m.Compressed("zstd", "dynamic")
+	m.Compressed("zstd", "dynamic")
+	m.Compressed("br", "refused")
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	b, _ := io.ReadAll(rec.Body)
+	out := string(b)
+	for _, want := range []string{
+		"largo_transfers_active 1",
+		"largo_bytes_sent_total 1024",
+		`largo_transfers_total{outcome="aborted"} 1`,
+		`largo_transfers_total{outcome="complete"} 0`,
+		"largo_panics_total 1",
+		`largo_compressed_responses_total{coding="zstd",source="dynamic"} 2`,
+		`largo_compressed_responses_total{coding="br",source="refused"} 1`,
+		"process_resident_memory_bytes",
+		"go_goroutines",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("exposition lacks %q", want)
+		}
+	}
+}

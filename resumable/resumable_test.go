@@ -1,0 +1,275 @@
+package resumable
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"largo"
+	"largo/disk"
+)
+
+type observer struct {
+	mu       sync.Mutex
+	pending  int64
+	outcomes []string
+}
+
+func (o *observer) PendingBytes(n int64) { o.mu.Lock(); o.pending += n; o.mu.Unlock() }
+func (o *observer) UploadEnded(s string) {
+	o.mu.Lock()
+	o.outcomes = append(o.outcomes, s)
+	o.mu.Unlock()
+}
+
+type fixture struct {
+	dir string
+	h   *Handler
+	srv *httptest.Server
+	obs *observer
+	now time.Time
+}
+
+func newFixture(t *testing.T, cfg Config) *fixture {
+	t.Helper()
+	f := &fixture{dir: t.TempDir(), obs: &observer{}, now: time.Now()}
+	os.WriteFile(filepath.Join(f.dir, "exists.txt"), []byte("old"), 0o644)
+	s, err := disk.Open(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	cfg.Store, cfg.Dir, cfg.Staged, cfg.BasePath = s, filepath.Join(f.dir, ".largo", "tus"), ".largo/tus", "/_largo/uploads/"
+	cfg.Observer = f.obs
+	cfg.Now = func() time.Time { return f.now }
+	cfg.Policy = func(name string) error {
+		if largo.Hidden(name) {
+			return largo.ErrPermission
+		}
+		return nil
+	}
+	if f.h, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/_largo/uploads/", f.h)
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// create starts an upload and returns its URL, or the response of a refusal.
+func (f *fixture) create(t *testing.T, size int64, meta map[string]string, hdr ...string) (string, *http.Response) {
+	t.Helper()
+	var pairs []string
+	for k, v := range meta {
+		pairs = append(pairs, k+" "+base64.StdEncoding.EncodeToString([]byte(v)))
+	}
+	req, _ := http.NewRequest("POST", f.srv.URL+"/_largo/uploads/", nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Length", fmt.Sprint(size))
+	req.Header.Set("Upload-Metadata", strings.Join(pairs, ","))
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.Header.Get("Location"), resp
+}
+
+func (f *fixture) patch(t *testing.T, url string, offset int64, data string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("PATCH", url, strings.NewReader(data))
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	req.Header.Set("Upload-Offset", fmt.Sprint(offset))
+	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+func (f *fixture) stateFiles(t *testing.T) int {
+	ents, _ := os.ReadDir(filepath.Join(f.dir, ".largo", "tus"))
+	return len(ents)
+}
+
+func TestUploadInChunks(t *testing.T) {
+	f := newFixture(t, Config{})
+	data := strings.Repeat("resumable ", 10000)
+	sum := sha256.Sum256([]byte(data))
+	url, resp := f.create(t, int64(len(data)), map[string]string{"filename": "b.txt", "folder": "a/", "sha256": hex.EncodeToString(sum[:])})
+	if resp.StatusCode != 201 || url == "" {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	if r := f.patch(t, url, 0, data[:30000]); r.StatusCode != 204 || r.Header.Get("Upload-Offset") != "30000" {
+		t.Fatalf("first PATCH: %d offset %s", r.StatusCode, r.Header.Get("Upload-Offset"))
+	}
+	if f.obs.pending != 30000 {
+		t.Errorf("pending %d after the first chunk", f.obs.pending)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "a", "b.txt")); !os.IsNotExist(err) {
+		t.Fatal("target visible before the upload finished")
+	}
+	r := f.patch(t, url, 30000, data[30000:])
+	if r.StatusCode != 204 || r.Header.Get("ETag") == "" || r.Header.Get("Content-Location") != "/a/b.txt" {
+		t.Fatalf("last PATCH: %d %v", r.StatusCode, r.Header)
+	}
+	b, _ := os.ReadFile(filepath.Join(f.dir, "a", "b.txt"))
+	if string(b) != data {
+		t.Fatalf("stored %d bytes", len(b))
+	}
+	if f.stateFiles(t) != 0 || f.obs.pending != 0 || strings.Join(f.obs.outcomes, ",") != "complete" {
+		t.Errorf("state files %d, pending %d, outcomes %v", f.stateFiles(t), f.obs.pending, f.obs.outcomes)
+	}
+}
+
+// TestHashStateLost loses the hash kept between chunks: the finish reads
+// the file instead, and the digest still holds.
+func TestHashStateLost(t *testing.T) {
+	f := newFixture(t, Config{})
+	data := strings.Repeat("lost state ", 5000)
+	sum := sha256.Sum256([]byte(data))
+	url, _ := f.create(t, int64(len(data)), map[string]string{"filename": "c.txt", "sha256": base64.StdEncoding.EncodeToString(sum[:])})
+	f.patch(t, url, 0, data[:1000])
+	states, _ := filepath.Glob(filepath.Join(f.dir, ".largo", "tus", "*.sha256"))
+	if len(states) != 1 {
+		t.Fatalf("hash states %q after a chunk", states)
+	}
+	os.WriteFile(states[0], []byte("garbage"), 0o644)
+	f.patch(t, url, 1000, data[1000:2000])
+	os.Remove(states[0])
+	if r := f.patch(t, url, 2000, data[2000:]); r.StatusCode != 204 {
+		t.Fatalf("last PATCH: %d", r.StatusCode)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.dir, "c.txt")); string(b) != data {
+		t.Fatalf("stored %d bytes", len(b))
+	}
+	if f.stateFiles(t) != 0 {
+		t.Errorf("%d state files left", f.stateFiles(t))
+	}
+}
+
+func TestRefusedAtCreation(t *testing.T) {
+	f := newFixture(t, Config{MaxSize: 1000, Reserve: 0, NoMkdir: true})
+	for _, tt := range []struct {
+		name string
+		size int64
+		meta map[string]string
+		hdr  []string
+		code int
+	}{
+		{"no filename", 10, map[string]string{}, nil, 400},
+		{"escape", 10, map[string]string{"filename": "../x"}, nil, 400},
+		{"escape in folder", 10, map[string]string{"filename": "x", "folder": "a/../.."}, nil, 400},
+		{"dotfile", 10, map[string]string{"filename": ".env"}, nil, 403},
+		{"dotfolder", 10, map[string]string{"filename": "x", "folder": ".largo"}, nil, 403},
+		{"too large", 1001, map[string]string{"filename": "x"}, nil, 413},
+		{"bad sha256", 10, map[string]string{"filename": "x", "sha256": "zz"}, nil, 400},
+		{"exists", 10, map[string]string{"filename": "exists.txt"}, []string{"If-None-Match", "*"}, 412},
+		{"missing folder", 10, map[string]string{"filename": "x", "folder": "nope"}, nil, 409},
+		{"under a file", 10, map[string]string{"filename": "x", "folder": "exists.txt"}, nil, 409},
+	} {
+		if _, resp := f.create(t, tt.size, tt.meta, tt.hdr...); resp.StatusCode != tt.code {
+			t.Errorf("%s: %d; want %d", tt.name, resp.StatusCode, tt.code)
+		}
+	}
+	if n := f.stateFiles(t); n != 0 {
+		t.Errorf("%d state files after refusals", n)
+	}
+}
+
+func TestFinishChecks(t *testing.T) {
+	f := newFixture(t, Config{})
+	// A digest that does not match: 400, nothing stored, state gone.
+	url, _ := f.create(t, 5, map[string]string{"filename": "d.txt", "sha256": hex.EncodeToString(make([]byte, 32))})
+	r := f.patch(t, url, 0, "hello")
+	if r.StatusCode != 400 || r.Header.Get("Repr-Digest") == "" {
+		t.Fatalf("digest mismatch: %d %v", r.StatusCode, r.Header)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "d.txt")); !os.IsNotExist(err) {
+		t.Fatal("mismatched upload stored")
+	}
+	// If-None-Match: * checked again at the end: another writer got there first.
+	url, _ = f.create(t, 3, map[string]string{"filename": "race.txt"}, "If-None-Match", "*")
+	os.WriteFile(filepath.Join(f.dir, "race.txt"), []byte("first"), 0o644)
+	if r := f.patch(t, url, 0, "new"); r.StatusCode != 412 {
+		t.Fatalf("condition at the end: %d", r.StatusCode)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.dir, "race.txt")); string(b) != "first" {
+		t.Fatalf("target overwritten: %q", b)
+	}
+	if f.stateFiles(t) != 0 || f.obs.pending != 0 {
+		t.Errorf("state files %d, pending %d", f.stateFiles(t), f.obs.pending)
+	}
+}
+
+func TestExpiryAndTermination(t *testing.T) {
+	f := newFixture(t, Config{Expiry: time.Hour})
+	old, _ := f.create(t, 100, map[string]string{"filename": "old"})
+	f.patch(t, old, 0, "0123456789")
+	gone, _ := f.create(t, 100, map[string]string{"filename": "gone"})
+	f.patch(t, gone, 0, "abc")
+	req, _ := http.NewRequest("DELETE", gone, nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 204 {
+		t.Fatalf("terminate: %v %v", resp, err)
+	}
+	if n, _, _ := f.h.Expire(); n != 0 {
+		t.Fatalf("expired %d fresh uploads", n)
+	}
+	f.now = f.now.Add(2 * time.Hour)
+	if n, freed, err := f.h.Expire(); n != 1 || freed != 10 || err != nil {
+		t.Fatalf("Expire = %d, %d, %v", n, freed, err)
+	}
+	if f.stateFiles(t) != 0 || f.obs.pending != 0 {
+		t.Errorf("state files %d, pending %d", f.stateFiles(t), f.obs.pending)
+	}
+	req, _ = http.NewRequest("HEAD", old, nil)
+	req.Header.Set("Tus-Resumable", "1.0.0")
+	if resp, _ := http.DefaultClient.Do(req); resp.StatusCode != 404 {
+		t.Errorf("HEAD of an expired upload: %d", resp.StatusCode)
+	}
+}
+
+func TestScanAtStart(t *testing.T) {
+	dir := t.TempDir()
+	tus := filepath.Join(dir, ".largo", "tus")
+	os.MkdirAll(tus, 0o755)
+	os.WriteFile(filepath.Join(tus, "abc"), []byte("12345"), 0o644)
+	os.WriteFile(filepath.Join(tus, "abc.info"), []byte(`{"ID":"abc","Size":10}`), 0o644)
+	os.WriteFile(filepath.Join(tus, "orphan"), []byte("xx"), 0o644)
+	os.WriteFile(filepath.Join(tus, "lost.info"), []byte(`{}`), 0o644)
+	s, _ := disk.Open(dir)
+	defer s.Close()
+	obs := &observer{}
+	if _, err := New(Config{Store: s, Dir: tus, Staged: ".largo/tus", BasePath: "/u/", Observer: obs}); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(tus)
+	if obs.pending != 5 || len(ents) != 2 {
+		t.Fatalf("pending %d, %d files left", obs.pending, len(ents))
+	}
+}
+
+func TestValidID(t *testing.T) {
+	for id, want := range map[string]bool{"abc123": true, "": false, "../x": false, "a/b": false, "a.info": false, strings.Repeat("a", 65): false} {
+		if validID(id) != want {
+			t.Errorf("validID(%q) != %v", id, want)
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package serve
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"largo"
+)
+
+// Form limits: the fields that are not files are small by nature.
+const (
+	maxFormParts = 1000
+	maxFieldSize = 64 << 10
+)
+
+// Stored is one file a multipart POST stored, as the JSON answer lists it.
+type Stored struct {
+	// Name is the file's name, Path its URL path.
+	Name string `json:"name"`
+	Path string `json:"path"`
+	// Size is its length in bytes, SHA256 the hex SHA-256 of its bytes.
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	ETag   string `json:"etag"`
+	// Created is false when the file replaced another.
+	Created bool `json:"created"`
+}
+
+// postForm answers a browser's multipart/form-data POST to a folder: the
+// parts are read one by one, as they arrive (Request.MultipartReader,
+// never ParseMultipartForm), and each file part is stored like a PUT to
+// the folder, under its file name. The answer is 201 with the JSON list of
+// the files stored. If-None-Match: * applies to every file. A failure ends
+// the request; the files stored before it stay.
+func (h *Handler) postForm(w http.ResponseWriter, r *http.Request, folder string) error {
+	cr, cond, err := h.writeSetup(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	if cond.IfMatch != "" {
+		return fmt.Errorf("If-Match on a form of several files: %w", errBadCondition)
+	}
+	space, err := h.room(ctx, folder, -1)
+	if err != nil {
+		return err
+	}
+	if r.ContentLength > space {
+		return fmt.Errorf("form of %d bytes, %d free above the reserve: %w", r.ContentLength, space, largo.ErrNoSpace)
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return fmt.Errorf("%w: %w", errNotForm, err)
+	}
+	stored := []Stored{}
+	for parts := 0; ; parts++ {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return formErr(err)
+		}
+		if parts >= maxFormParts {
+			return fmt.Errorf("%w: more than %d parts", errBadForm, maxFormParts)
+		}
+		if p.FileName() == "" {
+			// A plain field: read past it, within bounds.
+			n, err := io.Copy(io.Discard, io.LimitReader(p, maxFieldSize+1))
+			if err != nil {
+				return formErr(err)
+			}
+			if n > maxFieldSize {
+				return fmt.Errorf("%w: a field over %d bytes", errBadForm, maxFieldSize)
+			}
+			continue
+		}
+		s, err := h.storePart(ctx, cr, folder, p, p.FileName(), cond, space)
+		if err != nil {
+			return err
+		}
+		space -= s.Size
+		stored = append(stored, s)
+	}
+	if len(stored) == 0 {
+		return fmt.Errorf("%w: no file in the form", errBadForm)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusCreated)
+	return json.NewEncoder(w).Encode(stored)
+}
+
+// storePart stores one file part of a form.
+func (h *Handler) storePart(ctx context.Context, cr largo.Creator, folder string, part io.Reader, filename string, cond largo.Condition, space int64) (Stored, error) {
+	name, err := largo.ParseName("/" + largo.Join(folder, filename))
+	if err != nil {
+		return Stored{}, err
+	}
+	if err := WriteName(name); err != nil {
+		return Stored{}, err
+	}
+	if err := h.precheck(ctx, name, cond); err != nil {
+		return Stored{}, err
+	}
+	u, err := cr.Create(ctx, name, largo.CreateOptions{Size: -1, NoMkdir: h.cfg.NoMkdir})
+	if err != nil {
+		return Stored{}, createErr(err)
+	}
+	defer u.Abort()
+	body := io.Reader(part)
+	if h.cfg.MaxUpload > 0 {
+		body = http.MaxBytesReader(nil, io.NopCloser(part), h.cfg.MaxUpload)
+	}
+	if _, err := h.receive(u, body, space); err != nil {
+		return Stored{}, formErr(err)
+	}
+	sum := u.SHA256()
+	in, created, err := u.Commit(context.WithoutCancel(ctx), cond)
+	if err != nil {
+		return Stored{}, createErr(err)
+	}
+	return Stored{
+		Name:    in.Name,
+		Path:    (&url.URL{Path: "/" + name}).EscapedPath(),
+		Size:    in.Size,
+		SHA256:  hex.EncodeToString(sum[:]),
+		ETag:    in.ETag,
+		Created: created,
+	}, nil
+}
+
+// formErr classifies an error met reading a form: the body's own errors
+// pass, what the multipart reader says of the syntax is errBadForm.
+func formErr(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.Is(err, errBodyTimeout) || errors.Is(err, errBodyIncomplete) || errors.As(err, &mbe) || errors.Is(err, largo.ErrNoSpace) {
+		return err
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "multipart") {
+		return fmt.Errorf("%w: %w", errBadForm, err)
+	}
+	return bodyErr(err)
+}

@@ -1,0 +1,364 @@
+package serve
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"largo/auth"
+	"largo/disk"
+)
+
+const token = "t0ken"
+
+// uploadObserver records upload events.
+type uploadObserver struct {
+	nopObserver
+	mu       sync.Mutex
+	received int64
+	pending  int64
+	outcomes []string
+}
+
+func (o *uploadObserver) BytesReceived(n int64) { o.mu.Lock(); o.received += n; o.mu.Unlock() }
+func (o *uploadObserver) PendingBytes(n int64)  { o.mu.Lock(); o.pending += n; o.mu.Unlock() }
+func (o *uploadObserver) UploadEnded(s string) {
+	o.mu.Lock()
+	o.outcomes = append(o.outcomes, s)
+	o.mu.Unlock()
+}
+
+// newWriteHandler serves a temporary folder with writes on.
+func newWriteHandler(t *testing.T, files map[string]string, cfg Config) (*Handler, string, *uploadObserver) {
+	t.Helper()
+	_, dir := newTestHandler(t, files)
+	s, err := disk.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	obs := &uploadObserver{}
+	cfg.Store, cfg.Upload, cfg.Uploads = s, true, obs
+	if cfg.Auth == nil {
+		cfg.Auth = auth.NewToken(token)
+	}
+	t.Cleanup(func() {
+		ents, _ := os.ReadDir(filepath.Join(dir, ".largo", "tmp"))
+		if len(ents) != 0 {
+			t.Errorf("%d temporary files left", len(ents))
+		}
+		if obs.pending != 0 {
+			t.Errorf("pending bytes %d at the end", obs.pending)
+		}
+	})
+	return New(cfg), dir, obs
+}
+
+// untouchable is a body that fails the test when read.
+type untouchable struct{ t *testing.T }
+
+func (u untouchable) Read([]byte) (int, error) {
+	u.t.Error("the body was read")
+	return 0, io.EOF
+}
+
+func send(h http.Handler, method, target string, body io.Reader, size int64, hdr ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, "/", body)
+	req.URL.Path = target
+	req.ContentLength = size
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+}
+
+func TestWritesOff(t *testing.T) {
+	h, dir := newTestHandler(t, map[string]string{"f": "x"})
+	for _, m := range []string{"PUT", "POST", "DELETE"} {
+		rec := send(h, m, "/f", untouchable{t}, 5, "Authorization", "Bearer "+token)
+		if rec.Code != 405 || rec.Header().Get("Allow") != readMethods {
+			t.Errorf("%s: %d Allow %q", m, rec.Code, rec.Header().Get("Allow"))
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "f")); string(b) != "x" {
+		t.Error("file changed")
+	}
+	if rec := do(h, "GET", ResumablePrefix); rec.Code != 404 {
+		t.Errorf("resumable endpoint with writes off: %d", rec.Code)
+	}
+}
+
+func TestPut(t *testing.T) {
+	h, dir, obs := newWriteHandler(t, map[string]string{"old": "old"}, Config{})
+	auth := []string{"Authorization", "Bearer " + token}
+	rec := send(h, "PUT", "/a/b/new.txt", strings.NewReader("hello"), 5, auth...)
+	if rec.Code != 201 || rec.Header().Get("ETag") == "" || rec.Header().Get("Repr-Digest") != digest("hello") || rec.Header().Get("Location") != "/a/b/new.txt" {
+		t.Fatalf("PUT new: %d %v", rec.Code, rec.Header())
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a/b/new.txt")); string(b) != "hello" {
+		t.Fatalf("stored %q", b)
+	}
+	etag := do(h, "HEAD", "/a/b/new.txt").Header().Get("ETag")
+	if etag != rec.Header().Get("ETag") {
+		t.Errorf("ETag of PUT %s, of HEAD %s", rec.Header().Get("ETag"), etag)
+	}
+	// Chunked (no Content-Length), basic auth, replace.
+	rec = send(h, "PUT", "/old", strings.NewReader("new content"), -1, "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("me:"+token)))
+	if rec.Code != 204 || rec.Header().Get("Repr-Digest") != digest("new content") {
+		t.Fatalf("PUT replace: %d %v", rec.Code, rec.Header())
+	}
+	if obs.received != 16 || len(obs.outcomes) != 2 || obs.outcomes[0] != "complete" {
+		t.Errorf("observer: received %d, outcomes %v", obs.received, obs.outcomes)
+	}
+	if rec := do(h, "OPTIONS", "/old"); rec.Header().Get("Allow") != writeMethods {
+		t.Errorf("OPTIONS Allow %q", rec.Header().Get("Allow"))
+	}
+}
+
+func TestPutRefused(t *testing.T) {
+	h, dir, obs := newWriteHandler(t, map[string]string{"exists": "old", "file": "f", ".hidden/x": "x"}, Config{MaxUpload: 100})
+	auth := []string{"Authorization", "Bearer " + token}
+	existsETag := do(h, "HEAD", "/exists").Header().Get("ETag")
+	for _, tt := range []struct {
+		name   string
+		path   string
+		body   io.Reader
+		size   int64
+		hdr    []string
+		code   int
+		reason string
+	}{
+		{"no token", "/new", untouchable{t}, 5, nil, 401, "unauthorized"},
+		{"wrong token", "/new", untouchable{t}, 5, []string{"Authorization", "Bearer nope"}, 401, "unauthorized"},
+		{"over the limit", "/new", untouchable{t}, 101, auth, 413, "too large"},
+		{"chunked over the limit", "/new", strings.NewReader(strings.Repeat("x", 101)), -1, auth, 413, "too large"},
+		{"if-none-match on existing", "/exists", untouchable{t}, 5, append([]string{"If-None-Match", "*"}, auth...), 412, "precondition failed"},
+		{"stale if-match", "/exists", untouchable{t}, 5, append([]string{"If-Match", `"stale"`}, auth...), 412, "precondition failed"},
+		{"if-match on missing", "/new", untouchable{t}, 5, append([]string{"If-Match", existsETag}, auth...), 412, "precondition failed"},
+		{"if-none-match etag", "/new", untouchable{t}, 5, append([]string{"If-None-Match", `"x"`}, auth...), 400, "unsupported condition"},
+		{"digest mismatch", "/new", strings.NewReader("hello"), 5, append([]string{"Content-Digest", digest("other")}, auth...), 400, "digest mismatch: computed " + digest("hello")},
+		{"repr-digest mismatch", "/new", strings.NewReader("hello"), 5, append([]string{"Repr-Digest", digest("other")}, auth...), 400, "digest mismatch"},
+		{"bad digest", "/new", untouchable{t}, 5, append([]string{"Content-Digest", "sha-256=nope"}, auth...), 400, "invalid Content-Digest"},
+		{"escape", "/a/../../x", untouchable{t}, 5, auth, 400, "invalid path"},
+		{"dotfolder", "/.hidden/x", untouchable{t}, 5, auth, 403, "hidden or reserved"},
+		{"dotfile", "/.env", untouchable{t}, 5, auth, 403, "hidden or reserved"},
+		{"state folder", "/.largo/tmp/x", untouchable{t}, 5, auth, 403, "hidden or reserved"},
+		{"reserved prefix", "/_largofile", untouchable{t}, 5, auth, 403, "hidden or reserved"},
+		{"folder path", "/dir/", untouchable{t}, 5, auth, 409, "is a folder"},
+		{"under a file", "/file/x", untouchable{t}, 5, auth, 409, "a parent is a file"},
+	} {
+		rec := send(h, "PUT", tt.path, tt.body, tt.size, tt.hdr...)
+		if rec.Code != tt.code || !strings.HasPrefix(rec.Body.String(), tt.reason) {
+			t.Errorf("%s: %d %q; want %d %q", tt.name, rec.Code, rec.Body.String(), tt.code, tt.reason)
+		}
+		if tt.code == 401 && len(rec.Header().Values("WWW-Authenticate")) == 0 {
+			t.Errorf("%s: no WWW-Authenticate", tt.name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); !os.IsNotExist(err) {
+		t.Errorf("a refused PUT left /new: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "exists")); string(b) != "old" {
+		t.Errorf("a refused PUT changed /exists: %q", b)
+	}
+	for _, o := range obs.outcomes {
+		if o != "rejected" {
+			t.Errorf("outcome %s; want rejected", o)
+		}
+	}
+	rec := send(h, "PUT", "/exists", strings.NewReader("new"), 3, append([]string{"If-Match", existsETag, "Content-Digest", digest("new")}, auth...)...)
+	if rec.Code != 204 {
+		t.Errorf("If-Match with the current ETag and a good digest: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+func TestPutSpace(t *testing.T) {
+	h, dir, _ := newWriteHandler(t, nil, Config{Reserve: 1 << 62})
+	rec := send(h, "PUT", "/f", untouchable{t}, 5, "Authorization", "Bearer "+token)
+	if rec.Code != 507 {
+		t.Fatalf("over the free space: %d %s", rec.Code, rec.Body.String())
+	}
+	rec = send(h, "PUT", "/f", strings.NewReader("chunked"), -1, "Authorization", "Bearer "+token)
+	if rec.Code != 507 {
+		t.Fatalf("chunked over the free space: %d %s", rec.Code, rec.Body.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "f")); !os.IsNotExist(err) {
+		t.Error("file left behind")
+	}
+}
+
+func TestPutNoMkdir(t *testing.T) {
+	h, _, _ := newWriteHandler(t, map[string]string{"d/x": "x"}, Config{NoMkdir: true})
+	if rec := send(h, "PUT", "/missing/f", untouchable{t}, 1, "Authorization", "Bearer "+token); rec.Code != 409 {
+		t.Errorf("into a missing folder: %d %s", rec.Code, rec.Body.String())
+	}
+	if rec := send(h, "PUT", "/d/f", strings.NewReader("y"), 1, "Authorization", "Bearer "+token); rec.Code != 201 {
+		t.Errorf("into an existing folder: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+func TestPostForm(t *testing.T) {
+	h, dir, _ := newWriteHandler(t, nil, Config{Auth: openAuth{}})
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	mw.WriteField("note", "not a file")
+	for name, content := range map[string]string{"a.txt": "aaa", "b.bin": strings.Repeat("b", 300000)} {
+		fw, _ := mw.CreateFormFile("files", name)
+		io.WriteString(fw, content)
+	}
+	mw.Close()
+	rec := send(h, "POST", "/up/", &buf, int64(buf.Len()), "Content-Type", mw.FormDataContentType())
+	if rec.Code != 201 {
+		t.Fatalf("POST: %d %s", rec.Code, rec.Body.String())
+	}
+	var got []Stored
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || len(got) != 2 {
+		t.Fatalf("answer %s: %v", rec.Body.String(), err)
+	}
+	for _, s := range got {
+		b, err := os.ReadFile(filepath.Join(dir, "up", s.Name))
+		sum := sha256.Sum256(b)
+		if err != nil || int64(len(b)) != s.Size || s.Path != "/up/"+s.Name || s.SHA256 != hex.EncodeToString(sum[:]) || !s.Created {
+			t.Errorf("stored %+v; file %d bytes, %v", s, len(b), err)
+		}
+	}
+	// Hidden names, bad forms.
+	buf.Reset()
+	mw = multipart.NewWriter(&buf)
+	fw, _ := mw.CreateFormFile("f", ".env")
+	io.WriteString(fw, "X=1")
+	mw.Close()
+	if rec := send(h, "POST", "/", &buf, int64(buf.Len()), "Content-Type", mw.FormDataContentType()); rec.Code != 403 {
+		t.Errorf("hidden file in a form: %d", rec.Code)
+	}
+	if rec := send(h, "POST", "/", strings.NewReader("x"), 1, "Content-Type", "text/plain"); rec.Code != 415 {
+		t.Errorf("not a form: %d", rec.Code)
+	}
+	if rec := send(h, "POST", "/", strings.NewReader("--x\r\nbroken"), 12, "Content-Type", "multipart/form-data; boundary=x"); rec.Code != 400 {
+		t.Errorf("broken form: %d", rec.Code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".env")); !os.IsNotExist(err) {
+		t.Error(".env written")
+	}
+}
+
+type openAuth struct{}
+
+func (openAuth) Allow(*http.Request) bool { return true }
+
+func TestDelete(t *testing.T) {
+	h, dir, _ := newWriteHandler(t, map[string]string{"f": "f", "full/a": "a", "full/sub/b": "b"}, Config{})
+	auth := []string{"Authorization", "Bearer " + token}
+	for _, tt := range []struct {
+		path string
+		hdr  []string
+		code int
+	}{
+		{"/f", nil, 401},
+		{"/f", append([]string{"If-Match", `"stale"`}, auth...), 412},
+		{"/f", auth, 204},
+		{"/f", auth, 404},
+		{"/full", auth, 409},
+		{"/.largo", auth, 403},
+		{"/", auth, 403},
+		{"/full?recursive=1", auth, 204},
+	} {
+		path, query, _ := strings.Cut(tt.path, "?")
+		req := httptest.NewRequest("DELETE", "/?"+query, nil)
+		req.URL.Path = path
+		for i := 0; i+1 < len(tt.hdr); i += 2 {
+			req.Header.Set(tt.hdr[i], tt.hdr[i+1])
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tt.code {
+			t.Errorf("DELETE %s: %d %s; want %d", tt.path, rec.Code, rec.Body.String(), tt.code)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "full")); !os.IsNotExist(err) {
+		t.Error("folder still there")
+	}
+}
+
+// TestDeleteSidecars removes a text file with its precompressed sidecars,
+// and leaves a lone archive that only looks like a sidecar.
+func TestDeleteSidecars(t *testing.T) {
+	text := strings.Repeat("a line of text\n", 200)
+	h, dir, _ := newWriteHandler(t, map[string]string{
+		"log.txt": text, "log.txt.gz": "gz", "log.txt.zst": "zst", "log.txt.br": "br",
+		"backup.tar": "tar", "backup.tar.gz": "gz",
+	}, Config{})
+	for _, p := range []string{"/log.txt", "/backup.tar"} {
+		req := httptest.NewRequest("DELETE", "/", nil)
+		req.URL.Path = p
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 204 {
+			t.Fatalf("DELETE %s: %d", p, rec.Code)
+		}
+	}
+	for _, gone := range []string{"log.txt.gz", "log.txt.zst", "log.txt.br"} {
+		if _, err := os.Stat(filepath.Join(dir, gone)); !os.IsNotExist(err) {
+			t.Errorf("sidecar %s outlived its file", gone)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "backup.tar.gz")); err != nil {
+		t.Errorf("backup.tar.gz, not a sidecar, was removed: %v", err)
+	}
+}
+
+func TestParseDigest(t *testing.T) {
+	sum := sha256.Sum256([]byte("x"))
+	b64 := base64.StdEncoding.EncodeToString(sum[:])
+	for _, tt := range []struct {
+		in   string
+		want []byte
+		ok   bool
+	}{
+		{"sha-256=:" + b64 + ":", sum[:], true},
+		{"sha-512=:AAAA:, sha-256=:" + b64 + ":", sum[:], true},
+		{"sha-256=:" + b64 + ":;param=1", sum[:], true},
+		{"sha-512=:AAAA:", nil, true},
+		{"sha-256=" + b64, nil, false},
+		{"sha-256=:AAAA:", nil, false},
+		{"sha-256=:!!:", nil, false},
+		{"SHA-256=:" + b64 + ":", nil, false},
+		{"sha-256", nil, false},
+		{",", nil, false},
+	} {
+		got, err := parseDigest(tt.in)
+		if (err == nil) != tt.ok || !bytes.Equal(got, tt.want) {
+			t.Errorf("parseDigest(%q) = %x, %v", tt.in, got, err)
+		}
+	}
+}
+
+func FuzzParseDigest(f *testing.F) {
+	f.Add("sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:")
+	f.Add("sha-512=:x:, sha-256=:y:")
+	f.Fuzz(func(t *testing.T, s string) {
+		sum, err := parseDigest(s)
+		if err == nil && sum != nil && len(sum) != 32 {
+			t.Fatalf("%q: %d bytes", s, len(sum))
+		}
+	})
+}

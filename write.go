@@ -1,0 +1,120 @@
+package largo
+
+import (
+	"context"
+	"fmt"
+	"io"
+)
+
+// The write side of a Store is a set of optional capabilities: a store that
+// cannot write simply lacks them, and the HTTP layer answers writes with 405
+// or 501. None of them assumes a local path or an operating-system file, so
+// an object store implements them as well as a folder does.
+
+// CreateOptions governs a new upload.
+type CreateOptions struct {
+	// Size is the length the client announced, or -1 when it is unknown
+	// (a chunked body). A store may use it to reserve space or to choose
+	// how to send the bytes on; it never trusts it for the final size.
+	Size int64
+	// NoMkdir refuses the upload, with an error wrapping ErrNotFound, when
+	// the target's folder does not exist, instead of creating the missing
+	// folders at commit.
+	NoMkdir bool
+	// StagedSHA256, for Adopt only, is the SHA-256 of the staged file when
+	// the caller computed it while the bytes arrived; nil makes Adopt read
+	// the file to compute it.
+	StagedSHA256 []byte
+}
+
+// Condition is what must hold of the target when an upload is committed or
+// a file removed: the If-None-Match and If-Match of HTTP. The zero value
+// always holds.
+type Condition struct {
+	// IfNoneMatch set: the target must not exist (If-None-Match: *).
+	IfNoneMatch bool
+	// IfMatch, when not empty, is the ETag (quotes included) the target
+	// must have; "*" means any existing file.
+	IfMatch string
+}
+
+// Upload is a write in progress. Its bytes are invisible to readers until
+// Commit, which makes the whole of them appear at the target name at once;
+// Abort (or a failed Commit) leaves the target as it was. An Upload is used
+// by one goroutine at a time.
+type Upload interface {
+	// Write appends p. An error wrapping ErrNoSpace means the store is
+	// full; the upload must then be aborted.
+	io.Writer
+	// Written returns the number of bytes written so far.
+	Written() int64
+	// SHA256 returns the SHA-256 of the bytes written so far.
+	SHA256() [32]byte
+	// Commit makes the upload visible at its name if cond holds of the
+	// target at that moment, replacing any file there. Concurrent commits to
+	// one name are serialised: each result is one whole upload, and the last
+	// commit wins. created reports whether no file existed before. A failed
+	// condition returns an error wrapping ErrPrecondition; after any error
+	// the upload is gone, as after Abort.
+	Commit(ctx context.Context, cond Condition) (in Info, created bool, err error)
+	// Abort discards the upload. It is safe to call after Commit, when it
+	// does nothing.
+	Abort() error
+}
+
+// Creator is a store that accepts new files.
+type Creator interface {
+	// Create starts an upload to name. Errors known before any byte is sent
+	// (an invalid name, a folder at the target, a missing folder under
+	// NoMkdir) are returned here.
+	Create(ctx context.Context, name string, opt CreateOptions) (Upload, error)
+}
+
+// Adopter is a store that can take a file already staged inside its own
+// state (a finished resumable upload) as an Upload, without copying its
+// bytes. staged is a name under StateDir.
+type Adopter interface {
+	Adopt(ctx context.Context, name, staged string, opt CreateOptions) (Upload, error)
+}
+
+// RemoveOptions governs a removal.
+type RemoveOptions struct {
+	// Recursive removes a folder with everything in it; without it only an
+	// empty folder is removed (ErrNotEmpty otherwise).
+	Recursive bool
+	// Condition must hold of a file being removed.
+	Condition Condition
+}
+
+// Remover is a store that removes files and folders.
+type Remover interface {
+	// Remove removes name. The root folder cannot be removed
+	// (ErrPermission).
+	Remove(ctx context.Context, name string, opt RemoveOptions) error
+}
+
+// SpaceReporter is a store that knows how much room is left for the file
+// name: the free space of the filesystem or the quota that holds it.
+type SpaceReporter interface {
+	// Free returns the bytes that can still be written under name.
+	Free(ctx context.Context, name string) (int64, error)
+}
+
+// Check reports, with an error wrapping ErrPrecondition, whether c fails
+// for a target whose current state is in (exists false: no file there).
+// A folder never matches an ETag.
+func (c Condition) Check(name string, in Info, exists bool) error {
+	if c.IfNoneMatch && exists {
+		return fmt.Errorf("%s exists: %w", name, ErrPrecondition)
+	}
+	if c.IfMatch == "" {
+		return nil
+	}
+	if !exists || in.IsDir {
+		return fmt.Errorf("%s: no file to match: %w", name, ErrPrecondition)
+	}
+	if c.IfMatch != "*" && c.IfMatch != in.ETag {
+		return fmt.Errorf("%s has changed: %w", name, ErrPrecondition)
+	}
+	return nil
+}
