@@ -170,7 +170,6 @@ func TestTreeCPU(t *testing.T) {
 	}
 }
 
-
 func TestTCPConnsTo(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
