@@ -6,10 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"largo/lab"
+	"largo/proc"
 )
 
 // runBench runs `largo bench args...` to its end and returns its exit
@@ -227,6 +229,45 @@ func TestBenchErrors(t *testing.T) {
 	for _, flag := range []string{"--scenarios", "--size", "--quick", "--concurrency", "--hold", "--reps", "--client", "--peer", "--data", "--json", "--charts", "--memory-guard", "LARGO_MEMORY_GUARD", "default 1GiB", "default 20s", "default 3"} {
 		if code != 0 || !strings.Contains(out, flag) {
 			t.Errorf("bench --help lacks %q", flag)
+		}
+	}
+}
+
+// TestBenchInterrupt stops a run with SIGINT while a server is held: the
+// run prints what it measured, exits 3, and leaves no server behind.
+func TestBenchInterrupt(t *testing.T) {
+	cmd := exec.Command(largoBin, "bench", "--quick", "--scenarios", "stalled", "--hold", "60s")
+	var out, errb lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	defer func() { cmd.Process.Kill(); <-done }()
+	var servers []int
+	if !waitFor(60*time.Second, func() bool {
+		servers, _ = proc.Children(cmd.Process.Pid)
+		return strings.Contains(errb.String(), "[1/2]") && len(servers) > 0
+	}) {
+		t.Fatalf("no server started:\n%s", errb.String())
+	}
+	time.Sleep(time.Second)
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("still running 20 s after SIGINT:\n%s", errb.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 3 {
+		t.Errorf("exit %d after SIGINT; want 3", code)
+	}
+	if !strings.Contains(out.String(), "| largo | 60s | interrupted |") {
+		t.Errorf("the interrupted row is not in the table:\n%s", out.String())
+	}
+	for _, pid := range servers {
+		if _, err := proc.ReadStat(pid); err == nil {
+			t.Errorf("server %d still running after the interrupted run", pid)
 		}
 	}
 }

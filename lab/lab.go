@@ -220,6 +220,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 					start := time.Now()
 					res := sc.run(ctx, r, srv, cs)
 					res.Scenario, res.Server, res.Case, res.Rep = sc.name, srv.Name, cs, rp+1
+					if ctx.Err() != nil {
+						res.fail(errors.New("interrupted"))
+					}
 					if res.Outcome == "" {
 						res.Outcome = OK
 					}
