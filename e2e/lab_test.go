@@ -262,7 +262,7 @@ func TestBenchInterrupt(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 3 {
 		t.Errorf("exit %d after SIGINT; want 3", code)
 	}
-	if !strings.Contains(out.String(), "| largo | 60s | interrupted |") {
+	if !strings.Contains(out.String(), "| largo | 1m0s | interrupted |") {
 		t.Errorf("the interrupted row is not in the table:\n%s", out.String())
 	}
 	for _, pid := range servers {
