@@ -118,6 +118,7 @@ func (rep *Report) points(server, key string) plotter.XYs {
 // concurrencyTicks marks exactly the measured concurrency levels.
 type concurrencyTicks []int
 
+// Ticks returns a tick for each level between lo and hi (plot.Ticker).
 func (t concurrencyTicks) Ticks(lo, hi float64) []plot.Tick {
 	var ticks []plot.Tick
 	for _, c := range t {

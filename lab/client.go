@@ -141,6 +141,7 @@ func (g *goClient) fetch(ctx context.Context, req fetchReq) fetchResult {
 // caller's large buffer and the client spends less CPU per byte.
 type discard struct{}
 
+// Write discards p.
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // curlClient runs one curl process per transfer.

@@ -162,6 +162,7 @@ type ctxWriter struct {
 	w   io.Writer
 }
 
+// Write writes p, or fails with ctx's error once ctx is done.
 func (c *ctxWriter) Write(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		return 0, err

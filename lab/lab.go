@@ -102,8 +102,9 @@ const (
 	quickCompressSize = 16 << 20  // the same, with Quick
 )
 
-// DefaultConcurrency is the download scenario's concurrency levels.
-var DefaultConcurrency = []int{1, 5, 20}
+// DefaultConcurrency returns the download scenario's default concurrency
+// levels.
+func DefaultConcurrency() []int { return []int{1, 5, 20} }
 
 // withDefaults returns cfg with every zero field filled in.
 func (cfg Config) withDefaults() (Config, error) {
@@ -132,7 +133,7 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("size %s: the lab needs at least 4 MiB", largo.FormatSize(cfg.Size))
 	}
 	if len(cfg.Concurrency) == 0 {
-		cfg.Concurrency = DefaultConcurrency
+		cfg.Concurrency = DefaultConcurrency()
 	}
 	for _, c := range cfg.Concurrency {
 		if c < 1 || c > 1000 {

@@ -273,6 +273,7 @@ type tailBuffer struct {
 	b   []byte
 }
 
+// Write keeps p, dropping what falls out of the last max bytes.
 func (t *tailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -66,7 +66,7 @@ at 127.0.0.1) and {tmp} (a scratch folder), for example:
 	f.StringSliceVar(&cfg.scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(lab.ScenarioNames(), ",")+")")
 	f.Var(&cfg.size, "size", "size of the file downloaded and uploaded (default 1GiB, 64MiB with --quick)")
 	f.BoolVar(&cfg.quick, "quick", false, "a small run: 64 MiB files, 2 s holds, one repetition (well under a minute without peers)")
-	f.IntSliceVar(&cfg.concurrency, "concurrency", lab.DefaultConcurrency, "concurrent downloads of the download scenario")
+	f.IntSliceVar(&cfg.concurrency, "concurrency", lab.DefaultConcurrency(), "concurrent downloads of the download scenario")
 	f.DurationVar(&cfg.hold, "hold", 0, "how long the stalled and dripping clients are held (default 20s, 2s with --quick)")
 	f.IntVar(&cfg.reps, "reps", 0, "repetitions, interleaved across servers, reported as median (min-max) (default 3, 1 with --quick)")
 	f.Var(&cfg.client, "client", "HTTP client: go or curl (curl processes)")
