@@ -14,26 +14,45 @@ import (
 	"largo/proc"
 )
 
+// benchRun is a running `largo bench`.
+type benchRun struct {
+	cmd       *exec.Cmd
+	out, errb lockedBuffer
+	done      chan struct{}
+}
+
+// startBench starts `largo bench args...`; it is killed when the test ends.
+func startBench(t *testing.T, args ...string) *benchRun {
+	t.Helper()
+	b := &benchRun{cmd: exec.Command(largoBin, append([]string{"bench"}, args...)...), done: make(chan struct{})}
+	b.cmd.Stdout, b.cmd.Stderr = &b.out, &b.errb
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { b.cmd.Wait(); close(b.done) }()
+	t.Cleanup(func() { b.cmd.Process.Kill(); <-b.done })
+	return b
+}
+
+// wait waits for the run to end and returns its exit code, failing the
+// test after timeout.
+func (b *benchRun) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-b.done:
+	case <-time.After(timeout):
+		t.Fatalf("largo bench %v still running after %s\n%s", b.cmd.Args[1:], timeout, tail(b.errb.String(), 4096))
+	}
+	return b.cmd.ProcessState.ExitCode()
+}
+
 // runBench runs `largo bench args...` to its end and returns its exit
 // code, stdout and stderr.
 func runBench(t *testing.T, timeout time.Duration, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.Command(largoBin, append([]string{"bench"}, args...)...)
-	var out, errb lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(timeout):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("largo bench %v still running after %s\n%s", args, timeout, tail(errb.String(), 4096))
-	}
-	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+	b := startBench(t, args...)
+	code := b.wait(t, timeout)
+	return code, b.out.String(), b.errb.String()
 }
 
 // readReport reads the JSON report of a run.
@@ -236,34 +255,21 @@ func TestBenchErrors(t *testing.T) {
 // TestBenchInterrupt stops a run with SIGINT while a server is held: the
 // run prints what it measured, exits 3, and leaves no server behind.
 func TestBenchInterrupt(t *testing.T) {
-	cmd := exec.Command(largoBin, "bench", "--quick", "--scenarios", "stalled", "--hold", "60s")
-	var out, errb lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	defer func() { cmd.Process.Kill(); <-done }()
+	b := startBench(t, "--quick", "--scenarios", "stalled", "--hold", "60s")
 	var servers []int
 	if !waitFor(60*time.Second, func() bool {
-		servers, _ = proc.Children(cmd.Process.Pid)
-		return strings.Contains(errb.String(), "[1/2]") && len(servers) > 0
+		servers, _ = proc.Children(b.cmd.Process.Pid)
+		return strings.Contains(b.errb.String(), "[1/2]") && len(servers) > 0
 	}) {
-		t.Fatalf("no server started:\n%s", errb.String())
+		t.Fatalf("no server started:\n%s", b.errb.String())
 	}
 	time.Sleep(time.Second)
-	cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("still running 20 s after SIGINT:\n%s", errb.String())
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 3 {
+	b.cmd.Process.Signal(syscall.SIGINT)
+	if code := b.wait(t, 20*time.Second); code != 3 {
 		t.Errorf("exit %d after SIGINT; want 3", code)
 	}
-	if !strings.Contains(out.String(), "| largo | 1m0s | interrupted |") {
-		t.Errorf("the interrupted row is not in the table:\n%s", out.String())
+	if !strings.Contains(b.out.String(), "| largo | 1m0s | interrupted |") {
+		t.Errorf("the interrupted row is not in the table:\n%s", b.out.String())
 	}
 	for _, pid := range servers {
 		if _, err := proc.ReadStat(pid); err == nil {
