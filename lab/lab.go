@@ -191,11 +191,11 @@ func (cfg Config) withDefaults() (Config, error) {
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
-		return nil, err
+		return nil, &ConfigError{err}
 	}
 	if cfg.Client == "curl" {
 		if _, err := lookCurl(); err != nil {
-			return nil, err
+			return nil, &ConfigError{err}
 		}
 	}
 	data, err := prepareData(ctx, cfg)
@@ -240,6 +240,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.finish()
 	return rep, nil
 }
+
+// ConfigError is a mistake in the Config given to Run, the user's to fix,
+// as opposed to a failure of the lab's own work (writing its data files).
+type ConfigError struct{ Err error }
+
+// Error says what is wrong.
+func (e *ConfigError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the mistake.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // runner is what scenarios share during a run.
 type runner struct {

@@ -173,11 +173,16 @@ func runBench(ctx context.Context, e *env, cfg *benchConfig) error {
 		}
 	}()
 	rep, runErr := lab.Run(ctx, lc)
+	interrupted := &exitError{code: exitInterrupted, err: errors.New("interrupted")}
 	if rep == nil {
-		if errors.Is(runErr, context.Canceled) {
-			return &exitError{code: exitInterrupted, err: runErr}
+		var ce *lab.ConfigError
+		switch {
+		case errors.As(runErr, &ce):
+			return usageErr(runErr)
+		case errors.Is(runErr, context.Canceled):
+			return interrupted
 		}
-		return usageErr(runErr)
+		return failed(runErr)
 	}
 	if err := rep.WriteMarkdown(e.stdout); err != nil {
 		return failed(err)
@@ -191,7 +196,7 @@ func runBench(ctx context.Context, e *env, cfg *benchConfig) error {
 		return err
 	}
 	if runErr != nil {
-		return &exitError{code: exitInterrupted, err: runErr}
+		return interrupted
 	}
 	return nil
 }
