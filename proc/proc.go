@@ -247,3 +247,75 @@ func TreeMemory(pid int) (Memory, error) {
 	}
 	return Sum(pids, ReadMemory, func(a, b Memory) Memory { return Memory{a.RSS + b.RSS, a.Peak + b.Peak} })
 }
+
+// TreeCPU sums the CPU time of pid and its descendants. Descendants that
+// ended earlier are not counted unless their parent waited for them.
+func TreeCPU(pid int) (time.Duration, error) {
+	pids, err := Tree(pid)
+	if err != nil {
+		return 0, err
+	}
+	return Sum(pids, func(p int) (time.Duration, error) {
+		st, err := ReadStat(p)
+		return st.CPU, err
+	}, func(a, b time.Duration) time.Duration { return a + b })
+}
+
+// TreeIO sums IO over pid and its descendants.
+func TreeIO(pid int) (IO, error) {
+	pids, err := Tree(pid)
+	if err != nil {
+		return IO{}, err
+	}
+	return Sum(pids, ReadIO, func(a, b IO) IO {
+		return IO{a.RChar + b.RChar, a.WChar + b.WChar, a.ReadBytes + b.ReadBytes, a.WriteBytes + b.WriteBytes}
+	})
+}
+
+// TreeFDs sums the open descriptors of pid and its descendants.
+func TreeFDs(pid int) (int, error) {
+	pids, err := Tree(pid)
+	if err != nil {
+		return 0, err
+	}
+	return Sum(pids, CountFDs, func(a, b int) int { return a + b })
+}
+
+// TreeFDsTo sums, over pid and its descendants, the descriptors open on
+// path.
+func TreeFDsTo(pid int, path string) (int, error) {
+	pids, err := Tree(pid)
+	if err != nil {
+		return 0, err
+	}
+	return Sum(pids, func(p int) (int, error) { return FDsTo(p, path) }, func(a, b int) int { return a + b })
+}
+
+// MemTotal returns the machine's memory, MemTotal in /proc/meminfo, in
+// bytes.
+func MemTotal() (int64, error) {
+	b, err := os.ReadFile(filepath.Join(Root, "meminfo"))
+	if err != nil {
+		return 0, err
+	}
+	return parseMemTotal(b)
+}
+
+func parseMemTotal(b []byte) (int64, error) {
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		val, ok := bytes.CutPrefix(line, []byte("MemTotal:"))
+		if !ok {
+			continue
+		}
+		f := strings.Fields(string(val))
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("proc: meminfo: bad MemTotal line %q", line)
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("proc: meminfo: bad MemTotal %q", f[0])
+		}
+		return n << 10, nil
+	}
+	return 0, fmt.Errorf("proc: meminfo: no MemTotal")
+}

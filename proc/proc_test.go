@@ -4,7 +4,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -97,6 +99,74 @@ func TestTree(t *testing.T) {
 	}
 	if _, err := Tree(1 << 30); err == nil {
 		t.Fatal("Tree of a missing process succeeded")
+	}
+}
+
+func TestParseMemTotal(t *testing.T) {
+	n, err := parseMemTotal([]byte("MemTotal:       24683520 kB\nMemFree:        1 kB\n"))
+	if err != nil || n != 24683520<<10 {
+		t.Fatalf("parseMemTotal = %d, %v", n, err)
+	}
+	for _, bad := range []string{"MemFree: 1 kB\n", "MemTotal: 12 MB\n", "MemTotal: -1 kB\n", "MemTotal: x kB\n"} {
+		if _, err := parseMemTotal([]byte(bad)); err == nil {
+			t.Errorf("parseMemTotal(%q) accepted", bad)
+		}
+	}
+	if n, err := MemTotal(); err != nil || n < 64<<20 {
+		t.Fatalf("MemTotal = %d, %v", n, err)
+	}
+}
+
+// TestTreeSums starts a shell whose two children each hold the test file
+// open, and checks that the tree sums count them all.
+func TestTreeSums(t *testing.T) {
+	abs, err := filepath.Abs("proc_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `sleep 30 < "$1" & sleep 30 < "$1" & wait`, "sh", abs)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	var n int
+	waitUntil(func() bool { n, _ = TreeFDsTo(pid, abs); return n == 2 })
+	if n != 2 {
+		t.Fatalf("TreeFDsTo = %d; want the two children's stdin", n)
+	}
+	own, _ := CountFDs(pid)
+	all, err := TreeFDs(pid)
+	if err != nil || all < own+2*3 {
+		t.Fatalf("TreeFDs = %d, %v; the shell alone has %d", all, err, own)
+	}
+	if _, err := TreeCPU(pid); err != nil {
+		t.Fatal(err)
+	}
+	io, err := TreeIO(pid)
+	if err != nil || io.RChar <= 0 {
+		t.Fatalf("TreeIO = %+v, %v", io, err)
+	}
+	if _, err := TreeFDs(1 << 30); err == nil {
+		t.Fatal("TreeFDs of a missing process succeeded")
+	}
+}
+
+// TestTreeCPU burns CPU in a child and sees it counted in the tree.
+func TestTreeCPU(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sh -c 'while :; do :; done' & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	var cpu time.Duration
+	waitUntil(func() bool { cpu, _ = TreeCPU(pid); return cpu >= 50*time.Millisecond })
+	own, _ := ReadStat(pid)
+	if cpu < 50*time.Millisecond || own.CPU >= cpu {
+		t.Fatalf("tree CPU %v, shell's own %v: the busy child is not counted", cpu, own.CPU)
 	}
 }
 

@@ -82,7 +82,7 @@ LARGO_MAX_CONNS). A flag on the command line wins over the variable.`,
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
-	root.AddCommand(newServe(e), newGet(e), newPut(e), newPrecompress(e))
+	root.AddCommand(newServe(e), newGet(e), newPut(e), newPrecompress(e), newBench(e))
 	return root
 }
 

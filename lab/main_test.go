@@ -1,0 +1,54 @@
+package lab
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary play the processes the lab measures:
+// with LAB_ROLE=serve it is a small file server (DIR PORT), with
+// LAB_ROLE=alloc a process whose memory grows until it is killed.
+func TestMain(m *testing.M) {
+	switch os.Getenv("LAB_ROLE") {
+	case "serve":
+		ln, err := net.Listen("tcp", "127.0.0.1:"+os.Args[len(os.Args)-1])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		http.Serve(ln, http.FileServer(http.Dir(os.Args[len(os.Args)-2])))
+		os.Exit(1)
+	case "alloc":
+		var hold [][]byte
+		for range 256 { // at most 2 GiB, should the guard fail
+			b := make([]byte, 8<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+			hold = append(hold, b)
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(time.Minute)
+		os.Exit(len(hold))
+	}
+	os.Exit(m.Run())
+}
+
+// roleServer is a Server run by the test binary itself.
+func roleServer(name, mode string) Server {
+	return Server{Name: name, Command: "LAB_ROLE=" + mode + " exec {exe} {dir} {port}"}
+}
+
+// testRunner is a runner whose servers are the test binary.
+func testRunner(t *testing.T, guard int64) *runner {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runner{cfg: Config{Exe: exe, MemoryGuard: guard, Hold: time.Second, Reps: 1, Client: "go"}, progress: os.Stderr}
+}

@@ -1,0 +1,129 @@
+package lab
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+)
+
+// nodeServer is the Node.js peer: a streaming pipeline() file server.
+//
+//go:embed peers/pipeline.js
+var nodeServer string
+
+// nginxConf is the nginx peer's configuration: sendfile on, gzip for text
+// at nginx's default level, PUT through the WebDAV module, everything
+// (pid, logs, temporary bodies) in the server's scratch folder. .log files
+// are served as text so that gzip applies to them, as on a log server.
+const nginxConf = `daemon off;
+{user}worker_processes auto;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+events { worker_connections 4096; }
+http {
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    access_log {tmp}/access.log;
+    sendfile on;
+    tcp_nopush on;
+    gzip on;
+    gzip_types text/plain text/css application/json text/javascript image/svg+xml;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    client_max_body_size 0;
+    server {
+        listen 127.0.0.1:{port};
+        root {dir};
+        location / {
+            dav_methods PUT;
+            dav_access user:rw group:r all:r;
+        }
+        location ~ \.log$ {
+            types { }
+            default_type text/plain;
+        }
+    }
+}
+`
+
+// presets are the peers known by name alone.
+var presets = map[string]func() Server{
+	"nginx": func() Server {
+		// A root master would run its workers as nobody, who cannot read
+		// the scratch folder nor write uploads there.
+		user := ""
+		if os.Geteuid() == 0 {
+			user = "user root root;\n"
+		}
+		return Server{
+			Name:    "nginx",
+			Command: "exec nginx -p {tmp} -e {tmp}/error.log -c {tmp}/nginx.conf",
+			Files:   map[string]string{"nginx.conf": strings.Replace(nginxConf, "{user}", user, 1)},
+		}
+	},
+	"caddy": func() Server {
+		return Server{Name: "caddy", Command: "exec caddy file-server --root {dir} --listen 127.0.0.1:{port}"}
+	},
+	"node": func() Server {
+		return Server{
+			Name:    "node",
+			Command: "exec node {tmp}/pipeline.js {dir} {port}",
+			Files:   map[string]string{"pipeline.js": nodeServer},
+		}
+	},
+}
+
+// presetPrograms name the program each preset runs, and the Debian
+// package that has it.
+var presetPrograms = map[string][2]string{
+	"nginx": {"nginx", "nginx-light"},
+	"caddy": {"caddy", "caddy"},
+	"node":  {"node", "nodejs"},
+}
+
+// Presets returns the names of the peers known by name alone.
+func Presets() []string {
+	var names []string
+	for n := range presets {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// ParsePeer reads a --peer value: a preset's name (nginx, caddy, node), or
+// NAME=COMMAND, a command run by /bin/sh with the placeholders {dir},
+// {port} and {tmp} (see Server.Command). A preset whose program is not
+// installed is an error that names its package.
+func ParsePeer(s string) (Server, error) {
+	name, command, found := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	if !found {
+		preset, ok := presets[name]
+		if !ok {
+			return Server{}, fmt.Errorf("peer %q: not a preset (%s) nor NAME=COMMAND", s, strings.Join(Presets(), ", "))
+		}
+		prog := presetPrograms[name]
+		if _, err := exec.LookPath(prog[0]); err != nil {
+			return Server{}, fmt.Errorf("peer %s: %s not found (apt-get install %s)", name, prog[0], prog[1])
+		}
+		return preset(), nil
+	}
+	command = strings.TrimSpace(command)
+	switch {
+	case name == "" || command == "":
+		return Server{}, errors.New("peer: want NAME=COMMAND, both non-empty")
+	case name == "largo" || name == "naive":
+		return Server{}, fmt.Errorf("peer %q: the name is taken by the lab's own server", name)
+	case !strings.Contains(command, "{port}"):
+		return Server{}, fmt.Errorf("peer %s: the command must listen on {port}", name)
+	}
+	return Server{Name: name, Command: command}, nil
+}
