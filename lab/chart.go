@@ -8,13 +8,15 @@ import (
 	"slices"
 	"strconv"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
+	svg "github.com/ajstarks/svgo"
 
 	"largo"
 )
+
+// The charts are drawn with svgo, a small SVG writer, and the scales are
+// computed here. (A plotting package such as gonum's would parse its fonts
+// in its package initialiser, which every largo process runs, serve
+// included: about 3 MiB resident for charts that only the lab draws.)
 
 // chart is one SVG chart of the download scenario: a figure against
 // concurrency, one line per server.
@@ -29,9 +31,19 @@ var charts = []chart{
 	{"download-cpu-per-gib.svg", "Server CPU time per GiB sent", "CPU seconds per GiB", keyCPUPerGiB, false},
 }
 
+// point is one median of a figure at one concurrency.
+type point struct{ x, y float64 }
+
+// series is one server's line.
+type series struct {
+	name string
+	pts  []point
+}
+
 // WriteCharts writes the download scenario's charts as SVG files into dir
-// and returns their paths; a chart no server has figures for is left out. Only repetitions that went as planned are
-// plotted: a server killed by the guard has no point at that concurrency.
+// and returns their paths; a chart no server has figures for is left out.
+// Only repetitions that went as planned are plotted: a server killed by the
+// guard has no point at that concurrency.
 func (rep *Report) WriteCharts(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -49,45 +61,23 @@ func (rep *Report) WriteCharts(dir string) ([]string, error) {
 	}
 	var written []string
 	for _, c := range charts {
-		p := plot.New()
-		p.Title.Text = c.title
-		p.X.Label.Text = "concurrent downloads of one " + largo.FormatSize(rep.Settings.Size) + " file"
-		p.Y.Label.Text = c.yLabel
-		p.Legend.Top = true
-		p.Legend.Left = true
-		p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), -vg.Points(14)
-		if c.log {
-			p.Y.Scale = plot.LogScale{}
-			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-		}
-		p.X.Tick.Marker = concurrencyTicks(rep.Settings.Concurrency)
-		var lines []any
-		lo, hi := math.Inf(1), 0.0
+		var lines []series
 		for _, s := range servers {
-			pts := rep.points(s, c.key)
-			if len(pts) == 0 {
-				continue
+			if pts := rep.points(s, c.key); len(pts) > 0 {
+				lines = append(lines, series{s, pts})
 			}
-			for _, pt := range pts {
-				lo, hi = min(lo, pt.Y), max(hi, pt.Y)
-			}
-			lines = append(lines, s, pts)
 		}
 		if len(lines) == 0 {
 			continue // no server has this figure
 		}
-		if err := plotutil.AddLinePoints(p, lines...); err != nil {
+		path := filepath.Join(dir, c.file)
+		f, err := os.Create(path)
+		if err != nil {
 			return written, err
 		}
-		// Room for the legend above the lines, and the whole x range.
-		if c.log && hi > 0 {
-			p.Y.Min, p.Y.Max = math.Pow(10, math.Floor(math.Log10(lo))), hi*40
-		} else {
-			p.Y.Min, p.Y.Max = 0, hi*(1.2+0.1*float64(len(lines)/2))
-		}
-		p.X.Min, p.X.Max = 0, float64(slices.Max(rep.Settings.Concurrency))*1.05
-		path := filepath.Join(dir, c.file)
-		if err := p.Save(7*vg.Inch, 4.5*vg.Inch, path); err != nil {
+		xLabel := "concurrent downloads of one " + largo.FormatSize(rep.Settings.Size) + " file"
+		drawChart(svg.New(f), c, xLabel, rep.Settings.Concurrency, lines)
+		if err := f.Close(); err != nil {
 			return written, err
 		}
 		written = append(written, path)
@@ -97,8 +87,8 @@ func (rep *Report) WriteCharts(dir string) ([]string, error) {
 
 // points returns a server's medians of key over the download cases, from
 // the repetitions that went as planned.
-func (rep *Report) points(server, key string) plotter.XYs {
-	var pts plotter.XYs
+func (rep *Report) points(server, key string) []point {
+	var pts []point
 	for _, c := range rep.Settings.Concurrency {
 		var vs []float64
 		for _, r := range rep.Results {
@@ -109,22 +99,125 @@ func (rep *Report) points(server, key string) plotter.XYs {
 			}
 		}
 		if len(vs) > 0 {
-			pts = append(pts, plotter.XY{X: float64(c), Y: Percentile(vs, 50)})
+			pts = append(pts, point{float64(c), Percentile(vs, 50)})
 		}
 	}
 	return pts
 }
 
-// concurrencyTicks marks exactly the measured concurrency levels.
-type concurrencyTicks []int
+// The chart's geometry, in SVG pixels.
+const (
+	chartW, chartH             = 720, 450
+	marginL, marginR           = 80, 24
+	marginT, marginB           = 56, 64
+	plotW, plotH               = chartW - marginL - marginR, chartH - marginT - marginB
+	textStyle                  = "font-family:sans-serif;font-size:13px;fill:#222"
+	legendRow, legendX, legend = 18, marginL + 14, marginT + 18
+)
 
-// Ticks returns a tick for each level between lo and hi (plot.Ticker).
-func (t concurrencyTicks) Ticks(lo, hi float64) []plot.Tick {
-	var ticks []plot.Tick
-	for _, c := range t {
-		if float64(c) >= lo && float64(c) <= hi {
-			ticks = append(ticks, plot.Tick{Value: float64(c), Label: strconv.Itoa(c)})
+// palette holds one colour per server, in order; markers tell lines apart
+// where colours are not seen.
+var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf"}
+
+// drawChart draws one line chart: concurrency levels on x, the figure on y
+// (logarithmic for c.log), a line and markers per server, and a legend.
+func drawChart(s *svg.SVG, c chart, xLabel string, levels []int, lines []series) {
+	lo, hi := math.Inf(1), 0.0
+	for _, l := range lines {
+		for _, p := range l.pts {
+			lo, hi = min(lo, p.y), max(hi, p.y)
 		}
 	}
+	xMax := float64(slices.Max(levels)) * 1.05
+	// Room above the lines for the legend.
+	yMin, yMax := 0.0, hi*(1.25+0.08*float64(len(lines)))
+	if c.log {
+		yMin, yMax = math.Pow(10, math.Floor(math.Log10(lo))), hi*40
+	}
+	x := func(v float64) int { return marginL + int(v/xMax*plotW) }
+	y := func(v float64) int {
+		f := (v - yMin) / (yMax - yMin)
+		if c.log {
+			f = (math.Log10(v) - math.Log10(yMin)) / (math.Log10(yMax) - math.Log10(yMin))
+		}
+		return marginT + plotH - int(f*plotH)
+	}
+
+	s.Start(chartW, chartH)
+	s.Rect(0, 0, chartW, chartH, "fill:#fff")
+	s.Text(chartW/2, 28, c.title, textStyle+";font-size:16px;text-anchor:middle")
+	// Grid and ticks.
+	for _, t := range yTicks(yMin, yMax, c.log) {
+		s.Line(marginL, y(t), marginL+plotW, y(t), "stroke:#e4e4e4")
+		s.Text(marginL-8, y(t)+4, formatTick(t), textStyle+";text-anchor:end")
+	}
+	for _, l := range levels {
+		s.Line(x(float64(l)), marginT+plotH, x(float64(l)), marginT+plotH+5, "stroke:#222")
+		s.Text(x(float64(l)), marginT+plotH+20, strconv.Itoa(l), textStyle+";text-anchor:middle")
+	}
+	s.Line(marginL, marginT, marginL, marginT+plotH, "stroke:#222")
+	s.Line(marginL, marginT+plotH, marginL+plotW, marginT+plotH, "stroke:#222")
+	s.Text(marginL+plotW/2, chartH-16, xLabel, textStyle+";text-anchor:middle")
+	s.Text(20, marginT+plotH/2, c.yLabel, fmt.Sprintf("%s;text-anchor:middle", textStyle), fmt.Sprintf(`transform="rotate(-90 20 %d)"`, marginT+plotH/2))
+	// Lines, markers and the legend.
+	for i, l := range lines {
+		color := palette[i%len(palette)]
+		xs, ys := make([]int, len(l.pts)), make([]int, len(l.pts))
+		for j, p := range l.pts {
+			xs[j], ys[j] = x(p.x), y(p.y)
+		}
+		s.Polyline(xs, ys, "fill:none;stroke-width:2;stroke:"+color)
+		for j := range xs {
+			marker(s, i, xs[j], ys[j], color)
+		}
+		ly := legend + i*legendRow
+		s.Line(legendX, ly, legendX+24, ly, "stroke-width:2;stroke:"+color)
+		marker(s, i, legendX+12, ly, color)
+		s.Text(legendX+32, ly+4, l.name, textStyle)
+	}
+	s.End()
+}
+
+// marker draws the i-th series' marker: a circle, square or diamond.
+func marker(s *svg.SVG, i, x, y int, color string) {
+	style := "fill:" + color
+	switch i % 3 {
+	case 0:
+		s.Circle(x, y, 4, style)
+	case 1:
+		s.Rect(x-4, y-4, 8, 8, style)
+	default:
+		s.Polygon([]int{x, x + 5, x, x - 5}, []int{y - 5, y, y + 5, y}, style)
+	}
+}
+
+// yTicks returns the values to mark between lo and hi: powers of ten on
+// a log scale, else about five round steps.
+func yTicks(lo, hi float64, log bool) []float64 {
+	var ticks []float64
+	if log {
+		for v := lo; v <= hi; v *= 10 {
+			ticks = append(ticks, v)
+		}
+		return ticks
+	}
+	step := math.Pow(10, math.Floor(math.Log10(hi/5)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if hi/(step*m) <= 6 {
+			step *= m
+			break
+		}
+	}
+	for v := lo; v <= hi; v += step {
+		ticks = append(ticks, v)
+	}
 	return ticks
+}
+
+// formatTick writes a tick's value without needless digits.
+func formatTick(v float64) string {
+	if v >= 1 || v == 0 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }

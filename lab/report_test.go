@@ -97,7 +97,7 @@ func TestReportRows(t *testing.T) {
 	}
 	// Charts plot only the repetitions that went as planned.
 	pts := rep.points("naive", keyPeak)
-	if len(pts) != 2 || pts[1].X != 5 || pts[1].Y != 2200 {
+	if len(pts) != 2 || pts[1].x != 5 || pts[1].y != 2200 {
 		t.Fatalf("naive points %v; want c=5 at the median of reps 1 and 3", pts)
 	}
 }
