@@ -24,14 +24,39 @@ type partState struct {
 	// Segments is nil for one stream, whose progress is the part file's
 	// length; for a segmented download it is each segment's progress.
 	Segments []segment `json:"segments,omitempty"`
+	// Boot identifies the system boot during which Written was saved.
+	Boot string `json:"boot,omitempty"`
 }
 
-// segment is the byte range [Start, End) of a segmented download, of which
-// Done bytes from Start are in the part file.
+// segment is the byte range [Start, End) of a segmented download. Done
+// bytes from Start are in the part file on disk (synced); Written bytes
+// were written to it, and are in it at least until the machine stops: a
+// killed process loses nothing it wrote, a power cut may.
 type segment struct {
-	Start int64 `json:"start"`
-	End   int64 `json:"end"`
-	Done  int64 `json:"done"`
+	Start   int64 `json:"start"`
+	End     int64 `json:"end"`
+	Done    int64 `json:"done"`
+	Written int64 `json:"written,omitempty"`
+}
+
+// resumeFrom is where a segment resumes: after all it wrote when the
+// system has not restarted since (the page cache still holds the bytes),
+// else after what was synced.
+func (s segment) resumeFrom(sameBoot bool) int64 {
+	if sameBoot && s.Written > s.Done && s.Written <= s.End-s.Start {
+		return s.Written
+	}
+	return s.Done
+}
+
+// bootID identifies the current system boot, or "" where that cannot be
+// known (then only synced progress is trusted).
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // stateFor returns the state of a fresh download from its first answer.
