@@ -130,8 +130,8 @@ func TestGetKilled(t *testing.T) {
 		}
 		// What may be sent twice: the socket buffers of the killed
 		// connections (a few MiB each) and, with segments, what arrived
-		// since the last saved state (synced and saved four times a
-		// second, less often when fsync is slow on a loaded machine).
+		// since the last saved state (saved four times a second; within
+		// one boot, bytes written but not yet synced count).
 		read := s.rchar() - read0
 		limit := int64(size + size/10)
 		if seg != "1" {
