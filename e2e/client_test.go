@@ -135,7 +135,7 @@ func TestGetKilled(t *testing.T) {
 		read := s.rchar() - read0
 		limit := int64(size + size/10)
 		if seg != "1" {
-			limit = size + size*3/10
+			limit = size + size*2/10
 		}
 		if read < size || read > limit {
 			t.Errorf("-j %s: the server read %d MiB for a 1024 MiB file", seg, read>>20)

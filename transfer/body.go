@@ -103,15 +103,7 @@ func (b *Body) clear() {
 }
 
 func (b *Body) checkRate() error {
-	if b.opt.MinRate <= 0 {
-		return nil
-	}
-	grace := b.opt.IdleTimeout
-	if grace <= 0 {
-		grace = 10 * time.Second
-	}
-	elapsed := b.opt.Now().Sub(b.start)
-	if elapsed >= grace && float64(b.read.Load())/elapsed.Seconds() < float64(b.opt.MinRate) {
+	if belowRate(b.opt.MinRate, b.opt.IdleTimeout, b.opt.Now().Sub(b.start), b.read.Load()) {
 		return ErrTooSlow
 	}
 	return nil

@@ -220,21 +220,24 @@ func (r *Response) setDeadline(t time.Time) {
 
 // checkRate enforces MinRate once its grace period is over.
 func (r *Response) checkRate() error {
-	if r.opt.MinRate <= 0 {
-		return nil
-	}
-	grace := r.opt.IdleTimeout
-	if grace <= 0 {
-		grace = 10 * time.Second
-	}
-	elapsed := r.opt.Now().Sub(r.start)
-	if elapsed < grace {
-		return nil
-	}
-	if float64(r.written.Load())/elapsed.Seconds() < float64(r.opt.MinRate) {
+	if belowRate(r.opt.MinRate, r.opt.IdleTimeout, r.opt.Now().Sub(r.start), r.written.Load()) {
 		return ErrTooSlow
 	}
 	return nil
+}
+
+// belowRate reports whether a transfer that has moved n bytes in elapsed
+// averages less than minRate, once the grace period (the first idle
+// timeout, or ten seconds without one) is over.
+func belowRate(minRate int64, idle, elapsed time.Duration, n int64) bool {
+	if minRate <= 0 {
+		return false
+	}
+	grace := idle
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	return elapsed >= grace && float64(n)/elapsed.Seconds() < float64(minRate)
 }
 
 func (r *Response) count(n int64) {

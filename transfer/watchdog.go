@@ -72,16 +72,8 @@ func (w *watchdog) tick() {
 // belowRate reports whether the client, counting the bytes of the segment
 // in flight, averages less than MinRate after the grace period.
 func (w *watchdog) belowRate(pos int64) bool {
-	grace := w.r.opt.IdleTimeout
-	if grace <= 0 {
-		grace = 10 * time.Second
-	}
-	elapsed := w.r.opt.Now().Sub(w.r.start)
-	if elapsed < grace {
-		return false
-	}
-	sent := w.startWritten + pos - w.startPos
-	return float64(sent)/elapsed.Seconds() < float64(w.r.opt.MinRate)
+	o := w.r.opt
+	return belowRate(o.MinRate, o.IdleTimeout, o.Now().Sub(w.r.start), w.startWritten+pos-w.startPos)
 }
 
 // tooSlow reports whether the watchdog cut the transfer for its rate.
