@@ -265,9 +265,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	if tlsConf != nil {
 		scheme = "https"
 	}
-	quiet := hcfg
-	quiet.Logger, quiet.Observer, quiet.Uploads, quiet.Compression = nil, nil, nil, nil
-	settle(serve.New(quiet))
+	settle(hcfg)
 	fmt.Fprintf(e.stdout, "largo: serving %s at %s://%s/\n", where, scheme, displayAddr(ln.Addr()))
 
 	select {
