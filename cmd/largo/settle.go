@@ -3,10 +3,8 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"runtime/debug"
 
-	"largo/disk"
 	"largo/serve"
 )
 
@@ -33,24 +31,13 @@ func settle(cfg serve.Config) {
 	resetPeak()
 }
 
-// warmUp passes a few requests through a copy of the handler that serves
-// an empty scratch folder (the served one may be huge, or a bucket) and
-// logs and counts nothing.
+// warmUp passes a few requests through a copy of the handler that logs
+// and counts nothing: largo's own endpoints and a hidden name, none of
+// which reaches the store (the served folder may be huge, or a bucket).
 func warmUp(cfg serve.Config) {
-	dir, err := os.MkdirTemp("", "largo-warm-")
-	if err != nil {
-		return
-	}
-	defer os.RemoveAll(dir)
-	st, err := disk.Open(dir)
-	if err != nil {
-		return
-	}
-	defer st.Close()
-	cfg.Store = st
 	cfg.Logger, cfg.Observer, cfg.Uploads, cfg.Compression = nil, nil, nil, nil
 	h := serve.New(cfg)
-	for _, target := range []string{"/_largo/healthz", "/_largo/readyz", "/_largo/metrics", "/", "/?format=json", "/nothing"} {
+	for _, target := range []string{"/_largo/healthz", "/_largo/readyz", "/_largo/metrics", "/_largo/nothing", "/.nothing"} {
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, target, nil))
 	}
 }
