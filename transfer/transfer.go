@@ -125,10 +125,10 @@ func (r *Response) Write(p []byte) (int, error) {
 // other source is copied through a pooled buffer by Write.
 //
 // Within a segment the kernel moves the bytes and no code of ours runs, so a
-// watchdog reads the file's offset every quarter of the idle timeout (a
+// watchdog reads the file's offset every eighth of the idle timeout (a
 // timer, no goroutine while it sleeps) and extends the deadline whenever the
-// offset moved: a client is cut only after a whole idle timeout without
-// taking a byte, however slowly it reads.
+// offset moved: a client is cut only after at least seven eighths of an idle
+// timeout without taking a byte, however slowly it reads.
 func (r *Response) ReadFrom(src io.Reader) (int64, error) {
 	if r.err != nil {
 		return 0, r.err

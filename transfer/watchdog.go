@@ -38,7 +38,7 @@ func (r *Response) watch(src io.Reader) *watchdog {
 		return w
 	}
 	w.f, w.last, w.startPos, w.startWritten = f, pos, pos, r.written.Load()
-	w.every = r.opt.IdleTimeout / 4
+	w.every = r.opt.IdleTimeout / 8
 	if w.every <= 0 || w.every > time.Second && r.opt.MinRate > 0 {
 		w.every = time.Second
 	}
