@@ -116,7 +116,8 @@ func (r *runner) end(in *instance, idle usage, res *Result, sent int64) usage {
 	} else {
 		cpu := u.cpu - idle.cpu
 		res.set(keyCPU, cpu.Seconds())
-		if sent > 0 {
+		// Below a MiB (an error page) the ratio would only magnify noise.
+		if sent >= 1<<20 {
 			res.set(keyCPUPerGiB, cpu.Seconds()/(float64(sent)/(1<<30)))
 		}
 	}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package resumable
+
+import "os"
+
+func startWriteback(*os.File) {}
