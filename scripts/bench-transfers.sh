@@ -122,14 +122,23 @@ echo "# uploads of 1 GiB ($reps runs each)"
 for r in $(seq "$reps"); do
 	timed "dd (bs=1M, conv=fsync)" dd if="$work/data/file.bin" of="$work/up/dd.bin" bs=1M conv=fsync status=none
 	check "$work/up/dd.bin"
-	for how in put tus; do
+	for how in put patch tus; do
 		start_largo "$work/up" --upload --upload-open
 		idle=$(kib "$pid" VmRSS)
-		if [ $how = put ]; then
-			timed "largo: curl -T (PUT)" curl -s -f -o /dev/null -T "$work/data/file.bin" "http://127.0.0.1:$port/f.bin"
-		else
-			timed "largo: largo put (tus)" "$largo" put -q "$work/data/file.bin" "http://127.0.0.1:$port/f.bin"
-		fi
+		case $how in
+		put)
+			timed "largo: curl -T (PUT)" curl -s -f -o /dev/null -T "$work/data/file.bin" "http://127.0.0.1:$port/f.bin" ;;
+		patch)
+			# The server's tus path alone: one creation, one PATCH.
+			loc=$(curl -s -f -D - -o /dev/null -X POST -H "Tus-Resumable: 1.0.0" \
+				-H "Upload-Length: $size" -H "Upload-Metadata: filename $(printf f.bin | base64)" \
+				"http://127.0.0.1:$port/_largo/uploads/" | tr -d '\r' | awk 'tolower($1) == "location:" { print $2 }')
+			timed "largo: curl tus PATCH" curl -s -f -o /dev/null -X PATCH -H "Tus-Resumable: 1.0.0" \
+				-H "Content-Type: application/offset+octet-stream" -H "Upload-Offset: 0" \
+				-T "$work/data/file.bin" "$loc" ;;
+		tus)
+			timed "largo: largo put (tus)" "$largo" put -q "$work/data/file.bin" "http://127.0.0.1:$port/f.bin" ;;
+		esac
 		peak=$(kib "$pid" VmHWM)
 		awk -v i="$idle" -v p="$peak" 'BEGIN { printf "    server idle %.1f MiB, peak %.1f MiB, peak above idle %.1f MiB\n", i / 1024, p / 1024, (p - i) / 1024 }'
 		stop
