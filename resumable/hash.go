@@ -106,7 +106,7 @@ func (t *countingTee) WriteTo(w io.Writer) (int64, error) {
 	f, _ := w.(*os.File)
 	var written, unflushed int64
 	for {
-		// Whole buffers: as many writes and hand-offs as few as can be.
+		// Whole buffers keep the writes and the hand-offs few.
 		n, rerr := io.ReadFull(t.r, buf)
 		if rerr == io.ErrUnexpectedEOF {
 			rerr = io.EOF
