@@ -26,6 +26,7 @@ var statusTable = []struct {
 	{errBadCondition, http.StatusBadRequest, "unsupported condition: use If-None-Match: * or If-Match with one ETag"},
 	{errCondUnsupported, http.StatusNotImplemented, "not supported: this store cannot apply If-None-Match or If-Match to a write atomically"},
 	{errNotForm, http.StatusUnsupportedMediaType, "expected multipart/form-data"},
+	{errPartialPut, http.StatusBadRequest, "Content-Range on a PUT: partial writes are not accepted; send the whole file, or resume through /_largo/uploads/ (tus)"},
 	{errBadForm, http.StatusBadRequest, "bad multipart form"},
 	{errBodyTimeout, http.StatusRequestTimeout, "request body stalled"},
 	{errBodyIncomplete, http.StatusBadRequest, "request body incomplete"},

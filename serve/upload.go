@@ -17,6 +17,10 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error
 	if strings.HasSuffix(r.URL.Path, "/") {
 		return fmt.Errorf("%s: PUT to a folder path: %w", name, largo.ErrIsDir)
 	}
+	if r.Header.Get("Content-Range") != "" {
+		// RFC 9110, 14.5: the body is likely a part mistaken for the whole.
+		return errPartialPut
+	}
 	cr, cond, err := h.writeSetup(r)
 	if err != nil {
 		return err

@@ -32,6 +32,7 @@ var (
 	errCondUnsupported = errors.New("conditional writes not supported by the store")
 	errBadForm         = errors.New("bad multipart form")
 	errNotForm         = errors.New("not a multipart/form-data body")
+	errPartialPut      = errors.New("PUT with Content-Range")
 )
 
 // allow is the Allow header of the file tree.
