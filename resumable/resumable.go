@@ -234,7 +234,9 @@ func (h *Handler) parseTarget(meta tusd.MetaData) (target, error) {
 	if err != nil || name == "" {
 		return t, tusError("ERR_INVALID_NAME", "invalid filename or folder", http.StatusBadRequest)
 	}
-	if err := h.cfg.Policy(name); err != nil {
+	if err := h.cfg.Policy(name); errors.Is(err, largo.ErrInvalidName) {
+		return t, tusError("ERR_INVALID_NAME", "invalid filename or folder", http.StatusBadRequest)
+	} else if err != nil {
 		return t, tusError("ERR_NAME_FORBIDDEN", "hidden or reserved name: not writable", http.StatusForbidden)
 	}
 	t.name = name

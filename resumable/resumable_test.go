@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"largo"
 	"largo/disk"
@@ -52,6 +53,9 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	cfg.Policy = func(name string) error {
 		if largo.Hidden(name) {
 			return largo.ErrPermission
+		}
+		if !utf8.ValidString(name) {
+			return largo.ErrInvalidName
 		}
 		return nil
 	}
@@ -185,6 +189,7 @@ func TestRefusedAtCreation(t *testing.T) {
 		{"escape", 10, map[string]string{"filename": "../x"}, nil, 400},
 		{"escape in folder", 10, map[string]string{"filename": "x", "folder": "a/../.."}, nil, 400},
 		{"dotfile", 10, map[string]string{"filename": ".env"}, nil, 403},
+		{"refused by the policy as invalid", 10, map[string]string{"filename": "\xff\xfe"}, nil, 400},
 		{"dotfolder", 10, map[string]string{"filename": "x", "folder": ".largo"}, nil, 403},
 		{"too large", 1001, map[string]string{"filename": "x"}, nil, 413},
 		{"bad sha256", 10, map[string]string{"filename": "x", "sha256": "zz"}, nil, 400},

@@ -167,6 +167,7 @@ func TestPutRefused(t *testing.T) {
 		{"reserved prefix", "/_largofile", untouchable{t}, 5, auth, 403, "hidden or reserved"},
 		{"folder path", "/dir/", untouchable{t}, 5, auth, 409, "is a folder"},
 		{"under a file", "/file/x", untouchable{t}, 5, auth, 409, "a parent is a file"},
+		{"not utf-8", "/\xff\xfe", untouchable{t}, 5, auth, 400, "invalid path"},
 		{"content-range", "/exists", untouchable{t}, 5, append([]string{"Content-Range", "bytes 0-4/10"}, auth...), 400, "Content-Range on a PUT"},
 	} {
 		rec := send(h, "PUT", tt.path, tt.body, tt.size, tt.hdr...)

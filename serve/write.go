@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"largo"
 	"largo/transfer"
@@ -76,8 +77,13 @@ func (h *Handler) authorize(r *http.Request) error {
 // WriteName applies the write path policy to a name that passed
 // largo.ParseName: hidden names and names under the reserved prefix are
 // never written (an error wrapping ErrPermission). Resumable uploads apply
-// it to their target names too.
+// it to their target names too. A new name must also be UTF-8, so that it
+// reads back the same in listings, JSON and archives (an error wrapping
+// ErrInvalidName).
 func WriteName(name string) error {
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%q: %w: not UTF-8", name, largo.ErrInvalidName)
+	}
 	if reserved(name) {
 		return fmt.Errorf("%s: %w: %w", name, errReservedWrite, largo.ErrPermission)
 	}
