@@ -84,7 +84,7 @@ func (s *Store) Stat(_ context.Context, name string) (largo.Info, error) {
 
 // Open implements largo.Store.
 func (s *Store) Open(_ context.Context, name string) (largo.File, error) {
-	f, err := s.root.Open(osName(name))
+	f, err := s.open(name)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -110,7 +110,7 @@ func (s *Store) Open(_ context.Context, name string) (largo.File, error) {
 // anything that is neither a regular file nor a folder.
 func (s *Store) List(_ context.Context, name string) iter.Seq2[largo.Info, error] {
 	return func(yield func(largo.Info, error) bool) {
-		d, err := s.root.Open(osName(name))
+		d, err := s.open(name)
 		if err != nil {
 			yield(largo.Info{}, mapErr(err))
 			return
@@ -158,6 +158,14 @@ func (s *Store) List(_ context.Context, name string) iter.Seq2[largo.Info, error
 			}
 		}
 	}
+}
+
+// open opens name for reading without blocking: opening a named pipe
+// waits for a writer, which would hold the request (and a thread) for ever.
+// The flag changes nothing for files and folders, whose type the callers
+// check next.
+func (s *Store) open(name string) (*os.File, error) {
+	return s.root.OpenFile(osName(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 }
 
 // file is an open file of the store.
