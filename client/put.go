@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -299,5 +298,3 @@ func tusMetadata(kv ...string) string {
 	}
 	return strings.Join(parts, ",")
 }
-
-func hexSum(b []byte) string { return hex.EncodeToString(b) }

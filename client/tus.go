@@ -43,16 +43,15 @@ func (c *Client) putTus(ctx context.Context, file string, fi os.FileInfo, d *Des
 	}
 	defer f.Close()
 
+	hctx, stopHash := context.WithCancel(ctx)
+	defer stopHash()
+	sum := hashAsync(hctx, file)
 	var off int64 = -1 // unknown: ask the server
 	created := false
 	r := c.retrier()
 	for {
 		if up == nil {
-			sum, err := hashLocal(ctx, file, fi.Size(), prog)
-			if err != nil {
-				return res, err
-			}
-			up = &upload{File: abs, Size: fi.Size(), ModTime: fi.ModTime(), Endpoint: d.Endpoint, Target: folder + "/" + name, SHA256: hexSum(sum)}
+			up = &upload{File: abs, Size: fi.Size(), ModTime: fi.ModTime(), Endpoint: d.Endpoint, Target: folder + "/" + name}
 			if up.URL, err = c.tusCreate(ctx, d, up, folder, name); err != nil {
 				return res, err
 			}
@@ -78,7 +77,7 @@ func (c *Client) putTus(ctx context.Context, file string, fi os.FileInfo, d *Des
 		if err == nil {
 			var moved int64
 			before := off
-			off, moved, err = c.tusPatch(ctx, f, up, off, d.checksum, prog)
+			off, moved, err = c.tusPatch(ctx, f, up, off, d.checksum, sum, prog)
 			res.Moved += moved
 			if off > before {
 				r.progressed()
@@ -102,10 +101,50 @@ func (c *Client) putTus(ctx context.Context, file string, fi os.FileInfo, d *Des
 	if created && !res.Resumed && res.Moved == 0 && fi.Size() > 0 {
 		res.UpToDate = true
 	}
-	if d.checksum != "" {
+	switch {
+	case sum.confirmed:
+		res.Verified = sum.value
+	case d.checksum != "":
 		res.Verified = "tus " + d.checksum + " per chunk"
 	}
 	return res, nil
+}
+
+// tailSize is how many bytes of a file the last request of a tus upload
+// carries at most, with the file's digest: the rest goes while the digest
+// is being computed.
+const tailSize = 4 << 20
+
+// fileDigest is the sha-256 of a file being uploaded, computed on another
+// goroutine while its bytes are sent, and given as Repr-Digest with the
+// request that completes the upload: the server refuses the upload if what
+// it stored differs (largo does; other tus servers ignore the field).
+type fileDigest struct {
+	done      chan struct{}
+	value     string // the Repr-Digest field, once done
+	err       error
+	confirmed bool // the server answered the same digest
+}
+
+// hashAsync starts computing file's digest; cancel ctx to stop it.
+func hashAsync(ctx context.Context, file string) *fileDigest {
+	d := &fileDigest{done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		sum, err := hashLocal(ctx, file, -1, noProgress{})
+		d.value, d.err = digest{alg: "sha-256", sum: sum}.String(), err
+	}()
+	return d
+}
+
+// wait returns the digest field once it is computed.
+func (d *fileDigest) wait(ctx context.Context) (string, error) {
+	select {
+	case <-d.done:
+		return d.value, d.err
+	case <-ctx.Done():
+		return "", resumable(context.Cause(ctx))
+	}
 }
 
 // place returns where an upload of file at rel goes (folder and name, as
@@ -145,7 +184,7 @@ func (c *Client) tusCreateOnce(ctx context.Context, d *Destination, up *upload, 
 	}
 	req.Header.Set("Tus-Resumable", tusVersion)
 	req.Header.Set("Upload-Length", strconv.FormatInt(up.Size, 10))
-	req.Header.Set("Upload-Metadata", tusMetadata("filename", name, "folder", folder, "sha256", up.SHA256))
+	req.Header.Set("Upload-Metadata", tusMetadata("filename", name, "folder", folder))
 	resp, err := c.do(req)
 	if err != nil {
 		return "", cause(actx, err)
@@ -193,13 +232,28 @@ func (c *Client) tusOffset(ctx context.Context, up *upload) (int64, error) {
 }
 
 // tusPatch sends bytes from off on: the rest of the file in one request,
-// or one chunk with its checksum when the server checks them. It returns
-// the server's new offset and the bytes sent.
-func (c *Client) tusPatch(ctx context.Context, f *os.File, up *upload, off int64, alg string, prog Progress) (int64, int64, error) {
+// or one chunk with its checksum when the server checks them. The last
+// tailSize bytes go in a request of their own, with the file's digest. It
+// returns the server's new offset and the bytes sent.
+func (c *Client) tusPatch(ctx context.Context, f *os.File, up *upload, off int64, alg string, fd *fileDigest, prog Progress) (int64, int64, error) {
 	n := up.Size - off
-	var sum string
 	if alg != "" {
 		n = min(n, c.chunkSize())
+	}
+	last := off+n == up.Size
+	if last && n > tailSize {
+		n -= tailSize
+		last = false
+	}
+	var repr string
+	if last {
+		var err error
+		if repr, err = fd.wait(ctx); err != nil {
+			return off, 0, err
+		}
+	}
+	var sum string
+	if alg != "" {
 		var h hash.Hash = sha256.New()
 		if alg == "sha1" {
 			h = sha1.New()
@@ -224,6 +278,9 @@ func (c *Client) tusPatch(ctx context.Context, f *os.File, up *upload, off int64
 	if sum != "" {
 		req.Header.Set("Upload-Checksum", sum)
 	}
+	if repr != "" {
+		req.Header.Set("Repr-Digest", repr)
+	}
 	resp, err := c.do(req)
 	if err != nil {
 		return off, body.n, cause(actx, err)
@@ -245,6 +302,12 @@ func (c *Client) tusPatch(ctx context.Context, f *os.File, up *upload, off int64
 	next, err := strconv.ParseInt(resp.Header.Get("Upload-Offset"), 10, 64)
 	if err != nil || next < off || next > up.Size {
 		return off, body.n, transient("the server answered with the offset %q", resp.Header.Get("Upload-Offset"))
+	}
+	if got, ok := parseDigest(resp.Header.Get("Repr-Digest")); ok && repr != "" && next == up.Size {
+		if got.String() != repr {
+			return next, body.n, fmt.Errorf("%w: the server stored %s, the file is %s", ErrDigest, got, repr)
+		}
+		fd.confirmed = true
 	}
 	return next, body.n, nil
 }

@@ -21,7 +21,6 @@ type upload struct {
 	Endpoint string    `json:"endpoint"`
 	Target   string    `json:"target"` // the folder and name the server was given
 	URL      string    `json:"upload_url"`
-	SHA256   string    `json:"sha256"` // hex
 }
 
 // uploadKey names the state of one upload: the same file (path, size,

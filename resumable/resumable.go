@@ -18,10 +18,13 @@
 //     without that, receives a copy, then commits it atomically under the
 //     conditions the creation request carried (If-None-Match: *, If-Match);
 //   - when the client sent a "sha256" metadata value (64 hex digits or
-//     base64), the finished file's SHA-256 must match it, or the upload is
-//     discarded and the last PATCH answered 400; the hash is computed as
-//     the chunks arrive and its state kept beside the upload (hash.go), so
-//     finishing does not read the file again;
+//     base64), or a Repr-Digest field with sha-256 (RFC 9530) on the
+//     request that completes the upload, the finished file's SHA-256 must
+//     match, or the upload is discarded and that request answered 400. The
+//     field lets a client hash its file while sending it and give the sum
+//     with the last bytes. The hash is computed as the chunks arrive and
+//     its state kept beside the upload (hash.go), so finishing does not
+//     read the file again;
 //   - uploads left without a byte for Config.Expiry are removed with their
 //     space.
 //
@@ -213,8 +216,25 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
-// ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.tus.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. A Repr-Digest field that cannot be
+// read is refused before any byte of the body is.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, err := reprDigest(r.Header); err != nil {
+		w.Header().Set("Tus-Resumable", "1.0.0")
+		http.Error(w, "invalid Repr-Digest: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	h.tus.ServeHTTP(w, r)
+}
+
+// reprDigest returns the sha-256 of a request's Repr-Digest field, or nil.
+func reprDigest(hdr http.Header) ([]byte, error) {
+	v := hdr.Values("Repr-Digest")
+	if len(v) == 0 {
+		return nil, nil
+	}
+	return largo.ParseDigest(strings.Join(v, ","))
+}
 
 // target is what an upload's metadata says of where it goes and how.
 type target struct {
@@ -370,8 +390,9 @@ func (h *Handler) finish(ev tusd.HookEvent) (tusd.HTTPResponse, error) {
 	}
 	defer u.Abort()
 	sum := u.SHA256()
-	digest := "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
-	if t.sum != nil && string(t.sum) != string(sum[:]) {
+	digest := largo.FormatDigest(sum[:])
+	given, _ := reprDigest(http.Header(ev.HTTPRequest.Header)) // read before the body
+	if t.sum != nil && string(t.sum) != string(sum[:]) || given != nil && string(given) != string(sum[:]) {
 		h.log.Warn("resumable upload discarded: digest mismatch", "id", info.ID, "name", t.name, "computed", hex.EncodeToString(sum[:]))
 		h.obs.UploadEnded("rejected")
 		e := tusError("ERR_DIGEST_MISMATCH", "digest mismatch: computed "+digest, http.StatusBadRequest)

@@ -101,12 +101,15 @@ func (f *fixture) create(t *testing.T, size int64, meta map[string]string, hdr .
 	return resp.Header.Get("Location"), resp
 }
 
-func (f *fixture) patch(t *testing.T, url string, offset int64, data string) *http.Response {
+func (f *fixture) patch(t *testing.T, url string, offset int64, data string, hdr ...string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest("PATCH", url, strings.NewReader(data))
 	req.Header.Set("Tus-Resumable", "1.0.0")
 	req.Header.Set("Upload-Offset", fmt.Sprint(offset))
 	req.Header.Set("Content-Type", "application/offset+octet-stream")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -228,6 +231,44 @@ func TestFinishChecks(t *testing.T) {
 	}
 	if f.stateFiles(t) != 0 || f.obs.pending != 0 {
 		t.Errorf("state files %d, pending %d", f.stateFiles(t), f.obs.pending)
+	}
+}
+
+// TestReprDigestOnLastPatch checks the digest a client gives with the
+// request that completes an upload, instead of in the metadata.
+func TestReprDigestOnLastPatch(t *testing.T) {
+	f := newFixture(t, Config{})
+	sum := sha256.Sum256([]byte("hello world"))
+	good, bad := largo.FormatDigest(sum[:]), largo.FormatDigest(make([]byte, 32))
+
+	// Refused before the body when it cannot be read: the offset stays.
+	url, _ := f.create(t, 11, map[string]string{"filename": "a.txt"})
+	if r := f.patch(t, url, 0, "hello", "Repr-Digest", "sha-256=nope"); r.StatusCode != 400 {
+		t.Fatalf("unreadable Repr-Digest: %d", r.StatusCode)
+	}
+	// Ignored before the last request; checked on it.
+	if r := f.patch(t, url, 0, "hello", "Repr-Digest", bad); r.StatusCode != 204 {
+		t.Fatalf("first part: %d", r.StatusCode)
+	}
+	if r := f.patch(t, url, 5, " world", "Repr-Digest", good); r.StatusCode != 204 || r.Header.Get("Repr-Digest") != good {
+		t.Fatalf("last part with its digest: %d %v", r.StatusCode, r.Header)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.dir, "a.txt")); string(b) != "hello world" {
+		t.Fatalf("stored %q", b)
+	}
+
+	// A mismatch on the last request: 400 with the computed digest,
+	// nothing stored.
+	url, _ = f.create(t, 11, map[string]string{"filename": "b.txt"})
+	f.patch(t, url, 0, "hello")
+	if r := f.patch(t, url, 5, " world", "Repr-Digest", bad); r.StatusCode != 400 || r.Header.Get("Repr-Digest") != good {
+		t.Fatalf("mismatch: %d %v", r.StatusCode, r.Header)
+	}
+	if _, err := os.Stat(filepath.Join(f.dir, "b.txt")); !os.IsNotExist(err) {
+		t.Fatal("mismatched upload stored")
+	}
+	if f.stateFiles(t) != 0 {
+		t.Errorf("%d state files left", f.stateFiles(t))
 	}
 }
 

@@ -1,16 +1,12 @@
 package serve
 
 import (
-	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-)
 
-// errBadDigest is a Content-Digest or Repr-Digest header that cannot be
-// read.
-var errBadDigest = errors.New("invalid digest header")
+	"largo"
+)
 
 // wantDigest returns the SHA-256 a write must have according to its
 // Content-Digest and Repr-Digest headers (RFC 9530), or nil when neither
@@ -24,7 +20,7 @@ func wantDigest(h http.Header) ([]byte, error) {
 		if v == "" {
 			continue
 		}
-		sum, err := parseDigest(v)
+		sum, err := largo.ParseDigest(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
@@ -32,45 +28,9 @@ func wantDigest(h http.Header) ([]byte, error) {
 			continue
 		}
 		if want != nil && string(want) != string(sum) {
-			return nil, fmt.Errorf("Content-Digest and Repr-Digest disagree: %w", errBadDigest)
+			return nil, fmt.Errorf("Content-Digest and Repr-Digest disagree: %w", largo.ErrBadDigest)
 		}
 		want = sum
 	}
 	return want, nil
-}
-
-// parseDigest reads a digest field, a structured-field dictionary such as
-// `sha-256=:BASE64:, sha-512=:BASE64:`, and returns the sha-256 value, or
-// nil when the field has none.
-func parseDigest(v string) ([]byte, error) {
-	var sum []byte
-	for item := range strings.SplitSeq(v, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			return nil, fmt.Errorf("%w: empty member", errBadDigest)
-		}
-		item, _, _ = strings.Cut(item, ";") // parameters say nothing here
-		key, val, ok := strings.Cut(item, "=")
-		if !ok || key == "" || strings.ToLower(key) != key || strings.ContainsAny(key, " \t") {
-			return nil, fmt.Errorf("%w: %q", errBadDigest, item)
-		}
-		if key != "sha-256" {
-			continue
-		}
-		val = strings.TrimSpace(val)
-		if len(val) < 2 || val[0] != ':' || val[len(val)-1] != ':' {
-			return nil, fmt.Errorf("%w: sha-256 is not a byte sequence (:base64:)", errBadDigest)
-		}
-		b, err := base64.StdEncoding.DecodeString(val[1 : len(val)-1])
-		if err != nil || len(b) != 32 {
-			return nil, fmt.Errorf("%w: sha-256 is not 32 bytes of base64", errBadDigest)
-		}
-		sum = b
-	}
-	return sum, nil
-}
-
-// formatDigest writes a SHA-256 as a digest field value.
-func formatDigest(sum [32]byte) string {
-	return "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
 }

@@ -22,7 +22,7 @@ var statusTable = []struct {
 	{errReservedWrite, http.StatusForbidden, "hidden or reserved name: not writable"},
 	{errMissingFolder, http.StatusConflict, "folder does not exist"},
 	{errParentNotDir, http.StatusConflict, "a parent is a file, not a folder"},
-	{errBadDigest, http.StatusBadRequest, "invalid Content-Digest or Repr-Digest"},
+	{largo.ErrBadDigest, http.StatusBadRequest, "invalid Content-Digest or Repr-Digest"},
 	{errBadCondition, http.StatusBadRequest, "unsupported condition: use If-None-Match: * or If-Match with one ETag"},
 	{errCondUnsupported, http.StatusNotImplemented, "not supported: this store cannot apply If-None-Match or If-Match to a write atomically"},
 	{errNotForm, http.StatusUnsupportedMediaType, "expected multipart/form-data"},

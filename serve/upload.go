@@ -52,8 +52,8 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error
 	}
 	sum := u.SHA256()
 	if want != nil && string(want) != string(sum[:]) {
-		w.Header().Set("Repr-Digest", formatDigest(sum))
-		return &detailError{err: fmt.Errorf("%s: %w", name, largo.ErrDigest), detail: "computed " + formatDigest(sum)}
+		w.Header().Set("Repr-Digest", largo.FormatDigest(sum[:]))
+		return &detailError{err: fmt.Errorf("%s: %w", name, largo.ErrDigest), detail: "computed " + largo.FormatDigest(sum[:])}
 	}
 	// The body is in: finish even if the client hangs up now.
 	in, created, err := u.Commit(context.WithoutCancel(ctx), cond)
@@ -62,7 +62,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error
 	}
 	hdr := w.Header()
 	hdr.Set("ETag", in.ETag)
-	hdr.Set("Repr-Digest", formatDigest(sum))
+	hdr.Set("Repr-Digest", largo.FormatDigest(sum[:]))
 	if created {
 		hdr.Set("Location", r.URL.EscapedPath())
 		w.WriteHeader(http.StatusCreated)
