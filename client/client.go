@@ -17,6 +17,10 @@
 //
 // Uploads (Put, PutTree) use tus 1.0 (core and creation; the checksum
 // extension when the server offers sha256 or sha1; termination to cancel).
+// The file's sha-256 is computed on another goroutine while its bytes go,
+// and sent as Repr-Digest with the last bytes, in a request of their own,
+// which largo checks before the upload takes its place: the file is read
+// twice, but the hash no longer delays the transfer.
 // The upload URL the server hands out is remembered in a state file in the
 // user's cache folder, keyed by the file's absolute path, size and
 // modification time and by the target, so running the same upload again

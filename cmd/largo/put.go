@@ -29,8 +29,10 @@ func newPut(e *env) *cobra.Command {
 URL is either a tus endpoint (the file is created there, its name sent as
 metadata), or a folder (ending in /) or file name on a largo server, whose
 tus endpoint is ` + client.UploadsPath + ` on the same host. The upload sends the
-"filename", "folder" and "sha256" (hex) metadata, and checks each chunk with
-the tus checksum extension where the server offers it.
+"filename" and "folder" metadata, checks each chunk with the tus checksum
+extension where the server offers it, and sends the file's sha-256, computed
+while the bytes go, as Repr-Digest with its last 4 MiB: largo refuses to
+store an upload that does not match.
 
 The upload URL is remembered in the user's cache folder, keyed by the file's
 path, size and modification time and by URL: running the same command again
