@@ -102,6 +102,7 @@ func (s *Store) Open(_ context.Context, name string) (largo.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: not a regular file: %w", name, largo.ErrNotFound)
 	}
+	blocking(f)
 	return &file{File: f, info: info(name, fi)}, nil
 }
 

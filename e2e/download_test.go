@@ -276,7 +276,9 @@ func TestStalledClient(t *testing.T) {
 	if read > 16<<20 {
 		t.Errorf("server read %d MiB of the file for a client that read nothing", read>>20)
 	}
-	if grown := s.memory().RSS - rss0; grown > 4<<20 {
+	// The first download faults in code and grows the heap to its first
+	// collection: a few MiB, against the 512 MiB a buffering server takes.
+	if grown := s.memory().RSS - rss0; grown > 8<<20 {
 		t.Errorf("server RSS grew by %d KiB", grown>>10)
 	}
 	if n, _ := fdsTo(s, p); n != 1 {

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package disk
+
+import "os"
+
+func blocking(*os.File) {}
