@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"largo"
+	"largo/internal/spool"
 )
 
 // TempDir is the folder, inside the served root, that holds uploads in
@@ -149,72 +150,31 @@ type upload struct {
 	n    int64
 	done bool
 
-	flushed int64 // bytes whose writeback has been started
-	hasher  *hasher
-}
-
-// parallelHashMin is the smallest write whose hashing is worth handing to
-// another goroutine.
-const parallelHashMin = 64 << 10
-
-// hasher hashes buffers on its own goroutine, one at a time: the writer
-// sends a buffer on in and may reuse it once done answers.
-type hasher struct {
-	in   chan []byte
-	done chan struct{}
-}
-
-// hashing returns the upload's hasher, starting it on first use. It stops
-// when the upload is committed or aborted.
-func (u *upload) hashing() *hasher {
-	if u.hasher == nil {
-		hs := &hasher{in: make(chan []byte), done: make(chan struct{})}
-		go func(h hash.Hash) {
-			for p := range hs.in {
-				h.Write(p)
-				hs.done <- struct{}{}
-			}
-		}(u.h)
-		u.hasher = hs
-	}
-	return u.hasher
-}
-
-// stopHashing ends the hasher goroutine, if there is one.
-func (u *upload) stopHashing() {
-	if u.hasher != nil {
-		close(u.hasher.in)
-		u.hasher = nil
-	}
+	w *spool.Writer // started on the first write
 }
 
 func (u *upload) Write(p []byte) (int, error) {
 	if u.done {
 		return 0, errors.New("write to a finished upload")
 	}
-	var n int
-	var err error
-	if len(p) >= parallelHashMin {
-		// Hash on another core while the kernel copies the bytes into the
-		// page cache: each costs about as much as the other. After a
-		// failed write the sum covers bytes that were not stored, but the
-		// upload is then aborted.
-		u.hashing().in <- p
-		n, err = u.f.Write(p)
-		<-u.hasher.done
-	} else {
-		n, err = u.f.Write(p)
-		u.h.Write(p[:n])
+	if u.w == nil {
+		u.w = spool.New(u.f, u.h)
 	}
+	// After a failed write the sum covers bytes that were not stored, but
+	// the upload is then aborted.
+	n, err := u.w.Write(p)
 	u.n += int64(n)
 	if err != nil {
 		return n, writeErr(err)
 	}
-	if u.n-u.flushed >= writebackEvery {
-		startWriteback(u.f, u.flushed, u.n-u.flushed)
-		u.flushed = u.n
-	}
 	return n, nil
+}
+
+// stopHashing ends the spool's hashing goroutine, if there is one.
+func (u *upload) stopHashing() {
+	if u.w != nil {
+		u.w.Close()
+	}
 }
 
 func (u *upload) Written() int64 { return u.n }

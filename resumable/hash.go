@@ -7,8 +7,9 @@ import (
 	"encoding/binary"
 	"hash"
 	"io"
-	"os"
 	"sync"
+
+	"largo/internal/spool"
 )
 
 // An upload's SHA-256 is computed as its chunks arrive, so that finishing
@@ -75,55 +76,32 @@ func (t *countingTee) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// teeBuffer is the size of the buffer WriteTo copies through;
-// writebackEvery is how many bytes it writes to a file between two
-// requests to start their writeback.
-const (
-	teeBuffer      = 256 << 10
-	writebackEvery = 8 << 20
-)
+// teeBuffer is the size of the buffer WriteTo copies through.
+const teeBuffer = 256 << 10
 
 var teePool = sync.Pool{New: func() any { b := make([]byte, teeBuffer); return &b }}
 
-// WriteTo copies the source to w, hashing each buffer on another goroutine
-// while w takes it: io.Copy, which tusd's stores use, calls it, and the
-// hash then costs a second core instead of the transfer's time. When w is
-// a file, its writeback is started as it grows (see startWriteback). When w
-// takes less than a buffer, the hash covers bytes that were not written;
-// n then differs from the count returned, and the caller drops the hash.
+// WriteTo copies the source to w through a spool (io.Copy, which tusd's
+// stores use, calls it): the hash costs a second core instead of the
+// transfer's time, and a file's writeback starts as it grows. When w takes
+// less than a buffer, the hash covers bytes that were not written; n then
+// differs from the count returned, and the caller drops the hash.
 func (t *countingTee) WriteTo(w io.Writer) (int64, error) {
 	bp := teePool.Get().(*[]byte)
 	defer teePool.Put(bp)
-	buf := *bp
-	in, hashed := make(chan []byte), make(chan struct{})
-	go func() {
-		for p := range in {
-			t.h.Write(p)
-			hashed <- struct{}{}
-		}
-	}()
-	defer close(in)
-	f, _ := w.(*os.File)
-	var written, unflushed int64
+	sw := spool.New(w, t.h)
+	defer sw.Close()
+	var written int64
 	for {
 		// Whole buffers keep the writes and the hand-offs few.
-		n, rerr := io.ReadFull(t.r, buf)
+		n, rerr := io.ReadFull(t.r, *bp)
 		if rerr == io.ErrUnexpectedEOF {
 			rerr = io.EOF
 		}
 		if n > 0 {
-			in <- buf[:n]
-			wn, werr := w.Write(buf[:n])
-			<-hashed
+			wn, werr := sw.Write((*bp)[:n])
 			t.n += int64(n)
 			written += int64(wn)
-			if unflushed += int64(wn); f != nil && unflushed >= writebackEvery {
-				startWriteback(f)
-				unflushed = 0
-			}
-			if werr == nil && wn < n {
-				werr = io.ErrShortWrite
-			}
 			if werr != nil {
 				return written, werr
 			}

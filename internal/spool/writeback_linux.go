@@ -1,4 +1,4 @@
-package resumable
+package spool
 
 import (
 	"os"
@@ -7,8 +7,8 @@ import (
 )
 
 // startWriteback asks the kernel to start writing f's dirty pages to the
-// disk without waiting for them, so that a large upload reaches the disk as
-// it arrives instead of in one long fsync when it is finished.
+// disk now, without waiting for them: an upload never piles up gigabytes
+// of dirty pages. A failure only loses the head start.
 func startWriteback(f *os.File) {
 	unix.SyncFileRange(int(f.Fd()), 0, 0, unix.SYNC_FILE_RANGE_WRITE)
 }

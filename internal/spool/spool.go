@@ -1,0 +1,87 @@
+// Package spool writes an upload's bytes into a file the way largo's
+// stores and staging want it: each large buffer is hashed on a second
+// goroutine while the kernel copies it into the page cache (each costs
+// about as much as the other, so the hash no longer adds to the transfer's
+// time), and the file's writeback is started every few MiB, so that the
+// disk works while the rest arrives and the final fsync has little left to
+// do.
+package spool
+
+import (
+	"hash"
+	"io"
+	"os"
+)
+
+// parallelMin is the smallest buffer whose hashing is worth handing to the
+// other goroutine; writebackEvery is how many bytes are written between
+// two requests to start the file's writeback.
+const (
+	parallelMin    = 64 << 10
+	writebackEvery = 8 << 20
+)
+
+// Writer writes to w and hashes into h everything it is given. It is used
+// by one goroutine at a time and must be closed.
+type Writer struct {
+	w io.Writer
+	f *os.File // w, when it is a file: its writeback is started
+	h hash.Hash
+
+	in        chan []byte // to the hashing goroutine, started on first need
+	done      chan struct{}
+	unflushed int64
+}
+
+// New returns a Writer to w that hashes into h.
+func New(w io.Writer, h hash.Hash) *Writer {
+	f, _ := w.(*os.File)
+	return &Writer{w: w, f: f, h: h}
+}
+
+// Write writes p and hashes all of it, even when the write fails or falls
+// short: a caller that goes on after an error must drop the hash.
+func (s *Writer) Write(p []byte) (int, error) {
+	var n int
+	var err error
+	if len(p) >= parallelMin {
+		if s.in == nil {
+			s.start()
+		}
+		s.in <- p
+		n, err = s.w.Write(p)
+		<-s.done
+	} else {
+		n, err = s.w.Write(p)
+		s.h.Write(p)
+	}
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	if s.unflushed += int64(n); s.f != nil && s.unflushed >= writebackEvery {
+		startWriteback(s.f)
+		s.unflushed = 0
+	}
+	return n, err
+}
+
+// start runs the hashing goroutine: it takes one buffer at a time, and the
+// writer may reuse the buffer once done answers.
+func (s *Writer) start() {
+	s.in, s.done = make(chan []byte), make(chan struct{})
+	go func(in <-chan []byte, done chan<- struct{}) {
+		for p := range in {
+			s.h.Write(p)
+			done <- struct{}{}
+		}
+	}(s.in, s.done)
+}
+
+// Close ends the hashing goroutine. The hash stays readable; the Writer
+// must not be written to again.
+func (s *Writer) Close() {
+	if s.in != nil {
+		close(s.in)
+		s.in = nil
+	}
+}

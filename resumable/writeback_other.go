@@ -1,7 +1,0 @@
-//go:build !linux
-
-package resumable
-
-import "os"
-
-func startWriteback(*os.File) {}
