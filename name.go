@@ -9,6 +9,11 @@ import (
 // state (temporary and resumable uploads). It is hidden like every dot-folder.
 const StateDir = ".largo"
 
+// ReservedPrefix is the first element of the names that belong to largo's
+// own endpoints (/_largo/ on HTTP): no file may be written there, and none
+// is served from there.
+const ReservedPrefix = "_largo"
+
 // MaxNameLen bounds the length of a name in bytes, and MaxElemLen the length
 // of each of its elements: the limits of common filesystems.
 const (
@@ -68,6 +73,12 @@ func Hidden(name string) bool {
 		}
 	}
 	return false
+}
+
+// Reserved reports whether a valid name is outside what clients may read
+// or write: hidden names, and names under ReservedPrefix.
+func Reserved(name string) bool {
+	return Hidden(name) || strings.HasPrefix(name, ReservedPrefix)
 }
 
 // Join joins a folder name and an element into a name.

@@ -21,10 +21,6 @@ type CreateOptions struct {
 	// the target's folder does not exist, instead of creating the missing
 	// folders at commit.
 	NoMkdir bool
-	// StagedSHA256, for Adopt only, is the SHA-256 of the staged file when
-	// the caller computed it while the bytes arrived; nil makes Adopt read
-	// the file to compute it.
-	StagedSHA256 []byte
 	// Condition is the condition the caller will pass to Commit, stated
 	// at creation. A store that sends the bytes on while they arrive (an
 	// object store's single PUT, which carries its condition in its
@@ -49,15 +45,13 @@ type Condition struct {
 // Upload is a write in progress. Its bytes are invisible to readers until
 // Commit, which makes the whole of them appear at the target name at once;
 // Abort (or a failed Commit) leaves the target as it was. An Upload is used
-// by one goroutine at a time.
+// by one goroutine at a time. It only stores: counting, hashing and every
+// check of what is written are the write pipeline's (package ingest), the
+// same for every store.
 type Upload interface {
 	// Write appends p. An error wrapping ErrNoSpace means the store is
 	// full; the upload must then be aborted.
 	io.Writer
-	// Written returns the number of bytes written so far.
-	Written() int64
-	// SHA256 returns the SHA-256 of the bytes written so far.
-	SHA256() [32]byte
 	// Commit makes the upload visible at its name if cond holds of the
 	// target at that moment, replacing any file there. Concurrent commits to
 	// one name are serialised: each result is one whole upload, and the last
@@ -80,7 +74,8 @@ type Creator interface {
 
 // Adopter is a store that can take a file already staged inside its own
 // state (a finished resumable upload) as an Upload, without copying its
-// bytes. staged is a name under StateDir.
+// bytes. staged is a name under StateDir. The Upload it returns takes no
+// more bytes: only Commit and Abort.
 type Adopter interface {
 	Adopt(ctx context.Context, name, staged string, opt CreateOptions) (Upload, error)
 }

@@ -3,17 +3,12 @@ package disk
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"io/fs"
 	"os"
 	"path"
-	"slices"
-	"strings"
 	"sync"
 	"syscall"
 
@@ -34,9 +29,9 @@ var (
 	_ largo.Upload        = (*upload)(nil)
 )
 
-// Create implements largo.Creator. The bytes go to a new file in TempDir,
-// hashed on the way; Commit fsyncs it, renames it over the target and
-// fsyncs the target's folder.
+// Create implements largo.Creator. The bytes go to a new file in TempDir;
+// Commit fsyncs it, renames it over the target and fsyncs the target's
+// folder.
 func (s *Store) Create(_ context.Context, name string, opt largo.CreateOptions) (largo.Upload, error) {
 	if err := s.checkTarget(name, opt); err != nil {
 		return nil, err
@@ -51,19 +46,13 @@ func (s *Store) Create(_ context.Context, name string, opt largo.CreateOptions) 
 	if err != nil {
 		return nil, writeErr(err)
 	}
-	return &upload{s: s, name: name, tmp: tmp, opt: opt, f: f, h: sha256.New()}, nil
+	return &upload{s: s, name: name, tmp: tmp, opt: opt, f: f, wb: spool.NewWriteback(f)}, nil
 }
 
-// Adopt implements largo.Adopter: staged, a file under largo.StateDir,
-// becomes an Upload to name whose Commit renames it into place. Its bytes
-// are read once to compute their SHA-256.
+// Adopt implements largo.Adopter: staged, a file under largo.StateDir
+// (checked by the caller, the write pipeline), becomes an Upload to name
+// whose Commit renames it into place.
 func (s *Store) Adopt(_ context.Context, name, staged string, opt largo.CreateOptions) (largo.Upload, error) {
-	if !strings.HasPrefix(staged, largo.StateDir+"/") {
-		return nil, fmt.Errorf("%s: %w: not under %s", staged, largo.ErrInvalidName, largo.StateDir)
-	}
-	if _, err := largo.ParseName("/" + staged); err != nil {
-		return nil, err
-	}
 	if err := s.checkTarget(name, opt); err != nil {
 		return nil, err
 	}
@@ -71,47 +60,8 @@ func (s *Store) Adopt(_ context.Context, name, staged string, opt largo.CreateOp
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	u := &upload{s: s, name: name, tmp: staged, opt: opt, f: f, h: sha256.New()}
-	if len(opt.StagedSHA256) == sha256.Size {
-		fi, err := f.Stat()
-		if err != nil {
-			f.Close()
-			return nil, mapErr(err)
-		}
-		if _, err := f.Seek(0, io.SeekEnd); err != nil {
-			f.Close()
-			return nil, err
-		}
-		u.n, u.h = fi.Size(), knownSum(slices.Clone(opt.StagedSHA256))
-		return u, nil
-	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	n, err := io.CopyBuffer(u.h, f, *bp)
-	u.n = n
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return u, nil
+	return &upload{s: s, name: name, tmp: staged, opt: opt, f: f}, nil
 }
-
-// knownSum is a hash.Hash whose sum is given: for a staged file whose
-// SHA-256 was computed as it arrived. Writing to it breaks the sum, so it
-// then reports a sum of zeros, which matches no digest.
-type knownSum []byte
-
-func (k knownSum) Write(p []byte) (int, error) {
-	clear(k)
-	return len(p), nil
-}
-func (k knownSum) Sum(b []byte) []byte { return append(b, k...) }
-func (k knownSum) Reset()              {}
-func (k knownSum) Size() int           { return sha256.Size }
-func (k knownSum) BlockSize() int      { return sha256.BlockSize }
-
-// bufPool holds the buffers used to read staged files.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
 // checkTarget refuses early what Commit would refuse anyway: the root, a
 // folder at the target, a file where its folder should be, and under
@@ -139,50 +89,27 @@ func (s *Store) checkTarget(name string, opt largo.CreateOptions) error {
 	return nil
 }
 
-// upload is a file being written in TempDir (or a staged file adopted).
+// upload is a file being written in TempDir (or a staged file adopted,
+// which takes no more bytes).
 type upload struct {
 	s    *Store
 	name string
 	tmp  string
 	opt  largo.CreateOptions
 	f    *os.File
-	h    hash.Hash
-	n    int64
+	wb   *spool.Writeback // nil for an adopted file
 	done bool
-
-	w *spool.Writer // started on the first write
 }
 
 func (u *upload) Write(p []byte) (int, error) {
-	if u.done {
-		return 0, errors.New("write to a finished upload")
+	if u.done || u.wb == nil {
+		return 0, errors.New("write to a finished or adopted upload")
 	}
-	if u.w == nil {
-		u.w = spool.New(u.f, u.h)
-	}
-	// After a failed write the sum covers bytes that were not stored, but
-	// the upload is then aborted.
-	n, err := u.w.Write(p)
-	u.n += int64(n)
+	n, err := u.wb.Write(p)
 	if err != nil {
 		return n, writeErr(err)
 	}
 	return n, nil
-}
-
-// stopHashing ends the spool's hashing goroutine, if there is one.
-func (u *upload) stopHashing() {
-	if u.w != nil {
-		u.w.Close()
-	}
-}
-
-func (u *upload) Written() int64 { return u.n }
-
-func (u *upload) SHA256() [32]byte {
-	var sum [32]byte
-	u.h.Sum(sum[:0])
-	return sum
 }
 
 func (u *upload) Abort() error {
@@ -190,7 +117,6 @@ func (u *upload) Abort() error {
 		return nil
 	}
 	u.done = true
-	u.stopHashing()
 	u.f.Close()
 	if err := u.s.root.Remove(u.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -205,7 +131,6 @@ func (u *upload) Commit(_ context.Context, cond largo.Condition) (largo.Info, bo
 	if u.done {
 		return largo.Info{}, false, errors.New("commit of a finished upload")
 	}
-	u.stopHashing()
 	in, created, err := u.commit(cond)
 	if err != nil {
 		u.Abort()

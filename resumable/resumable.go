@@ -72,6 +72,7 @@ import (
 	"github.com/tus/tusd/v2/pkg/memorylocker"
 
 	"largo"
+	"largo/ingest"
 )
 
 // Metadata keys read from an upload.
@@ -98,34 +99,19 @@ type Observer interface {
 	UploadEnded(outcome string)
 }
 
-// Config configures a Handler. Store, BasePath and either Staging or Dir
-// are required.
+// Config configures a Handler. Writes and BasePath are required.
 type Config struct {
-	// Store receives finished uploads. It must implement largo.Creator; a
-	// store that implements largo.Adopter takes the staged bytes without
-	// passing them through largo.
-	Store largo.Store
-	// Staging keeps the unfinished uploads; nil means DiskStaging(Dir,
-	// Staged).
+	// Writes is the write pipeline finished uploads are placed through;
+	// its rules (names, conditions, size, space, folders) also admit
+	// uploads at creation. A store that implements largo.Adopter takes
+	// the staged bytes without passing them through largo.
+	Writes *ingest.Pipeline
+	// Staging keeps the unfinished uploads; nil means the staging of the
+	// store's own state area (StagingFor).
 	Staging Staging
-	// Dir is the folder of the upload state, as an operating-system path,
-	// when Staging is nil.
-	Dir string
-	// Staged is the same folder as a store name under largo.StateDir, for
-	// largo.Adopter, when Staging is nil.
-	Staged string
 	// BasePath is the URL path the handler is mounted at, with its
 	// trailing slash.
 	BasePath string
-	// Policy checks a target name that passed largo.ParseName; nil allows
-	// every name.
-	Policy func(name string) error
-	// MaxSize is the largest upload in bytes; zero means no limit.
-	MaxSize int64
-	// Reserve is the free space uploads must leave on the store.
-	Reserve int64
-	// NoMkdir refuses uploads into folders that do not exist.
-	NoMkdir bool
 	// Expiry is how long an unfinished upload may go without a byte before
 	// it is removed; zero means DefaultExpiry.
 	Expiry time.Duration
@@ -149,6 +135,9 @@ type Handler struct {
 	tus   http.Handler
 	store *dataStore
 
+	state largo.State // nil: finished uploads are not kept on record
+	locks idLocks     // held while an upload is placed
+
 	mu     sync.Mutex
 	active map[string]int // uploads with a chunk being written
 }
@@ -156,7 +145,7 @@ type Handler struct {
 // New returns a Handler for cfg, creating cfg.Dir if needed and counting
 // the bytes of the uploads already there as pending.
 func New(cfg Config) (*Handler, error) {
-	if _, ok := cfg.Store.(largo.Creator); !ok {
+	if _, ok := cfg.Writes.Store().(largo.Creator); !ok {
 		return nil, fmt.Errorf("resumable uploads: %w", largo.ErrUnsupported)
 	}
 	if cfg.Expiry <= 0 {
@@ -164,9 +153,6 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
-	}
-	if cfg.Policy == nil {
-		cfg.Policy = func(string) error { return nil }
 	}
 	h := &Handler{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, active: map[string]int{}}
 	if h.log == nil {
@@ -176,7 +162,7 @@ func New(cfg Config) (*Handler, error) {
 		h.obs = nopObserver{}
 	}
 	if cfg.Staging == nil {
-		st, err := DiskStaging(cfg.Dir, cfg.Staged)
+		st, err := StagingFor(cfg.Writes.Store())
 		if err != nil {
 			return nil, err
 		}
@@ -184,6 +170,9 @@ func New(cfg Config) (*Handler, error) {
 		h.cfg.Staging = st
 	}
 	h.store = &dataStore{st: cfg.Staging, h: h}
+	if sk, ok := cfg.Writes.Store().(largo.StateKeeper); ok {
+		h.state = sk.State()
+	}
 	composer := tusd.NewStoreComposer()
 	composer.UseCore(h.store)
 	composer.UseTerminater(h.store)
@@ -195,7 +184,7 @@ func New(cfg Config) (*Handler, error) {
 		Cors:                      &cors,
 		StoreComposer:             composer,
 		BasePath:                  cfg.BasePath,
-		MaxSize:                   cfg.MaxSize,
+		MaxSize:                   cfg.Writes.MaxSize(),
 		DisableDownload:           true,
 		DisableConcatenation:      true,
 		NetworkTimeout:            cfg.IdleTimeout,
@@ -220,9 +209,15 @@ func New(cfg Config) (*Handler, error) {
 // read is refused before any byte of the body is.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, err := reprDigest(r.Header); err != nil {
+		code, reason := ingest.Status(err)
 		w.Header().Set("Tus-Resumable", "1.0.0")
-		http.Error(w, "invalid Repr-Digest: "+err.Error(), http.StatusBadRequest)
+		http.Error(w, reason, code)
 		return
+	}
+	if r.Method == http.MethodHead || r.Method == http.MethodPatch {
+		if id := h.uploadID(r.URL.Path); id != "" && h.answerFinished(w, r, id) {
+			return
+		}
 	}
 	h.tus.ServeHTTP(w, r)
 }
@@ -236,36 +231,34 @@ func reprDigest(hdr http.Header) ([]byte, error) {
 	return largo.ParseDigest(strings.Join(v, ","))
 }
 
-// target is what an upload's metadata says of where it goes and how.
-type target struct {
-	name string
-	cond largo.Condition
-	sum  []byte // nil: no digest given
-}
+// Refusals of tus requests that are no store's.
+var (
+	errFilenameRequired = ingest.Refuse(http.StatusBadRequest, "the filename metadata is required")
+	errBadSHA256        = ingest.Refuse(http.StatusBadRequest, "sha256 metadata must be 64 hex digits or base64 of 32 bytes")
+)
 
-// parseTarget reads and checks an upload's metadata.
-func (h *Handler) parseTarget(meta tusd.MetaData) (target, error) {
-	var t target
+// parseTarget reads an upload's metadata into the write it asks for:
+// where, under which condition, with which digest. Size is left unknown.
+func parseTarget(meta tusd.MetaData) (ingest.Target, error) {
+	t := ingest.Target{Size: -1}
 	filename := meta[KeyFilename]
 	if filename == "" {
-		return t, tusError("ERR_FILENAME_REQUIRED", "the filename metadata is required", http.StatusBadRequest)
+		return t, errFilenameRequired
 	}
 	name, err := largo.ParseName("/" + largo.Join(strings.Trim(meta[KeyFolder], "/"), filename))
-	if err != nil || name == "" {
-		return t, tusError("ERR_INVALID_NAME", "invalid filename or folder", http.StatusBadRequest)
+	if err != nil {
+		return t, err
 	}
-	if err := h.cfg.Policy(name); errors.Is(err, largo.ErrInvalidName) {
-		return t, tusError("ERR_INVALID_NAME", "invalid filename or folder", http.StatusBadRequest)
-	} else if err != nil {
-		return t, tusError("ERR_NAME_FORBIDDEN", "hidden or reserved name: not writable", http.StatusForbidden)
+	if err := ingest.CheckName(name); err != nil {
+		return t, err
 	}
-	t.name = name
+	t.Name = name
 	if v := meta[KeySHA256]; v != "" {
-		if t.sum = parseSHA256(v); t.sum == nil {
-			return t, tusError("ERR_INVALID_SHA256", "sha256 metadata must be 64 hex digits or base64 of 32 bytes", http.StatusBadRequest)
+		if t.SHA256 = parseSHA256(v); t.SHA256 == nil {
+			return t, errBadSHA256
 		}
 	}
-	t.cond = largo.Condition{IfNoneMatch: meta[keyIfNoneMatch] == "*", IfMatch: meta[keyIfMatch]}
+	t.Cond = largo.Condition{IfNoneMatch: meta[keyIfNoneMatch] == "*", IfMatch: meta[keyIfMatch]}
 	return t, nil
 }
 
@@ -282,9 +275,10 @@ func parseSHA256(v string) []byte {
 	return nil
 }
 
-// preCreate checks a new upload before tusd stores anything of it: the
-// name, the conditions (kept in the metadata for the finish), the target's
-// folder, and the size against the free space.
+// preCreate admits a new upload through the write pipeline before tusd
+// stores anything of it: the name, the conditions (kept in the metadata
+// for the finish), the target's folder, the size limit and the free
+// space.
 func (h *Handler) preCreate(ev tusd.HookEvent) (tusd.HTTPResponse, tusd.FileInfoChanges, error) {
 	var none tusd.FileInfoChanges
 	meta := make(tusd.MetaData, len(ev.Upload.MetaData)+2)
@@ -293,177 +287,81 @@ func (h *Handler) preCreate(ev tusd.HookEvent) (tusd.HTTPResponse, tusd.FileInfo
 			meta[k] = v
 		}
 	}
-	hdr := http.Header(ev.HTTPRequest.Header)
-	if v := strings.TrimSpace(hdr.Get("If-None-Match")); v != "" {
-		if v != "*" {
-			return tusd.HTTPResponse{}, none, tusError("ERR_CONDITION", "only If-None-Match: * is supported", http.StatusBadRequest)
-		}
+	cond, err := ingest.Condition(http.Header(ev.HTTPRequest.Header))
+	if err != nil {
+		return tusd.HTTPResponse{}, none, h.tusErr("create", err)
+	}
+	if cond.IfNoneMatch {
 		meta[keyIfNoneMatch] = "*"
 	}
-	if v := strings.TrimSpace(hdr.Get("If-Match")); v != "" {
-		meta[keyIfMatch] = v
+	if cond.IfMatch != "" {
+		meta[keyIfMatch] = cond.IfMatch
 	}
-	t, err := h.parseTarget(meta)
-	if err != nil {
-		return tusd.HTTPResponse{}, none, err
-	}
-	if cw, ok := h.cfg.Store.(conditionalWriter); ok && t.cond != (largo.Condition{}) && !cw.ConditionalWrites() {
-		return tusd.HTTPResponse{}, none, errCondUnsupported
-	}
-	ctx := ev.Context
-	in, err := h.cfg.Store.Stat(ctx, t.name)
-	exists := err == nil
-	if err != nil && !errors.Is(err, largo.ErrNotFound) {
-		return tusd.HTTPResponse{}, none, h.internal("stat", err)
-	}
-	if exists && in.IsDir {
-		return tusd.HTTPResponse{}, none, tusError("ERR_IS_FOLDER", "the target is a folder", http.StatusConflict)
-	}
-	if err := t.cond.Check(t.name, in, exists); err != nil {
-		return tusd.HTTPResponse{}, none, tusError("ERR_PRECONDITION", "precondition failed", http.StatusPreconditionFailed)
-	}
-	if err := h.checkFolder(ctx, t.name); err != nil {
-		return tusd.HTTPResponse{}, none, err
-	}
-	if !ev.Upload.SizeIsDeferred {
-		if err := h.checkSpace(ctx, t.name, ev.Upload.Size); err != nil {
-			return tusd.HTTPResponse{}, none, err
+	t, err := parseTarget(meta)
+	if err == nil {
+		if !ev.Upload.SizeIsDeferred {
+			t.Size = ev.Upload.Size
 		}
+		err = h.cfg.Writes.Check(ev.Context, t)
+	}
+	if err != nil {
+		return tusd.HTTPResponse{}, none, h.tusErr("create", err)
 	}
 	return tusd.HTTPResponse{}, tusd.FileInfoChanges{MetaData: meta}, nil
 }
 
-// checkFolder refuses, at creation, a target whose folder is a file, or
-// is missing under NoMkdir.
-func (h *Handler) checkFolder(ctx context.Context, name string) error {
-	i := strings.LastIndexByte(name, '/')
-	if i < 0 {
-		return nil
-	}
-	in, err := h.cfg.Store.Stat(ctx, name[:i])
-	switch {
-	case err == nil && !in.IsDir:
-		return tusError("ERR_PARENT_NOT_FOLDER", "a parent is a file, not a folder", http.StatusConflict)
-	case err != nil && h.cfg.NoMkdir:
-		return tusError("ERR_MISSING_FOLDER", "folder does not exist", http.StatusConflict)
-	}
-	return nil
-}
-
-// checkSpace refuses an upload larger than the free space less the
-// reserve.
-func (h *Handler) checkSpace(ctx context.Context, name string, size int64) error {
-	sr, ok := h.cfg.Store.(largo.SpaceReporter)
-	if !ok {
-		return nil
-	}
-	free, err := sr.Free(ctx, name)
-	if errors.Is(err, largo.ErrUnsupported) {
-		return nil
-	}
-	if err != nil {
-		return h.internal("free space", err)
-	}
-	if size > free-h.cfg.Reserve {
-		return tusError("ERR_INSUFFICIENT_STORAGE", "insufficient storage", http.StatusInsufficientStorage)
-	}
-	return nil
-}
-
-// finish commits a finished upload like a PUT: checked against its
-// digest, moved into place under its conditions. Whatever the result, the
-// upload's state is gone afterwards.
+// finish places an upload whose last bytes just arrived, like a PUT of
+// them (see place), and answers with where they went.
 func (h *Handler) finish(ev tusd.HookEvent) (tusd.HTTPResponse, error) {
-	info := ev.Upload
-	ctx := context.WithoutCancel(ev.Context)
-	defer h.store.remove(ctx, info.ID)
-	h.obs.PendingBytes(-info.Size)
-	t, err := h.parseTarget(info.MetaData)
+	unlock := h.locks.lock(ev.Upload.ID)
+	defer unlock()
+	d, err := h.place(context.WithoutCancel(ev.Context), ev.Upload, http.Header(ev.HTTPRequest.Header))
 	if err != nil {
-		h.obs.UploadEnded("rejected")
-		return tusd.HTTPResponse{}, err
+		return tusd.HTTPResponse{}, h.tusErr("finish", err)
 	}
-	u, err := h.stage(ctx, t.name, t.cond, info)
-	if err != nil {
-		h.obs.UploadEnded("error")
-		return tusd.HTTPResponse{}, h.internal("finish", err)
-	}
-	defer u.Abort()
-	sum := u.SHA256()
-	digest := largo.FormatDigest(sum[:])
-	given, _ := reprDigest(http.Header(ev.HTTPRequest.Header)) // read before the body
-	if t.sum != nil && string(t.sum) != string(sum[:]) || given != nil && string(given) != string(sum[:]) {
-		h.log.Warn("resumable upload discarded: digest mismatch", "id", info.ID, "name", t.name, "computed", hex.EncodeToString(sum[:]))
-		h.obs.UploadEnded("rejected")
-		e := tusError("ERR_DIGEST_MISMATCH", "digest mismatch: computed "+digest, http.StatusBadRequest)
-		e.HTTPResponse.Header["Repr-Digest"] = digest
-		return tusd.HTTPResponse{}, e
-	}
-	in, created, err := u.Commit(ctx, t.cond)
-	switch {
-	case errors.Is(err, largo.ErrPrecondition):
-		h.obs.UploadEnded("rejected")
-		return tusd.HTTPResponse{}, tusError("ERR_PRECONDITION", "precondition failed", http.StatusPreconditionFailed)
-	case errors.Is(err, largo.ErrNotFound), errors.Is(err, largo.ErrNotDir), errors.Is(err, largo.ErrIsDir):
-		h.obs.UploadEnded("rejected")
-		return tusd.HTTPResponse{}, tusError("ERR_TARGET_CONFLICT", "the target's folder is missing or a file", http.StatusConflict)
-	case errors.Is(err, largo.ErrNoSpace):
-		h.obs.UploadEnded("error")
-		return tusd.HTTPResponse{}, tusError("ERR_INSUFFICIENT_STORAGE", "insufficient storage", http.StatusInsufficientStorage)
-	case errors.Is(err, largo.ErrUnsupported) && t.cond != (largo.Condition{}):
-		h.obs.UploadEnded("rejected")
-		return tusd.HTTPResponse{}, errCondUnsupported
-	case err != nil:
-		h.obs.UploadEnded("error")
-		return tusd.HTTPResponse{}, h.internal("commit", err)
-	}
-	h.obs.UploadEnded("complete")
-	h.log.Info("resumable upload stored", "id", info.ID, "name", t.name, "size", in.Size, "created", created)
-	return tusd.HTTPResponse{Header: tusd.HTTPHeader{
-		"ETag":             in.ETag,
-		"Repr-Digest":      digest,
-		"Content-Location": "/" + escapePath(t.name),
-	}}, nil
+	return tusd.HTTPResponse{Header: d.header()}, nil
 }
 
-// stage turns a finished upload's bytes into a largo.Upload to name, to be
-// committed under cond: adopted where they are when the store can,
-// copied otherwise.
-func (h *Handler) stage(ctx context.Context, name string, cond largo.Condition, info tusd.FileInfo) (largo.Upload, error) {
+// staged describes a finished upload's bytes for the pipeline.
+func (h *Handler) staged(ctx context.Context, info tusd.FileInfo) ingest.Staged {
 	st := h.cfg.Staging
-	opt := largo.CreateOptions{Size: info.Size, NoMkdir: h.cfg.NoMkdir, StagedSHA256: h.store.finishedSum(ctx, info.ID, info.Size), Condition: cond}
-	if a, ok := h.cfg.Store.(largo.Adopter); ok && st.Staged(info.ID) != "" {
-		return a.Adopt(ctx, name, st.Staged(info.ID), opt)
+	return ingest.Staged{
+		Name:   st.Staged(info.ID),
+		Size:   info.Size,
+		SHA256: h.store.finishedSum(ctx, info.ID, info.Size),
+		Open:   func(ctx context.Context) (io.ReadCloser, error) { return st.Open(ctx, info.ID) },
 	}
-	opt.StagedSHA256 = nil
-	u, err := h.cfg.Store.(largo.Creator).Create(ctx, name, opt)
-	if err != nil {
-		return nil, err
-	}
-	f, err := st.Open(ctx, info.ID)
-	if err == nil {
-		_, err = io.Copy(u, f)
-		f.Close()
-	}
-	if err != nil {
-		u.Abort()
-		return nil, err
-	}
-	return u, nil
 }
 
-// conditionalWriter is a store that tells whether it applies conditions
-// to writes: an object store, whose server may not.
-type conditionalWriter interface{ ConditionalWrites() bool }
+// tusErr turns an error into the tus error a client sees: the status and
+// reason of the pipeline's one table (a digest mismatch with the digest
+// computed), with the cause of a server failure logged. Errors that are
+// tusd's already pass as they are.
+func (h *Handler) tusErr(what string, err error) tusd.Error {
+	var te tusd.Error
+	if errors.As(err, &te) {
+		return te
+	}
+	code, reason := ingest.Status(err)
+	if code >= 500 && code != http.StatusInsufficientStorage && code != http.StatusNotImplemented {
+		h.log.Error("resumable upload failed", "step", what, "err", err)
+	}
+	e := tusError(tusCode(code), reason, code)
+	var de *ingest.DigestError
+	if errors.As(err, &de) {
+		e.HTTPResponse.Header["Repr-Digest"] = de.Digest()
+	}
+	return e
+}
 
-// errCondUnsupported refuses a condition the store cannot apply.
-var errCondUnsupported = tusError("ERR_CONDITION_UNSUPPORTED", "not supported: this store cannot apply If-None-Match or If-Match to a write atomically", http.StatusNotImplemented)
-
-// internal logs the cause of a failure and returns the error a client
-// sees, which names no path.
-func (h *Handler) internal(what string, err error) error {
-	h.log.Error("resumable upload failed", "step", what, "err", err)
-	return tusError("ERR_INTERNAL_SERVER_ERROR", "internal error", http.StatusInternalServerError)
+// tusCode names a status the way tus error codes read:
+// ERR_PRECONDITION_FAILED for 412.
+func tusCode(status int) string {
+	text := http.StatusText(status)
+	if text == "" {
+		text = "error"
+	}
+	return "ERR_" + strings.ToUpper(strings.NewReplacer(" ", "_", "-", "_").Replace(text))
 }
 
 // tusError is an error tusd answers with its status and a one-line body.

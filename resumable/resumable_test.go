@@ -13,9 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"largo"
+	"largo/ingest"
 	"largo/disk"
 )
 
@@ -40,7 +40,7 @@ type fixture struct {
 	now time.Time
 }
 
-func newFixture(t *testing.T, cfg Config) *fixture {
+func newFixture(t *testing.T, cfg Config, limits ...ingest.Config) *fixture {
 	t.Helper()
 	f := &fixture{dir: t.TempDir(), obs: &observer{}, now: time.Now()}
 	os.WriteFile(filepath.Join(f.dir, "exists.txt"), []byte("old"), 0o644)
@@ -49,16 +49,13 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	cfg.Store, cfg.Dir, cfg.Staged, cfg.BasePath = s, filepath.Join(f.dir, ".largo", "tus"), ".largo/tus", "/_largo/uploads/"
-	cfg.Policy = func(name string) error {
-		if largo.Hidden(name) {
-			return largo.ErrPermission
-		}
-		if !utf8.ValidString(name) {
-			return largo.ErrInvalidName
-		}
-		return nil
+	var ic ingest.Config
+	if len(limits) > 0 {
+		ic = limits[0]
 	}
+	ic.Store = s
+	cfg.Writes = ingest.New(ic)
+	cfg.BasePath = "/_largo/uploads/"
 	f.start(t, cfg)
 	return f
 }
@@ -180,7 +177,7 @@ func TestHashStateLost(t *testing.T) {
 }
 
 func TestRefusedAtCreation(t *testing.T) {
-	f := newFixture(t, Config{MaxSize: 1000, Reserve: 0, NoMkdir: true})
+	f := newFixture(t, Config{}, ingest.Config{MaxSize: 1000, NoMkdir: true})
 	for _, tt := range []struct {
 		name string
 		size int64
@@ -311,7 +308,7 @@ func TestScanAtStart(t *testing.T) {
 	s, _ := disk.Open(dir)
 	defer s.Close()
 	obs := &observer{}
-	if _, err := New(Config{Store: s, Dir: tus, Staged: ".largo/tus", BasePath: "/u/", Observer: obs}); err != nil {
+	if _, err := New(Config{Writes: ingest.New(ingest.Config{Store: s}), BasePath: "/u/", Observer: obs}); err != nil {
 		t.Fatal(err)
 	}
 	ents, _ := os.ReadDir(tus)
@@ -320,10 +317,18 @@ func TestScanAtStart(t *testing.T) {
 	}
 }
 
+// awsLikeUploadID has the shape of the upload IDs Amazon S3 gives: a few
+// hundred characters of letters, digits, dots, underscores and hyphens.
+var awsLikeUploadID = "VXBsb2FkIElEIGZvciA2aWWpbmcncyBteS1tb3ZpZS5tMnRzIHVwbG9hZA." +
+	strings.Repeat("Xk9_abc.DEF-ghi", 12) + "~2"
+
 func TestValidID(t *testing.T) {
 	for id, want := range map[string]bool{
-		"abc123": true, "": false, "../x": false, "a/b": false, "a.info": false, strings.Repeat("a", 129): false,
-		"0123456789abcdef0123456789abcdef+4c74a6b6-844a-45a6-ae10-355e85eff282": true, // S3's
+		"abc123": true, "": false, "../x": false, "a/b": false, "a.info": false, strings.Repeat("a", 1025): false,
+		"0123456789abcdef0123456789abcdef+4c74a6b6-844a-45a6-ae10-355e85eff282": true, // versitygw's
+		// AWS's shape: long, with dots, underscores and tildes.
+		"0123456789abcdef0123456789abcdef+" + awsLikeUploadID: true,
+		"..+x": false, ".+x": false, "x+": false, "x.info+abc": false, "x+a/b": false, "x+a b": false,
 		"a b": false, "a%2fb": false, "a\\b": false,
 	} {
 		if validID(id) != want {
@@ -342,7 +347,7 @@ func (unconditional) ConditionalWrites() bool { return false }
 // condition is refused at creation with 501; one without goes through.
 func TestConditionUnsupported(t *testing.T) {
 	f := newFixture(t, Config{})
-	f.h.cfg.Store = unconditional{f.h.cfg.Store.(*disk.Store)}
+	f.h.cfg.Writes = ingest.New(ingest.Config{Store: unconditional{f.h.cfg.Writes.Store().(*disk.Store)}})
 	for _, hdr := range [][]string{{"If-None-Match", "*"}, {"If-Match", `"x"`}} {
 		if _, resp := f.create(t, 3, map[string]string{"filename": "new.txt"}, hdr...); resp.StatusCode != 501 {
 			t.Errorf("create with %s: %d; want 501", hdr[0], resp.StatusCode)

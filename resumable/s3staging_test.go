@@ -15,6 +15,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"largo"
+	"largo/ingest"
 	"largo/s3"
 	"largo/s3/s3test"
 )
@@ -52,7 +53,7 @@ func (f *s3Fixture) instance(t *testing.T, cfg Config) *fixture {
 		t.Fatal(err)
 	}
 	x := &fixture{obs: &observer{}, now: time.Now()}
-	cfg.Store, cfg.Staging, cfg.BasePath = store, st, "/_largo/uploads/"
+	cfg.Writes, cfg.Staging, cfg.BasePath = ingest.New(ingest.Config{Store: store}), st, "/_largo/uploads/"
 	x.start(t, cfg)
 	return x
 }

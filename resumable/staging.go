@@ -2,11 +2,15 @@ package resumable
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"iter"
+	"os"
 	"time"
 
 	tusd "github.com/tus/tusd/v2/pkg/handler"
+
+	"largo"
 )
 
 // Staging is where a Handler keeps unfinished uploads: a tusd DataStore
@@ -55,4 +59,21 @@ type IdleUpload struct {
 	Size int64
 	// Last is when it last received a byte (or was created).
 	Last time.Time
+}
+
+// folderStore is a store on a local folder, which lends its os.Root to
+// the packages that keep state inside the folder.
+type folderStore interface {
+	largo.Store
+	Root() *os.Root
+}
+
+// StagingFor returns the staging in store's own state area: on a folder,
+// largo.StateDir/tus through the folder's os.Root. It is an error wrapping
+// largo.ErrUnsupported for a store that offers none.
+func StagingFor(store largo.Store) (Staging, error) {
+	if f, ok := store.(folderStore); ok {
+		return DiskStaging(f.Root(), largo.StateDir+"/tus")
+	}
+	return nil, fmt.Errorf("resumable uploads on this store: %w", largo.ErrUnsupported)
 }

@@ -3,12 +3,15 @@ package resumable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
-	"net/http"
+	"strings"
 	"syscall"
 	"time"
 
 	tusd "github.com/tus/tusd/v2/pkg/handler"
+
+	"largo"
 )
 
 // dataStore is the staging's DataStore with what largo adds: upload IDs
@@ -29,20 +32,37 @@ var (
 	_ tusd.LengthDeclarableUpload  = (*upload)(nil)
 )
 
-// validID reports whether id can be an upload's ID: tusd's filestore makes
-// them of hex digits, its S3 store of hex digits, a plus and the
-// multipart upload's ID; anything else (a slash, a dot) never reaches a
-// path or a key.
+// maxIDLen bounds an upload ID: S3 upload IDs are long (AWS's run to
+// hundreds of characters), and an ID travels in a URL path.
+const maxIDLen = 1024
+
+// validID reports whether id can be an upload's ID. The folder staging
+// makes them of hex digits; tusd's S3 store makes them of an object ID
+// (hex digits), a plus and the multipart upload's ID, whose shape is the
+// S3 server's: AWS's are long and hold dots, underscores and tildes. The
+// part before the plus, which names files and keys, has no dot, so that
+// an ID can never be another upload's info ("x.info") or a dot element;
+// nothing in an ID is a slash, a backslash, a space or an escape.
 func validID(id string) bool {
-	if id == "" || len(id) > 128 {
+	head, tail, plus := strings.Cut(id, "+")
+	if head == "" || len(id) > maxIDLen || plus && tail == "" {
 		return false
 	}
-	for _, c := range id {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '+' || c == '-' || c == '_') {
+	for _, c := range head {
+		if !idChar(c) {
+			return false
+		}
+	}
+	for _, c := range tail {
+		if !idChar(c) && c != '.' && c != '~' && c != '=' && c != '+' {
 			return false
 		}
 	}
 	return true
+}
+
+func idChar(c rune) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_'
 }
 
 func (s *dataStore) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upload, error) {
@@ -129,9 +149,10 @@ func (u *upload) Terminate(ctx context.Context) error {
 
 func (u *upload) DeclareLength(ctx context.Context, length int64) error {
 	info, _ := u.GetInfo(ctx)
-	if t, err := u.s.h.parseTarget(info.MetaData); err == nil {
-		if err := u.s.h.checkSpace(ctx, t.name, length-info.Offset); err != nil {
-			return err
+	if t, err := parseTarget(info.MetaData); err == nil {
+		t.Size = length - info.Offset
+		if err := u.s.h.cfg.Writes.CheckSpace(ctx, t.Name, t.Size); err != nil {
+			return u.s.h.tusErr("declare length", err)
 		}
 	}
 	if err := u.s.st.AsLengthDeclarableUpload(u.Upload).DeclareLength(ctx, length); err != nil {
@@ -149,9 +170,9 @@ func (h *Handler) storeErr(what string, err error) error {
 	}
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		h.log.Warn("resumable upload: disk full", "step", what, "err", err)
-		return tusError("ERR_INSUFFICIENT_STORAGE", "insufficient storage", http.StatusInsufficientStorage)
+		err = fmt.Errorf("%w: %w", largo.ErrNoSpace, err)
 	}
-	return h.internal(what, err)
+	return h.tusErr(what, err)
 }
 
 // begin and end bracket the writing of a chunk.
@@ -196,7 +217,26 @@ func (h *Handler) Expire() (n int, freed int64, err error) {
 		n++
 		freed += up.Size
 	}
+	h.expireRecords(ctx, now.Add(-h.cfg.Expiry))
 	return n, freed, nil
+}
+
+// expireRecords forgets the finished uploads placed before before.
+func (h *Handler) expireRecords(ctx context.Context, before time.Time) {
+	if h.state == nil {
+		return
+	}
+	for rec, err := range h.state.List(ctx, doneKey("")) {
+		if err != nil {
+			h.log.Warn("listing finished uploads", "err", err)
+			return
+		}
+		if rec.ModTime.Before(before) {
+			if err := h.state.Delete(ctx, rec.Key); err != nil {
+				h.log.Warn("forgetting a finished upload", "key", rec.Key, "err", err)
+			}
+		}
+	}
 }
 
 // Run calls Expire at a quarter of the expiry (between a second and a

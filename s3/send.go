@@ -16,9 +16,6 @@ import (
 	"largo"
 )
 
-// copyBufs holds the buffers that read objects to hash them.
-var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
-
 // putEmpty stores an empty object at key under cond. Its payload is sent
 // unsigned: an empty body with the streaming signature leaves some servers
 // (versitygw) a stray chunk on a kept-alive connection.

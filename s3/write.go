@@ -2,11 +2,8 @@ package s3
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"path"
 	"strings"
 	"time"
@@ -64,21 +61,15 @@ func (s *Store) newUpload(ctx context.Context, name string, opt largo.CreateOpti
 	// The store requests outlive the client's request, whose body may be
 	// all in when it leaves: Abort ends them.
 	uctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	return &upload{s: s, name: name, key: s.key(name), opt: opt, ctx: uctx, cancel: cancel, h: sha256.New()}
+	return &upload{s: s, name: name, key: s.key(name), opt: opt, ctx: uctx, cancel: cancel}
 }
 
 // Adopt implements largo.Adopter: staged, the name of an object under
 // largo.StateDir (a finished resumable upload), becomes an Upload whose
 // Commit copies it to name inside the store, without its bytes passing
-// through largo, and then removes it. Its bytes are read once to compute
-// their SHA-256 unless opt.StagedSHA256 gives it.
+// through largo, and then removes it. staged has been checked by the
+// caller, the write pipeline.
 func (s *Store) Adopt(ctx context.Context, name, staged string, opt largo.CreateOptions) (largo.Upload, error) {
-	if !strings.HasPrefix(staged, largo.StateDir+"/") {
-		return nil, fmt.Errorf("%s: %w: not under %s", staged, largo.ErrInvalidName, largo.StateDir)
-	}
-	if _, err := largo.ParseName("/" + staged); err != nil {
-		return nil, err
-	}
 	if err := s.checkTarget(ctx, name, opt); err != nil {
 		return nil, err
 	}
@@ -89,44 +80,9 @@ func (s *Store) Adopt(ctx context.Context, name, staged string, opt largo.Create
 	opt.Size = src.Size
 	u := s.newUpload(ctx, name, opt)
 	u.n = src.Size
-	if len(opt.StagedSHA256) == sha256.Size {
-		u.h = knownSum(opt.StagedSHA256)
-	} else if err := s.hashObject(ctx, staged, src.ETag, u.h); err != nil {
-		u.cancel()
-		return nil, err
-	}
 	u.send = &copySender{u: u, src: s.key(staged), size: src.Size, etag: src.ETag}
 	return u, nil
 }
-
-// hashObject reads the object name (in the version etag) into h.
-func (s *Store) hashObject(ctx context.Context, name, etag string, h hash.Hash) error {
-	var opts minio.GetObjectOptions
-	if etag != "" {
-		opts.SetMatchETag(etag)
-	}
-	body, _, _, err := s.core.GetObject(ctx, s.bucket, s.key(name), opts)
-	if err != nil {
-		return mapErr(name, err)
-	}
-	defer body.Close()
-	bp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bp)
-	if _, err := io.CopyBuffer(h, body, *bp); err != nil {
-		return mapErr(name, err)
-	}
-	return nil
-}
-
-// knownSum is a hash.Hash whose sum is given, for an adopted object whose
-// SHA-256 was computed as it arrived. An adopted upload takes no writes.
-type knownSum []byte
-
-func (k knownSum) Write(p []byte) (int, error) { return 0, errors.New("write to a known sum") }
-func (k knownSum) Sum(b []byte) []byte         { return append(b, k...) }
-func (k knownSum) Reset()                      {}
-func (k knownSum) Size() int                   { return sha256.Size }
-func (k knownSum) BlockSize() int              { return sha256.BlockSize }
 
 // checkTarget refuses early what the commit would refuse or get wrong: the
 // root, a folder at the target (keys under the name), a file where the
@@ -173,7 +129,6 @@ type upload struct {
 	opt    largo.CreateOptions
 	ctx    context.Context // of the store requests; canceled by Abort
 	cancel context.CancelFunc
-	h      hash.Hash
 	n      int64
 	send   sender
 	err    error // the first failure, returned by later writes
@@ -204,17 +159,8 @@ func (u *upload) Write(p []byte) (int, error) {
 		u.err = writeErr(u.name, u.opt.Condition, err)
 		return 0, u.err
 	}
-	u.h.Write(p)
 	u.n += int64(len(p))
 	return len(p), nil
-}
-
-func (u *upload) Written() int64 { return u.n }
-
-func (u *upload) SHA256() [32]byte {
-	var sum [32]byte
-	u.h.Sum(sum[:0])
-	return sum
 }
 
 // Commit implements largo.Upload. The store applies cond itself, in the

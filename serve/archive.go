@@ -6,6 +6,7 @@ import (
 	"path"
 
 	"largo/archive"
+	"largo/ingest"
 )
 
 // rootArchiveName names the archive of the whole served folder.
@@ -18,7 +19,7 @@ const rootArchiveName = "files"
 func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, format string) error {
 	f, err := archive.ParseFormat(format)
 	if err != nil {
-		return &statusError{code: http.StatusBadRequest, reason: err.Error()}
+		return ingest.Refuse(http.StatusBadRequest, err.Error())
 	}
 	top := rootArchiveName
 	if name != "" {

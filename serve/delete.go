@@ -2,22 +2,22 @@ package serve
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"path"
 
 	"largo"
 	"largo/encode"
+	"largo/ingest"
 )
 
 // remove answers DELETE: a file, or a folder when it is empty or the
 // query says ?recursive=1. If-Match applies to files. 204 on success.
 func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) error {
-	rm, ok := h.cfg.Store.(largo.Remover)
-	if !ok {
-		return fmt.Errorf("remove: %w", largo.ErrUnsupported)
+	cond, err := ingest.Condition(r.Header)
+	if err != nil {
+		return err
 	}
-	cond, err := condition(r)
+	rm, err := h.cfg.Writes.CheckRemove(name, cond)
 	if err != nil {
 		return err
 	}
@@ -28,7 +28,7 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) er
 	}
 	in, statErr := h.cfg.Store.Stat(r.Context(), name)
 	if err := rm.Remove(r.Context(), name, opt); err != nil {
-		return condErr(err, cond)
+		return ingest.CondErr(err, cond)
 	}
 	if statErr == nil && !in.IsDir {
 		h.removeSidecars(r, rm, name)

@@ -88,7 +88,7 @@ func (h *Handler) folderPage(r *http.Request, name string, entries []Entry) ui.F
 	for _, format := range archive.Formats {
 		f.Archives = append(f.Archives, string(format))
 	}
-	if h.cfg.Upload && h.cfg.Resumable != nil {
+	if h.cfg.Writes != nil && h.cfg.Resumable != nil {
 		f.Upload = &ui.Upload{Endpoint: ResumablePrefix, Token: h.cfg.Auth != nil}
 	}
 	return f

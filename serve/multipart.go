@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"largo"
+	"largo/ingest"
 )
 
 // Form limits: the fields that are not files are small by nature.
@@ -35,25 +36,24 @@ type Stored struct {
 
 // postForm answers a browser's multipart/form-data POST to a folder: the
 // parts are read one by one, as they arrive (Request.MultipartReader,
-// never ParseMultipartForm), and each file part is stored like a PUT to
-// the folder, under its file name. The answer is 201 with the JSON list of
-// the files stored. If-None-Match: * applies to every file. A failure ends
-// the request; the files stored before it stay.
+// never ParseMultipartForm), and each file part is stored through the
+// write pipeline like a PUT to the folder, under its file name. The answer
+// is 201 with the JSON list of the files stored. If-None-Match: * applies
+// to every file. A failure ends the request; the files stored before it
+// stay.
 func (h *Handler) postForm(w http.ResponseWriter, r *http.Request, folder string) error {
-	cr, cond, err := h.writeSetup(r)
+	cond, err := ingest.Condition(r.Header)
 	if err != nil {
 		return err
+	}
+	if cond.IfMatch != "" {
+		return fmt.Errorf("If-Match on a form of several files: %w", ingest.ErrBadCondition)
 	}
 	ctx := r.Context()
-	if cond.IfMatch != "" {
-		return fmt.Errorf("If-Match on a form of several files: %w", errBadCondition)
-	}
-	space, err := h.room(ctx, folder, -1)
-	if err != nil {
+	// The form's length bounds its files: refused at once when the space
+	// cannot hold it, before a byte is read.
+	if err := h.cfg.Writes.CheckSpace(ctx, folder, r.ContentLength); err != nil {
 		return err
-	}
-	if r.ContentLength > space {
-		return fmt.Errorf("form of %d bytes, %d free above the reserve: %w", r.ContentLength, space, largo.ErrNoSpace)
 	}
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -82,11 +82,10 @@ func (h *Handler) postForm(w http.ResponseWriter, r *http.Request, folder string
 			}
 			continue
 		}
-		s, err := h.storePart(ctx, cr, folder, p, p.FileName(), cond, space)
+		s, err := h.storePart(ctx, folder, p, p.FileName(), cond)
 		if err != nil {
 			return err
 		}
-		space -= s.Size
 		stored = append(stored, s)
 	}
 	if len(stored) == 0 {
@@ -99,53 +98,42 @@ func (h *Handler) postForm(w http.ResponseWriter, r *http.Request, folder string
 }
 
 // storePart stores one file part of a form.
-func (h *Handler) storePart(ctx context.Context, cr largo.Creator, folder string, part io.Reader, filename string, cond largo.Condition, space int64) (Stored, error) {
+func (h *Handler) storePart(ctx context.Context, folder string, part io.Reader, filename string, cond largo.Condition) (Stored, error) {
 	name, err := largo.ParseName("/" + largo.Join(folder, filename))
 	if err != nil {
 		return Stored{}, err
 	}
-	if err := WriteName(name); err != nil {
-		return Stored{}, err
-	}
-	if err := h.precheck(ctx, name, cond); err != nil {
-		return Stored{}, err
-	}
-	u, err := cr.Create(ctx, name, largo.CreateOptions{Size: -1, NoMkdir: h.cfg.NoMkdir, Condition: cond})
+	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: -1, Cond: cond})
 	if err != nil {
-		return Stored{}, createErr(err, cond)
+		return Stored{}, err
 	}
-	defer u.Abort()
-	body := io.Reader(part)
-	if h.cfg.MaxUpload > 0 {
-		body = http.MaxBytesReader(nil, io.NopCloser(part), h.cfg.MaxUpload)
-	}
-	if _, err := h.receive(u, body, space); err != nil {
+	defer wr.Abort()
+	if _, err := wr.ReadFrom(part); err != nil {
 		return Stored{}, formErr(err)
 	}
-	sum := u.SHA256()
-	in, created, err := u.Commit(context.WithoutCancel(ctx), cond)
+	res, err := wr.Commit(context.WithoutCancel(ctx))
 	if err != nil {
-		return Stored{}, createErr(err, cond)
+		return Stored{}, err
 	}
 	return Stored{
-		Name:    in.Name,
+		Name:    res.Info.Name,
 		Path:    (&url.URL{Path: "/" + name}).EscapedPath(),
-		Size:    in.Size,
-		SHA256:  hex.EncodeToString(sum[:]),
-		ETag:    in.ETag,
-		Created: created,
+		Size:    res.Info.Size,
+		SHA256:  hex.EncodeToString(res.SHA256),
+		ETag:    res.Info.ETag,
+		Created: res.Created,
 	}, nil
 }
 
 // formErr classifies an error met reading a form: the body's own errors
-// pass, what the multipart reader says of the syntax is errBadForm.
+// and the pipeline's pass, what the multipart reader says of the syntax
+// is errBadForm.
 func formErr(err error) error {
-	var mbe *http.MaxBytesError
-	if errors.Is(err, errBodyTimeout) || errors.Is(err, errBodyIncomplete) || errors.As(err, &mbe) || errors.Is(err, largo.ErrNoSpace) {
+	if errors.Is(err, ingest.ErrBodyTimeout) || errors.Is(err, ingest.ErrBodyIncomplete) || errors.Is(err, largo.ErrTooLarge) || errors.Is(err, largo.ErrNoSpace) {
 		return err
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "multipart") {
 		return fmt.Errorf("%w: %w", errBadForm, err)
 	}
-	return bodyErr(err)
+	return ingest.BodyErr(err)
 }

@@ -37,6 +37,7 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -48,6 +49,7 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/encode"
+	"largo/ingest"
 	"largo/transfer"
 	"largo/ui"
 )
@@ -97,22 +99,14 @@ type Config struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	// Upload turns writes on: PUT, POST (multipart forms) and DELETE in the
-	// file tree, and Resumable under Prefix+"uploads/". Off, writes answer
-	// 405 with an Allow header naming the read methods.
-	Upload bool
+	// Writes turns writes on: PUT, POST (multipart forms) and DELETE in
+	// the file tree, and Resumable under Prefix+"uploads/", all through
+	// this pipeline, which holds the limits (size, reserve, folders). Nil
+	// answers writes 405 with an Allow header naming the read methods.
+	Writes *ingest.Pipeline
 	// Auth decides which writes are allowed. Nil with Upload set means
 	// every write is allowed (an open server).
 	Auth Authorizer
-	// MaxUpload is the largest file a write may store, in bytes. Zero
-	// means no limit.
-	MaxUpload int64
-	// Reserve is the free space, in bytes, that writes must leave on the
-	// store: a write that would eat into it is refused with 507.
-	Reserve int64
-	// NoMkdir refuses writes into folders that do not exist (409) instead
-	// of creating them.
-	NoMkdir bool
 	// Resumable serves resumable uploads under Prefix+"uploads/", behind
 	// the same auth. Nil answers 404 there.
 	Resumable http.Handler
@@ -145,8 +139,6 @@ type UploadObserver interface {
 	BytesReceived(n int64)
 	// UploadEnded is called once per PUT or POST write with its outcome.
 	UploadEnded(outcome string)
-	// PendingBytes moves the count of bytes held in unfinished uploads.
-	PendingBytes(delta int64)
 }
 
 // Handler serves a store over HTTP. Create one with New; it is safe for
@@ -200,7 +192,7 @@ func New(cfg Config) *Handler {
 	if cfg.Metrics != nil {
 		h.own.Handle("GET "+Prefix+"metrics", cfg.Metrics)
 	}
-	if cfg.Upload && cfg.Resumable != nil {
+	if cfg.Writes != nil && cfg.Resumable != nil {
 		h.own.Handle(ResumablePrefix, h.resumable(cfg.Resumable))
 	}
 	h.own.Handle(Prefix, h.adapt(func(http.ResponseWriter, *http.Request) error {
@@ -331,6 +323,10 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if code >= 500 {
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
+	var de *ingest.DigestError
+	if errors.As(err, &de) {
+		w.Header().Set("Repr-Digest", de.Digest())
+	}
 	switch code {
 	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", allowed(err))
@@ -350,7 +346,7 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 	case http.MethodPut, http.MethodPost, http.MethodDelete:
 		return h.write(w, r, name)
 	}
-	if reserved(name) {
+	if largo.Reserved(name) {
 		return fmt.Errorf("%s: hidden: %w", name, largo.ErrNotFound)
 	}
 	switch r.Method {
@@ -362,12 +358,6 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	return &methodError{allow: h.allow()}
-}
-
-// reserved reports whether a valid name is outside what clients may see:
-// hidden names, and names under the reserved prefix.
-func reserved(name string) bool {
-	return largo.Hidden(name) || strings.HasPrefix(name, strings.Trim(Prefix, "/"))
 }
 
 // accessLog writes the request's line.
@@ -401,7 +391,6 @@ func (nopObserver) TransferEnded(string)      {}
 func (nopObserver) Panicked()                 {}
 func (nopObserver) BytesReceived(int64)       {}
 func (nopObserver) UploadEnded(string)        {}
-func (nopObserver) PendingBytes(int64)        {}
 func (nopObserver) Compressed(string, string) {}
 
 var errNoEndpoint = fmt.Errorf("no such endpoint: %w", largo.ErrNotFound)

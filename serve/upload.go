@@ -7,12 +7,14 @@ import (
 	"strings"
 
 	"largo"
+	"largo/ingest"
 )
 
-// put stores the body at name: streamed through a pooled buffer into the
-// store's temporary file, hashed, checked against the client's digest,
-// then committed atomically under the request's condition. 201 for a new
-// file, 204 for a replacement, both with the ETag and Repr-Digest.
+// put stores the body at name through the write pipeline: admitted before
+// the body is read, streamed and hashed, checked against the client's
+// digest, then committed atomically under the request's condition. 201
+// for a new file, 204 for a replacement, both with the ETag and
+// Repr-Digest.
 func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error {
 	if strings.HasSuffix(r.URL.Path, "/") {
 		return fmt.Errorf("%s: PUT to a folder path: %w", name, largo.ErrIsDir)
@@ -21,49 +23,32 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error
 		// RFC 9110, 14.5: the body is likely a part mistaken for the whole.
 		return errPartialPut
 	}
-	cr, cond, err := h.writeSetup(r)
+	cond, err := ingest.Condition(r.Header)
+	if err != nil {
+		return err
+	}
+	want, err := ingest.Digest(r.Header)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	want, err := wantDigest(r.Header)
+	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: r.ContentLength, Cond: cond, SHA256: want})
 	if err != nil {
 		return err
 	}
-	space, err := h.room(ctx, name, r.ContentLength)
-	if err != nil {
+	defer wr.Abort()
+	if _, err := wr.ReadFrom(r.Body); err != nil {
 		return err
-	}
-	if err := h.precheck(ctx, name, cond); err != nil {
-		return err
-	}
-	u, err := cr.Create(ctx, name, largo.CreateOptions{Size: r.ContentLength, NoMkdir: h.cfg.NoMkdir, Condition: cond})
-	if err != nil {
-		return createErr(err, cond)
-	}
-	defer u.Abort()
-
-	body := r.Body
-	if h.cfg.MaxUpload > 0 {
-		body = http.MaxBytesReader(w, body, h.cfg.MaxUpload)
-	}
-	if _, err := h.receive(u, body, space); err != nil {
-		return err
-	}
-	sum := u.SHA256()
-	if want != nil && string(want) != string(sum[:]) {
-		w.Header().Set("Repr-Digest", largo.FormatDigest(sum[:]))
-		return &detailError{err: fmt.Errorf("%s: %w", name, largo.ErrDigest), detail: "computed " + largo.FormatDigest(sum[:])}
 	}
 	// The body is in: finish even if the client hangs up now.
-	in, created, err := u.Commit(context.WithoutCancel(ctx), cond)
+	res, err := wr.Commit(context.WithoutCancel(ctx))
 	if err != nil {
-		return createErr(err, cond)
+		return err
 	}
 	hdr := w.Header()
-	hdr.Set("ETag", in.ETag)
-	hdr.Set("Repr-Digest", largo.FormatDigest(sum[:]))
-	if created {
+	hdr.Set("ETag", res.Info.ETag)
+	hdr.Set("Repr-Digest", res.Digest())
+	if res.Created {
 		hdr.Set("Location", r.URL.EscapedPath())
 		w.WriteHeader(http.StatusCreated)
 	} else {

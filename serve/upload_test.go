@@ -21,6 +21,7 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/disk"
+	"largo/ingest"
 )
 
 const token = "t0ken"
@@ -43,7 +44,7 @@ func (o *uploadObserver) UploadEnded(s string) {
 }
 
 // newWriteHandler serves a temporary folder with writes on.
-func newWriteHandler(t *testing.T, files map[string]string, cfg Config) (*Handler, string, *uploadObserver) {
+func newWriteHandler(t *testing.T, files map[string]string, cfg Config, limits ...ingest.Config) (*Handler, string, *uploadObserver) {
 	t.Helper()
 	_, dir := newTestHandler(t, files)
 	s, err := disk.Open(dir)
@@ -52,7 +53,12 @@ func newWriteHandler(t *testing.T, files map[string]string, cfg Config) (*Handle
 	}
 	t.Cleanup(func() { s.Close() })
 	obs := &uploadObserver{}
-	cfg.Store, cfg.Upload, cfg.Uploads = s, true, obs
+	var ic ingest.Config
+	if len(limits) > 0 {
+		ic = limits[0]
+	}
+	ic.Store, ic.Observer = s, obs
+	cfg.Store, cfg.Writes, cfg.Uploads = s, ingest.New(ic), obs
 	if cfg.Auth == nil {
 		cfg.Auth = auth.NewToken(token)
 	}
@@ -137,7 +143,7 @@ func TestPut(t *testing.T) {
 }
 
 func TestPutRefused(t *testing.T) {
-	h, dir, obs := newWriteHandler(t, map[string]string{"exists": "old", "file": "f", ".hidden/x": "x"}, Config{MaxUpload: 100})
+	h, dir, obs := newWriteHandler(t, map[string]string{"exists": "old", "file": "f", ".hidden/x": "x"}, Config{}, ingest.Config{MaxSize: 100})
 	auth := []string{"Authorization", "Bearer " + token}
 	existsETag := do(h, "HEAD", "/exists").Header().Get("ETag")
 	for _, tt := range []struct {
@@ -196,7 +202,7 @@ func TestPutRefused(t *testing.T) {
 }
 
 func TestPutSpace(t *testing.T) {
-	h, dir, _ := newWriteHandler(t, nil, Config{Reserve: 1 << 62})
+	h, dir, _ := newWriteHandler(t, nil, Config{}, ingest.Config{Reserve: 1 << 62})
 	rec := send(h, "PUT", "/f", untouchable{t}, 5, "Authorization", "Bearer "+token)
 	if rec.Code != 507 {
 		t.Fatalf("over the free space: %d %s", rec.Code, rec.Body.String())
@@ -211,7 +217,7 @@ func TestPutSpace(t *testing.T) {
 }
 
 func TestPutNoMkdir(t *testing.T) {
-	h, _, _ := newWriteHandler(t, map[string]string{"d/x": "x"}, Config{NoMkdir: true})
+	h, _, _ := newWriteHandler(t, map[string]string{"d/x": "x"}, Config{}, ingest.Config{NoMkdir: true})
 	if rec := send(h, "PUT", "/missing/f", untouchable{t}, 1, "Authorization", "Bearer "+token); rec.Code != 409 {
 		t.Errorf("into a missing folder: %d %s", rec.Code, rec.Body.String())
 	}
@@ -356,6 +362,7 @@ func (s noConditions) Remove(ctx context.Context, name string, opt largo.RemoveO
 func TestConditionsUnsupported(t *testing.T) {
 	h, dir, _ := newWriteHandler(t, map[string]string{"f": "f"}, Config{})
 	h.cfg.Store = noConditions{h.cfg.Store.(*disk.Store)}
+	h.cfg.Writes = ingest.New(ingest.Config{Store: h.cfg.Store})
 	auth := []string{"Authorization", "Bearer " + token}
 	const reason = "not supported: this store cannot apply If-None-Match or If-Match"
 	for _, tt := range []struct {

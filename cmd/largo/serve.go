@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"path/filepath"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +19,7 @@ import (
 	"largo/auth"
 	"largo/disk"
 	"largo/encode"
+	"largo/ingest"
 	"largo/limit"
 	"largo/metrics"
 	"largo/resumable"
@@ -302,14 +302,17 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	if err != nil {
 		return err
 	}
+	writes := ingest.New(ingest.Config{
+		Store:    st,
+		MaxSize:  int64(cfg.maxUpload),
+		Reserve:  int64(cfg.reserve),
+		NoMkdir:  cfg.noMkdir,
+		Observer: m,
+	})
 	rh, err := resumable.New(resumable.Config{
-		Store:       st,
+		Writes:      writes,
 		Staging:     staging,
 		BasePath:    serve.ResumablePrefix,
-		Policy:      serve.WriteName,
-		MaxSize:     int64(cfg.maxUpload),
-		Reserve:     int64(cfg.reserve),
-		NoMkdir:     cfg.noMkdir,
 		Expiry:      cfg.uploadExpiry,
 		IdleTimeout: cfg.idleTimeout,
 		Logger:      logger,
@@ -319,10 +322,7 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 		return failed(fmt.Errorf("resumable uploads: %v", pathErrText(err)))
 	}
 	go rh.Run(ctx)
-	hcfg.Upload = true
-	hcfg.MaxUpload = int64(cfg.maxUpload)
-	hcfg.Reserve = int64(cfg.reserve)
-	hcfg.NoMkdir = cfg.noMkdir
+	hcfg.Writes = writes
 	hcfg.Resumable = rh
 	hcfg.Uploads = m
 	return nil
@@ -339,7 +339,7 @@ func prepareWrites(ctx context.Context, logger *slog.Logger, cfg *serveConfig, s
 		} else if n > 0 {
 			logger.Info("removed temporary files left by an interrupted run", "files", n)
 		}
-		staging, err := resumable.DiskStaging(filepath.Join(store.Dir(), largo.StateDir, "tus"), largo.StateDir+"/tus")
+		staging, err := resumable.StagingFor(store)
 		if err != nil {
 			return nil, failed(fmt.Errorf("resumable uploads: %v", pathErrText(err)))
 		}

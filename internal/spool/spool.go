@@ -1,10 +1,9 @@
-// Package spool writes an upload's bytes into a file the way largo's
-// stores and staging want it: each large buffer is hashed on a second
-// goroutine while the kernel copies it into the page cache (each costs
-// about as much as the other, so the hash no longer adds to the transfer's
-// time), and the file's writeback is started every few MiB, so that the
-// disk works while the rest arrives and the final fsync has little left to
-// do.
+// Package spool writes an upload's bytes the way largo's write pipeline
+// and stores want it: Writer hashes each large buffer on a second
+// goroutine while the store takes it (each costs about as much as the
+// other, so the hash no longer adds to the transfer's time), and
+// Writeback starts a file's writeback every few MiB, so that the disk
+// works while the rest arrives and the final fsync has little left to do.
 package spool
 
 import (
@@ -25,18 +24,15 @@ const (
 // by one goroutine at a time and must be closed.
 type Writer struct {
 	w io.Writer
-	f *os.File // w, when it is a file: its writeback is started
 	h hash.Hash
 
-	in        chan []byte // to the hashing goroutine, started on first need
-	done      chan struct{}
-	unflushed int64
+	in   chan []byte // to the hashing goroutine, started on first need
+	done chan struct{}
 }
 
 // New returns a Writer to w that hashes into h.
 func New(w io.Writer, h hash.Hash) *Writer {
-	f, _ := w.(*os.File)
-	return &Writer{w: w, f: f, h: h}
+	return &Writer{w: w, h: h}
 }
 
 // Write writes p and hashes all of it, even when the write fails or falls
@@ -57,10 +53,6 @@ func (s *Writer) Write(p []byte) (int, error) {
 	}
 	if err == nil && n < len(p) {
 		err = io.ErrShortWrite
-	}
-	if s.unflushed += int64(n); s.f != nil && s.unflushed >= writebackEvery {
-		startWriteback(s.f)
-		s.unflushed = 0
 	}
 	return n, err
 }
@@ -84,4 +76,24 @@ func (s *Writer) Close() {
 		close(s.in)
 		s.in = nil
 	}
+}
+
+// Writeback writes to a file and starts the file's writeback each time
+// writebackEvery more bytes went in. It is used by one goroutine at a
+// time.
+type Writeback struct {
+	f         *os.File
+	unflushed int64
+}
+
+// NewWriteback returns a Writeback to f.
+func NewWriteback(f *os.File) *Writeback { return &Writeback{f: f} }
+
+func (w *Writeback) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if w.unflushed += int64(n); w.unflushed >= writebackEvery {
+		startWriteback(w.f)
+		w.unflushed = 0
+	}
+	return n, err
 }

@@ -1,0 +1,57 @@
+package ingest
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"largo"
+)
+
+// Condition reads a write's If-None-Match and If-Match. Only the forms a
+// write can apply atomically are accepted (ErrBadCondition otherwise):
+// If-None-Match: * and a single strong ETag, or *, in If-Match.
+func Condition(h http.Header) (largo.Condition, error) {
+	var c largo.Condition
+	if v := strings.TrimSpace(h.Get("If-None-Match")); v != "" {
+		if v != "*" {
+			return c, fmt.Errorf("If-None-Match %q: %w: only * is supported on writes", v, ErrBadCondition)
+		}
+		c.IfNoneMatch = true
+	}
+	if v := strings.TrimSpace(h.Get("If-Match")); v != "" {
+		if v != "*" && (strings.Contains(v, ",") || len(v) < 2 || !strings.HasPrefix(v, `"`) || !strings.HasSuffix(v, `"`)) {
+			return c, fmt.Errorf("If-Match %q: %w: one strong ETag or * is supported", v, ErrBadCondition)
+		}
+		c.IfMatch = v
+	}
+	return c, nil
+}
+
+// Digest returns the SHA-256 a write must have according to its
+// Content-Digest and Repr-Digest fields (RFC 9530), or nil when neither
+// names sha-256. largo stores the bytes it receives as they are, so both
+// fields describe the same bytes; when both are sent they must agree.
+// Other algorithms are ignored, as RFC 9530 allows. Errors wrap
+// largo.ErrBadDigest.
+func Digest(h http.Header) ([]byte, error) {
+	var want []byte
+	for _, field := range []string{"Content-Digest", "Repr-Digest"} {
+		v := strings.Join(h.Values(field), ",")
+		if v == "" {
+			continue
+		}
+		sum, err := largo.ParseDigest(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		if sum == nil {
+			continue
+		}
+		if want != nil && string(want) != string(sum) {
+			return nil, fmt.Errorf("Content-Digest and Repr-Digest disagree: %w", largo.ErrBadDigest)
+		}
+		want = sum
+	}
+	return want, nil
+}

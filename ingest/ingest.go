@@ -1,0 +1,272 @@
+// Package ingest is largo's one write pipeline. Every write the server
+// accepts, whatever protocol carried it (a PUT, a form's file, a finished
+// tus upload, a precompressed sidecar, and every protocol to come), passes
+// through a Pipeline, so that each rule of writing is written once:
+//
+//   - admission (Check, Begin): the name policy (CheckName), whether the
+//     store writes at all and applies conditions, the condition checked
+//     against the current target before any byte is read, the target's
+//     folder (409 when it is a file, or missing under NoMkdir), the size
+//     limit (413) and the free space less the reserve (507), with the
+//     announced sizes of the writes in flight held as reservations, so
+//     that writes admitted together cannot together eat into the reserve;
+//   - receiving (Write.ReadFrom): whole buffers from a pool, each hashed
+//     with SHA-256 on a second core while the store takes it (package
+//     internal/spool), bounded by the limit and the room admitted;
+//   - the digest check and the commit (Write.Commit), atomic under the
+//     condition, or the abort: a refused or broken write leaves the
+//     target as it was, and nothing of it in the store;
+//   - placing the bytes of a finished resumable upload (Place): adopted
+//     where they are staged when the store can (largo.Adopter), copied
+//     through the same receiving otherwise;
+//   - one table from error to HTTP status and reason (Status), which every
+//     front end uses: package serve answers with it, package resumable
+//     turns it into tus errors.
+//
+// A store offers only what cannot be shared: largo.Creator (create, then
+// commit or abort) and optionally largo.Adopter, largo.Remover and
+// largo.SpaceReporter. Counting, hashing and checking are the pipeline's.
+//
+// A Pipeline is safe for concurrent use; a Write is used by one goroutine.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"sync"
+	"unicode/utf8"
+
+	"largo"
+)
+
+// Observer receives the events that upload metrics are made of.
+// Implementations must be safe for concurrent use.
+type Observer interface {
+	// PendingBytes moves the count of bytes held by writes in flight.
+	PendingBytes(delta int64)
+}
+
+// Config configures a Pipeline. Only Store is required; the zero value of
+// every other field means no limit.
+type Config struct {
+	// Store receives the writes. A store that does not implement
+	// largo.Creator refuses them all (ErrUnsupported, 501).
+	Store largo.Store
+	// MaxSize is the largest file a write may store, in bytes; zero means
+	// no limit.
+	MaxSize int64
+	// Reserve is the free space, in bytes, that writes must leave on a
+	// store that reports its free space (largo.SpaceReporter).
+	Reserve int64
+	// NoMkdir refuses writes into folders that do not exist instead of
+	// creating them.
+	NoMkdir bool
+	// Observer receives metrics events; nil ignores them.
+	Observer Observer
+}
+
+// Pipeline admits, receives and commits writes into one store.
+type Pipeline struct {
+	cfg   Config
+	cr    largo.Creator // nil: the store takes no writes
+	space largo.SpaceReporter
+	obs   Observer
+
+	mu       sync.Mutex
+	promised int64 // bytes admitted to writes in flight and not yet written
+}
+
+// New returns the Pipeline of cfg.
+func New(cfg Config) *Pipeline {
+	p := &Pipeline{cfg: cfg, obs: cfg.Observer}
+	p.cr, _ = cfg.Store.(largo.Creator)
+	p.space, _ = cfg.Store.(largo.SpaceReporter)
+	if p.obs == nil {
+		p.obs = nopObserver{}
+	}
+	return p
+}
+
+// Store returns the store the pipeline writes to.
+func (p *Pipeline) Store() largo.Store { return p.cfg.Store }
+
+// MaxSize returns the size limit, zero for none.
+func (p *Pipeline) MaxSize() int64 { return p.cfg.MaxSize }
+
+// Target is what a write asks for.
+type Target struct {
+	// Name is the file to write, as returned by largo.ParseName.
+	Name string
+	// Size is the number of bytes still to come, or -1 when it is not
+	// known (a chunked body, a form's file).
+	Size int64
+	// Cond must hold of the target when the write commits; it is also
+	// checked at admission, before any byte is read.
+	Cond largo.Condition
+	// SHA256, when not nil, is what the bytes must hash to (the client's
+	// digest); a write whose bytes differ is refused with ErrDigest.
+	SHA256 []byte
+}
+
+// CheckName applies the write policy to a name that passed
+// largo.ParseName: the root, hidden names and names under the reserved
+// prefix are never written (ErrIsDir, ErrReservedName), and a new name
+// must be UTF-8, so that it reads back the same in listings, JSON and
+// archives (ErrInvalidName).
+func CheckName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("the root: %w", largo.ErrIsDir)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%q: %w: not UTF-8", name, largo.ErrInvalidName)
+	case largo.Reserved(name):
+		return fmt.Errorf("%s: %w: %w", name, ErrReservedName, largo.ErrPermission)
+	}
+	return nil
+}
+
+// Check admits a write without starting it: everything Begin checks, and
+// no space is held. A resumable upload is checked so at its creation.
+func (p *Pipeline) Check(ctx context.Context, t Target) error {
+	if err := p.admit(ctx, t); err != nil {
+		return err
+	}
+	_, err := p.room(ctx, t.Name, t.Size, false)
+	return err
+}
+
+// CheckSpace refuses, before a byte is read, size bytes (-1: unknown)
+// that the free space at name less the reserve and the writes in flight
+// cannot hold: a form of several files, whose length bounds them all.
+func (p *Pipeline) CheckSpace(ctx context.Context, name string, size int64) error {
+	_, err := p.room(ctx, name, size, false)
+	return err
+}
+
+// CheckRemove admits a removal under cond: the name policy, whether the
+// store removes and applies conditions. It returns the store's Remover.
+func (p *Pipeline) CheckRemove(name string, cond largo.Condition) (largo.Remover, error) {
+	rm, ok := p.cfg.Store.(largo.Remover)
+	if !ok {
+		return nil, fmt.Errorf("remove: %w", largo.ErrUnsupported)
+	}
+	if name == "" {
+		return nil, fmt.Errorf("the root folder: %w", largo.ErrPermission)
+	}
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	return rm, p.checkCond(cond)
+}
+
+// admit checks all of a write but its size.
+func (p *Pipeline) admit(ctx context.Context, t Target) error {
+	if p.cr == nil {
+		return fmt.Errorf("write: %w", largo.ErrUnsupported)
+	}
+	if err := CheckName(t.Name); err != nil {
+		return err
+	}
+	if p.cfg.MaxSize > 0 && t.Size > p.cfg.MaxSize {
+		return fmt.Errorf("%d bytes, limit %d: %w", t.Size, p.cfg.MaxSize, largo.ErrTooLarge)
+	}
+	if err := p.checkCond(t.Cond); err != nil {
+		return err
+	}
+	in, err := p.cfg.Store.Stat(ctx, t.Name)
+	exists := err == nil
+	switch {
+	case errors.Is(err, largo.ErrNotDir):
+		return fmt.Errorf("%w: %w", ErrParentNotDir, err)
+	case err != nil && !errors.Is(err, largo.ErrNotFound):
+		return err
+	case exists && in.IsDir:
+		return fmt.Errorf("%s: %w", t.Name, largo.ErrIsDir)
+	}
+	if err := t.Cond.Check(t.Name, in, exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil // its folder is there
+	}
+	return p.checkFolder(ctx, t.Name)
+}
+
+// checkCond refuses a condition the store cannot apply atomically: an
+// object store whose server ignores conditional writes.
+func (p *Pipeline) checkCond(cond largo.Condition) error {
+	cw, ok := p.cfg.Store.(conditionalWriter)
+	if ok && cond != (largo.Condition{}) && !cw.ConditionalWrites() {
+		return fmt.Errorf("%w: %w", ErrCondUnsupported, largo.ErrUnsupported)
+	}
+	return nil
+}
+
+// conditionalWriter is a store that tells whether it applies conditions
+// to writes: an object store, whose server may not.
+type conditionalWriter interface{ ConditionalWrites() bool }
+
+// checkFolder refuses a target whose folder is a file, or is missing
+// under NoMkdir. A folder that cannot be looked at for another reason is
+// that reason's error, not a missing folder.
+func (p *Pipeline) checkFolder(ctx context.Context, name string) error {
+	dir := path.Dir(name)
+	if dir == "." {
+		return nil
+	}
+	in, err := p.cfg.Store.Stat(ctx, dir)
+	switch {
+	case err == nil && !in.IsDir, errors.Is(err, largo.ErrNotDir):
+		return fmt.Errorf("%s: %w: %w", dir, ErrParentNotDir, largo.ErrNotDir)
+	case errors.Is(err, largo.ErrNotFound) && p.cfg.NoMkdir:
+		return fmt.Errorf("%s: %w: %w", dir, ErrMissingFolder, err)
+	case err != nil && !errors.Is(err, largo.ErrNotFound):
+		return err
+	}
+	return nil
+}
+
+// room checks a size (-1: unknown) against the free space less the
+// reserve and the space promised to the writes in flight, and returns how
+// many bytes the write may store. With hold, a known size is promised to
+// the caller until it is released.
+func (p *Pipeline) room(ctx context.Context, name string, size int64, hold bool) (int64, error) {
+	if p.space == nil {
+		return math.MaxInt64, nil
+	}
+	free, err := p.space.Free(ctx, name)
+	if errors.Is(err, largo.ErrUnsupported) {
+		return math.MaxInt64, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	avail := max(free-p.cfg.Reserve-p.promised, 0)
+	if size > avail {
+		return 0, fmt.Errorf("%d bytes, %d free above the reserve and the writes in flight: %w", size, avail, largo.ErrNoSpace)
+	}
+	if hold && size > 0 {
+		p.promised += size
+	}
+	return avail, nil
+}
+
+// release gives back n bytes of a promise: they are written (and so no
+// longer free), or will never be.
+func (p *Pipeline) release(n int64) {
+	if n <= 0 || p.space == nil {
+		return
+	}
+	p.mu.Lock()
+	p.promised -= n
+	p.mu.Unlock()
+}
+
+type nopObserver struct{}
+
+func (nopObserver) PendingBytes(int64) {}

@@ -1,0 +1,138 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"strings"
+
+	"largo"
+)
+
+// Staged is the whole of a finished resumable upload, held by a staging.
+type Staged struct {
+	// Name is where the bytes are in the served store, under
+	// largo.StateDir, for a store that adopts them without a copy
+	// (largo.Adopter); "" when they are held elsewhere.
+	Name string
+	// Size is their length.
+	Size int64
+	// SHA256 is their SHA-256 when it was computed as they arrived; nil
+	// makes Place read them to compute it.
+	SHA256 []byte
+	// Open returns the bytes, for a store that copies them or to hash
+	// them.
+	Open func(ctx context.Context) (io.ReadCloser, error)
+}
+
+// Place commits a finished resumable upload to t.Name, exactly like a
+// write of its bytes: the name policy, the digest and the condition apply
+// (the size and space were admitted when the upload was created, and its
+// bytes are stored already). The store adopts the staged bytes where it
+// can, and receives a copy otherwise.
+func (p *Pipeline) Place(ctx context.Context, t Target, s Staged) (Result, error) {
+	if err := p.admitPlace(t); err != nil {
+		return Result{}, err
+	}
+	w, err := p.adopt(ctx, t, s)
+	if err != nil {
+		return Result{}, err
+	}
+	if w == nil {
+		t.Size = s.Size
+		if w, err = p.beginCopy(ctx, t); err != nil {
+			return Result{}, err
+		}
+		if err := w.copyFrom(ctx, s); err != nil {
+			w.Abort()
+			return Result{}, err
+		}
+	}
+	return w.Commit(ctx)
+}
+
+// admitPlace is the admission of bytes already stored: the name and
+// whether the store can write under the condition.
+func (p *Pipeline) admitPlace(t Target) error {
+	if p.cr == nil {
+		return fmt.Errorf("write: %w", largo.ErrUnsupported)
+	}
+	if err := CheckName(t.Name); err != nil {
+		return err
+	}
+	return p.checkCond(t.Cond)
+}
+
+// adopt returns a Write of the staged bytes taken by the store where they
+// are, or nil when the store cannot.
+func (p *Pipeline) adopt(ctx context.Context, t Target, s Staged) (*Write, error) {
+	a, ok := p.cfg.Store.(largo.Adopter)
+	if !ok || s.Name == "" {
+		return nil, nil
+	}
+	if !strings.HasPrefix(s.Name, largo.StateDir+"/") {
+		return nil, fmt.Errorf("%s: %w: not under %s", s.Name, largo.ErrInvalidName, largo.StateDir)
+	}
+	if _, err := largo.ParseName("/" + s.Name); err != nil {
+		return nil, err
+	}
+	sum := s.SHA256
+	if len(sum) != sha256.Size {
+		var err error
+		if sum, err = hashStaged(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	if t.SHA256 != nil && string(t.SHA256) != string(sum) {
+		return nil, &DigestError{Name: t.Name, SHA256: sum} // and the store untouched
+	}
+	u, err := a.Adopt(ctx, t.Name, s.Name, largo.CreateOptions{Size: s.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
+	if err != nil {
+		return nil, CondErr(targetErr(err), t.Cond)
+	}
+	return &Write{p: p, t: t, u: u, sum: sum, n: s.Size}, nil
+}
+
+// beginCopy opens an upload for a copy of bytes already stored: no space
+// is checked or held (on a store with free space to report, the staging
+// is another store, or the bytes would have been adopted).
+func (p *Pipeline) beginCopy(ctx context.Context, t Target) (*Write, error) {
+	u, err := p.cr.Create(ctx, t.Name, largo.CreateOptions{Size: t.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
+	if err != nil {
+		return nil, CondErr(targetErr(err), t.Cond)
+	}
+	// The size was admitted at the upload's creation, under the limit of
+	// then: the copy is bounded by the size alone.
+	return &Write{p: p, t: t, u: u, h: sha256.New(), room: t.Size}, nil
+}
+
+// copyFrom receives the staged bytes.
+func (w *Write) copyFrom(ctx context.Context, s Staged) error {
+	r, err := s.Open(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	n, err := w.ReadFrom(r)
+	if err == nil && n != s.Size {
+		err = fmt.Errorf("staged upload holds %d bytes, not %d: %w", n, s.Size, io.ErrUnexpectedEOF)
+	}
+	return err
+}
+
+// hashStaged reads staged bytes to compute their SHA-256.
+func hashStaged(ctx context.Context, s Staged) ([]byte, error) {
+	r, err := s.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	h := sha256.New()
+	if _, err := io.CopyBuffer(h, r, *bp); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}

@@ -1,0 +1,225 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"sync"
+
+	"largo"
+	"largo/internal/spool"
+)
+
+// Write is a write admitted by Begin: receive its bytes with ReadFrom,
+// then Commit, or Abort. Until Commit succeeds nothing of it is visible.
+type Write struct {
+	p     *Pipeline
+	t     Target
+	u     largo.Upload
+	h     hash.Hash
+	sum   []byte // the SHA-256 when known without hashing (adopted bytes)
+	n     int64
+	room  int64 // the most bytes the write may store: the free space, or the size limit
+	held  int64 // what is left of the space promised to it
+	sp    *spool.Writer
+	ended bool
+}
+
+// Begin admits t and opens the store's upload. Its announced size, if
+// any, is held as a reservation until the bytes are written or the write
+// ends. Nothing of the request's body is read.
+func (p *Pipeline) Begin(ctx context.Context, t Target) (*Write, error) {
+	if err := p.admit(ctx, t); err != nil {
+		return nil, err
+	}
+	room, err := p.room(ctx, t.Name, t.Size, true)
+	if err != nil {
+		return nil, err
+	}
+	if p.cfg.MaxSize > 0 {
+		room = min(room, p.cfg.MaxSize)
+	}
+	w := &Write{p: p, t: t, h: sha256.New(), room: room, held: max(t.Size, 0)}
+	w.u, err = p.cr.Create(ctx, t.Name, largo.CreateOptions{Size: t.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
+	if err != nil {
+		w.releaseAll()
+		return nil, CondErr(targetErr(err), t.Cond)
+	}
+	return w, nil
+}
+
+// Name returns the name the write goes to.
+func (w *Write) Name() string { return w.t.Name }
+
+// Written returns the bytes received so far.
+func (w *Write) Written() int64 { return w.n }
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// ReadFrom receives body into the write, through a pooled buffer, until
+// io.EOF, and returns the bytes stored. Errors say which side failed: the
+// client's (ErrBodyTimeout, ErrBodyIncomplete), the limits' (ErrTooLarge,
+// ErrNoSpace) or the store's. After an error the write must be aborted.
+func (w *Write) ReadFrom(body io.Reader) (int64, error) {
+	if w.ended {
+		return 0, errors.New("write to an ended upload")
+	}
+	if w.sp == nil {
+		w.sp = spool.New(w.u, w.h)
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	var total int64
+	defer func() { w.p.obs.PendingBytes(-total) }()
+	for {
+		n, rerr := fill(body, buf)
+		if n > 0 {
+			if w.n+int64(n) > w.room {
+				return total, w.overflow()
+			}
+			m, werr := w.sp.Write(buf[:n])
+			total += int64(m)
+			w.n += int64(m)
+			w.p.obs.PendingBytes(int64(m))
+			w.releaseSome(int64(m))
+			if werr != nil {
+				return total, werr
+			}
+		}
+		if rerr == io.EOF {
+			return total, nil
+		}
+		if rerr != nil {
+			return total, BodyErr(rerr)
+		}
+	}
+}
+
+// overflow is the error of a write that outgrew its room.
+func (w *Write) overflow() error {
+	if limit := w.p.cfg.MaxSize; limit > 0 && w.room == limit {
+		return fmt.Errorf("more than %d bytes: %w", limit, largo.ErrTooLarge)
+	}
+	return fmt.Errorf("more than the %d bytes free above the reserve: %w", w.room, largo.ErrNoSpace)
+}
+
+// fill reads into buf until it is full or r fails, and returns r's own
+// error: whole buffers make one write per 256 KiB however the network cut
+// the bytes. (io.ReadFull would not do: it turns an early io.EOF into
+// io.ErrUnexpectedEOF, the very error of a body cut short.)
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Result is a committed write.
+type Result struct {
+	// Info describes the file as stored.
+	Info largo.Info
+	// Created reports that no file was there before.
+	Created bool
+	// SHA256 is the SHA-256 of its bytes.
+	SHA256 []byte
+}
+
+// Digest returns the SHA-256 as a Repr-Digest field value.
+func (r Result) Digest() string { return largo.FormatDigest(r.SHA256) }
+
+// Commit checks the bytes against the digest the target asked for, then
+// makes them visible at the name if the condition holds at that moment.
+// Pass a context that outlives the client when the body is complete (the
+// commit should finish even if the client hangs up now). After any error
+// the write is gone, as after Abort.
+func (w *Write) Commit(ctx context.Context) (Result, error) {
+	if w.ended {
+		return Result{}, errors.New("commit of an ended upload")
+	}
+	sum := w.SHA256()
+	if w.t.SHA256 != nil && string(w.t.SHA256) != string(sum) {
+		w.Abort()
+		return Result{}, &DigestError{Name: w.t.Name, SHA256: sum}
+	}
+	w.ended = true
+	w.stop()
+	defer w.releaseAll()
+	in, created, err := w.u.Commit(ctx, w.t.Cond)
+	if err != nil {
+		return Result{}, CondErr(targetErr(err), w.t.Cond)
+	}
+	return Result{Info: in, Created: created, SHA256: sum}, nil
+}
+
+// SHA256 returns the SHA-256 of the bytes received so far.
+func (w *Write) SHA256() []byte {
+	if w.sum != nil {
+		return w.sum
+	}
+	w.stop()
+	return w.h.Sum(nil)
+}
+
+// Abort discards the write. It is safe to call after Commit, when it does
+// nothing.
+func (w *Write) Abort() {
+	if w.ended {
+		return
+	}
+	w.ended = true
+	w.stop()
+	w.releaseAll()
+	w.u.Abort()
+}
+
+// stop ends the hashing goroutine; the hash stays readable.
+func (w *Write) stop() {
+	if w.sp != nil {
+		w.sp.Close()
+		w.sp = nil
+	}
+}
+
+// releaseSome gives back the part of the write's reservation that n
+// bytes written have used.
+func (w *Write) releaseSome(n int64) {
+	n = min(n, w.held)
+	w.held -= n
+	w.p.release(n)
+}
+
+func (w *Write) releaseAll() { w.releaseSome(w.held) }
+
+// targetErr names, in the errors of Create and Commit, what a writer
+// should be told: a missing folder or a file in the way (409), instead of
+// the 404 they mean on reads.
+func targetErr(err error) error {
+	switch {
+	case errors.Is(err, ErrMissingFolder), errors.Is(err, ErrParentNotDir):
+		return err
+	case errors.Is(err, largo.ErrNotFound):
+		return fmt.Errorf("%w: %w", ErrMissingFolder, err)
+	case errors.Is(err, largo.ErrNotDir):
+		return fmt.Errorf("%w: %w", ErrParentNotDir, err)
+	}
+	return err
+}
+
+// CondErr names, in an ErrUnsupported met under a condition, the
+// condition as what the store cannot do: an object store whose server
+// turned out to ignore conditional writes.
+func CondErr(err error, cond largo.Condition) error {
+	if cond != (largo.Condition{}) && errors.Is(err, largo.ErrUnsupported) && !errors.Is(err, ErrCondUnsupported) {
+		return fmt.Errorf("%w: %w", ErrCondUnsupported, err)
+	}
+	return err
+}

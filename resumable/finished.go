@@ -1,0 +1,229 @@
+package resumable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	tusd "github.com/tus/tusd/v2/pkg/handler"
+
+	"largo"
+	"largo/ingest"
+)
+
+// A finished upload stays on record until it expires: a client that
+// missed the answer to its last PATCH (a cut connection, a server
+// restart) asks HEAD, and must learn that all its bytes are in and where
+// they went, not start again. The record is kept in the store's state
+// area (largo.StateKeeper), under doneKey, so that every instance serving
+// the store answers for it.
+//
+// An upload whose bytes are all staged but which was never placed (the
+// server died between the last byte and the commit) is placed by the
+// first HEAD or PATCH that asks for it, before any answer claims
+// success: tusd itself would answer such a PATCH 204 without calling the
+// finish hook.
+
+// doneKey is the state key of a finished upload's record.
+func doneKey(id string) string { return "tus-done/" + id }
+
+// done is the record of a finished upload.
+type done struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	ETag   string `json:"etag"`
+	Digest string `json:"digest"`
+}
+
+// header is what a response about a finished upload carries.
+func (d done) header() tusd.HTTPHeader {
+	return tusd.HTTPHeader{
+		"ETag":             d.ETag,
+		"Repr-Digest":      d.Digest,
+		"Content-Location": "/" + escapePath(d.Name),
+	}
+}
+
+// idLocks serialises the placing of each upload.
+type idLocks struct {
+	mu sync.Mutex
+	m  map[string]*idLock
+}
+
+type idLock struct {
+	sync.Mutex
+	refs int
+}
+
+func (l *idLocks) lock(id string) func() {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*idLock{}
+	}
+	il := l.m[id]
+	if il == nil {
+		il = &idLock{}
+		l.m[id] = il
+	}
+	il.refs++
+	l.mu.Unlock()
+	il.Lock()
+	return func() {
+		il.Unlock()
+		l.mu.Lock()
+		if il.refs--; il.refs == 0 {
+			delete(l.m, id)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// loadDone returns the record of a finished upload, if there is one.
+func (h *Handler) loadDone(ctx context.Context, id string) (done, bool) {
+	var d done
+	if h.state == nil {
+		return d, false
+	}
+	b, err := h.state.Get(ctx, doneKey(id))
+	if err != nil {
+		if !errors.Is(err, largo.ErrNotFound) {
+			h.log.Warn("reading a finished upload's record", "id", id, "err", err)
+		}
+		return d, false
+	}
+	return d, json.Unmarshal(b, &d) == nil
+}
+
+// place puts a finished upload in place through the write pipeline, once:
+// under the upload's lock, a record found means it is placed already. The
+// upload's staged state is removed afterwards, unless the failure was the
+// server's (a 5xx), which a retry may overcome. The caller holds the
+// upload's lock.
+func (h *Handler) place(ctx context.Context, info tusd.FileInfo, hdr http.Header) (done, error) {
+	if d, ok := h.loadDone(ctx, info.ID); ok {
+		return d, nil
+	}
+	t, err := parseTarget(info.MetaData)
+	if err == nil {
+		var given []byte
+		given, err = reprDigest(hdr) // checked before the body
+		if t.SHA256 != nil && given != nil && string(t.SHA256) != string(given) {
+			err = fmt.Errorf("sha256 metadata and Repr-Digest disagree: %w", largo.ErrBadDigest)
+		} else if given != nil {
+			t.SHA256 = given
+		}
+	}
+	var res ingest.Result
+	if err == nil {
+		res, err = h.cfg.Writes.Place(ctx, t, h.staged(ctx, info))
+	}
+	if err != nil {
+		code, _ := ingest.Status(err)
+		if code < 500 {
+			h.forget(ctx, info, "rejected")
+		} else {
+			h.obs.UploadEnded("error")
+		}
+		h.log.Warn("resumable upload not stored", "id", info.ID, "name", t.Name, "err", err)
+		return done{}, err
+	}
+	d := done{Name: t.Name, Size: res.Info.Size, ETag: res.Info.ETag, Digest: res.Digest()}
+	if h.state != nil {
+		b, _ := json.Marshal(d)
+		if err := h.state.Put(ctx, doneKey(info.ID), b); err != nil {
+			h.log.Warn("keeping a finished upload's record", "id", info.ID, "err", err)
+		}
+	}
+	h.forget(ctx, info, "complete")
+	h.log.Info("resumable upload stored", "id", info.ID, "name", t.Name, "size", res.Info.Size, "created", res.Created)
+	return d, nil
+}
+
+// forget removes an ended upload's staged state and counts its end.
+func (h *Handler) forget(ctx context.Context, info tusd.FileInfo, outcome string) {
+	h.store.remove(ctx, info.ID)
+	h.obs.PendingBytes(-info.Size)
+	h.obs.UploadEnded(outcome)
+}
+
+// uploadID returns the upload ID a request's path names, or "".
+func (h *Handler) uploadID(p string) string {
+	id, ok := strings.CutPrefix(p, h.cfg.BasePath)
+	if !ok || !validID(id) {
+		return ""
+	}
+	return id
+}
+
+// answerFinished answers a HEAD or PATCH on an upload whose bytes are all
+// in: from its record, after placing it if a crash left it unplaced. It
+// reports false for an upload still in progress (or unknown), which tusd
+// answers.
+func (h *Handler) answerFinished(w http.ResponseWriter, r *http.Request, id string) bool {
+	ctx := context.WithoutCancel(r.Context())
+	if h.busy(id) {
+		return false // a PATCH is writing it: tusd orders the two
+	}
+	unlock := h.locks.lock(id)
+	defer unlock()
+	d, ok := h.loadDone(ctx, id)
+	if !ok {
+		up, err := h.store.GetUpload(ctx, id)
+		if err != nil {
+			return false
+		}
+		info, err := up.GetInfo(ctx)
+		if err != nil || info.SizeIsDeferred || info.Offset != info.Size {
+			return false
+		}
+		// All the bytes are in, and nothing placed them.
+		if err := up.FinishUpload(ctx); err != nil {
+			h.log.Warn("finishing an upload found complete", "id", id, "err", err)
+		}
+		if d, err = h.place(ctx, info, r.Header); err != nil {
+			writeTusError(w, h.tusErr("finish", err))
+			return true
+		}
+	}
+	hdr := w.Header()
+	for k, v := range d.header() {
+		hdr.Set(k, v)
+	}
+	hdr.Set("Tus-Resumable", "1.0.0")
+	hdr.Set("Upload-Offset", strconv.FormatInt(d.Size, 10))
+	hdr.Set("Cache-Control", "no-store")
+	if r.Method == http.MethodHead {
+		hdr.Set("Upload-Length", strconv.FormatInt(d.Size, 10))
+		w.WriteHeader(http.StatusOK)
+		return true
+	}
+	if off := r.Header.Get("Upload-Offset"); off != strconv.FormatInt(d.Size, 10) {
+		writeTusError(w, tusError("ERR_UPLOAD_OFFSET_MISMATCH", "mismatched offset: the upload is complete", http.StatusConflict))
+		return true
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// busy reports whether a chunk of the upload is being written.
+func (h *Handler) busy(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.active[id] > 0
+}
+
+// writeTusError answers a tus error outside tusd.
+func writeTusError(w http.ResponseWriter, e tusd.Error) {
+	hdr := w.Header()
+	for k, v := range e.HTTPResponse.Header {
+		hdr.Set(k, v)
+	}
+	hdr.Set("Tus-Resumable", "1.0.0")
+	w.WriteHeader(e.HTTPResponse.StatusCode)
+	fmt.Fprintf(w, "%s: %s\n", e.ErrorCode, e.Message)
+}
