@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"largo"
-	"largo/ingest"
 	"largo/disk"
+	"largo/ingest"
 )
 
 type observer struct {
