@@ -16,16 +16,19 @@ import (
 // Write is a write admitted by Begin: receive its bytes with ReadFrom,
 // then Commit, or Abort. Until Commit succeeds nothing of it is visible.
 type Write struct {
-	p     *Pipeline
-	t     Target
-	u     largo.Upload
-	h     hash.Hash
-	sum   []byte // the SHA-256 when known without hashing (adopted bytes)
-	n     int64
-	room  int64 // the most bytes the write may store: the free space, or the size limit
-	held  int64 // what is left of the space promised to it
-	sp    *spool.Writer
-	ended bool
+	p    *Pipeline
+	t    Target
+	u    largo.Upload
+	h    hash.Hash
+	sum  []byte // the SHA-256 when known without hashing (adopted bytes)
+	n    int64
+	room int64 // the most bytes the write may store: the free space, or the size limit
+	held int64 // what is left of the space promised to it
+	// pending counts the bytes reported to the Observer, taken back when
+	// the write ends.
+	pending int64
+	sp      *spool.Writer
+	ended   bool
 }
 
 // Begin admits t and opens the store's upload. Its announced size, if
@@ -64,28 +67,15 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b 
 // client's (ErrBodyTimeout, ErrBodyIncomplete), the limits' (ErrTooLarge,
 // ErrNoSpace) or the store's. After an error the write must be aborted.
 func (w *Write) ReadFrom(body io.Reader) (int64, error) {
-	if w.ended {
-		return 0, errors.New("write to an ended upload")
-	}
-	if w.sp == nil {
-		w.sp = spool.New(w.u, w.h)
-	}
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
 	var total int64
-	defer func() { w.p.obs.PendingBytes(-total) }()
 	for {
 		n, rerr := fill(body, buf)
 		if n > 0 {
-			if w.n+int64(n) > w.room {
-				return total, w.overflow()
-			}
-			m, werr := w.sp.Write(buf[:n])
+			m, werr := w.Write(buf[:n])
 			total += int64(m)
-			w.n += int64(m)
-			w.p.obs.PendingBytes(int64(m))
-			w.releaseSome(int64(m))
 			if werr != nil {
 				return total, werr
 			}
@@ -97,6 +87,28 @@ func (w *Write) ReadFrom(body io.Reader) (int64, error) {
 			return total, BodyErr(rerr)
 		}
 	}
+}
+
+// Write stores p, for a writer that produces the bytes itself (a
+// compressor): the same limits and hashing as ReadFrom, which calls it.
+// Large buffers are hashed on a second core while the store takes them.
+// After an error the write must be aborted.
+func (w *Write) Write(p []byte) (int, error) {
+	switch {
+	case w.ended:
+		return 0, errors.New("write to an ended upload")
+	case w.n+int64(len(p)) > w.room:
+		return 0, w.overflow()
+	}
+	if w.sp == nil {
+		w.sp = spool.New(w.u, w.h)
+	}
+	n, err := w.sp.Write(p)
+	w.n += int64(n)
+	w.pending += int64(n)
+	w.p.obs.PendingBytes(int64(n))
+	w.releaseSome(int64(n))
+	return n, err
 }
 
 // overflow is the error of a write that outgrew its room.
@@ -197,7 +209,13 @@ func (w *Write) releaseSome(n int64) {
 	w.p.release(n)
 }
 
-func (w *Write) releaseAll() { w.releaseSome(w.held) }
+// releaseAll gives back what is left of the reservation and of the
+// pending bytes reported.
+func (w *Write) releaseAll() {
+	w.releaseSome(w.held)
+	w.p.obs.PendingBytes(-w.pending)
+	w.pending = 0
+}
 
 // targetErr names, in the errors of Create and Commit, what a writer
 // should be told: a missing folder or a file in the way (409), instead of
