@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"largo"
 	"largo/storetest"
@@ -154,8 +155,11 @@ func TestAdoptAndSweep(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	if n, err := s.Sweep(); n != 1 || err != nil {
-		t.Fatalf("Sweep = %d, %v", n, err)
+	if n, err := s.Sweep(ctx, time.Now().Add(-time.Hour)); n != 0 || err != nil {
+		t.Fatalf("Sweep of what is older than an hour = %d, %v", n, err)
+	}
+	if n, err := s.PrepareWrites(ctx); n != 1 || err != nil {
+		t.Fatalf("PrepareWrites = %d, %v", n, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".largo/tus/abc")); err != nil {
 		t.Fatalf("Sweep touched a staged upload: %v", err)

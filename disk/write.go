@@ -11,6 +11,7 @@ import (
 	"path"
 	"sync"
 	"syscall"
+	"time"
 
 	"largo"
 	"largo/internal/spool"
@@ -303,10 +304,22 @@ func (s *Store) Remove(_ context.Context, name string, opt largo.RemoveOptions) 
 	return s.syncDir(path.Dir(name))
 }
 
-// Sweep removes what uploads cut short by a crash left in TempDir, and
-// returns how many files it removed. Call it once at start-up, before
-// serving: an upload in progress in this process would lose its file.
-func (s *Store) Sweep() (int, error) {
+// PrepareWrites readies the folder for writes: it removes everything a
+// crash left in TempDir (a folder is served by one process, so no write
+// is in progress before it starts serving), and returns how many entries
+// it removed. Call it once at start-up, before serving.
+func (s *Store) PrepareWrites(ctx context.Context) (int, error) {
+	return s.sweep(func(fs.FileInfo) bool { return true })
+}
+
+// Sweep removes the entries of TempDir last written before before: the
+// files of writes that stalled that long, whatever wrote them (uploads,
+// state records, sidecars). It returns how many it removed.
+func (s *Store) Sweep(ctx context.Context, before time.Time) (int, error) {
+	return s.sweep(func(fi fs.FileInfo) bool { return fi.ModTime().Before(before) })
+}
+
+func (s *Store) sweep(stale func(fs.FileInfo) bool) (int, error) {
 	d, err := s.root.Open(TempDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -314,14 +327,18 @@ func (s *Store) Sweep() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	names, err := d.Readdirnames(-1)
+	ents, err := d.ReadDir(-1)
 	d.Close()
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, e := range names {
-		if err := s.root.RemoveAll(TempDir + "/" + e); err != nil {
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil || !stale(fi) {
+			continue // gone meanwhile, or still being written
+		}
+		if err := s.root.RemoveAll(TempDir + "/" + e.Name()); err != nil {
 			return n, err
 		}
 		n++

@@ -129,8 +129,9 @@ func TestTusJSClient(t *testing.T) {
 	if p := metric(t, s, "largo_upload_pending_bytes"); p != 0 {
 		t.Errorf("pending bytes %v after the upload", p)
 	}
-	if n := tusOffset(t, uploadURL); n != -1 {
-		t.Errorf("finished upload still known, offset %d", n)
+	// Finished uploads stay on record, whole, until they expire.
+	if n := tusOffset(t, uploadURL); n != size {
+		t.Errorf("finished upload's offset %d; want %d", n, size)
 	}
 	ents, _ := os.ReadDir(filepath.Join(dir, ".largo", "tus"))
 	if len(ents) != 0 {

@@ -334,7 +334,7 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 func prepareWrites(ctx context.Context, logger *slog.Logger, cfg *serveConfig, st largo.Store) (resumable.Staging, error) {
 	switch store := st.(type) {
 	case *disk.Store:
-		if n, err := store.Sweep(); err != nil {
+		if n, err := store.PrepareWrites(ctx); err != nil {
 			return nil, failed(fmt.Errorf("sweeping temporary uploads: %v", pathErrText(err)))
 		} else if n > 0 {
 			logger.Info("removed temporary files left by an interrupted run", "files", n)
