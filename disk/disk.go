@@ -30,13 +30,14 @@ import (
 	"syscall"
 
 	"largo"
+	"largo/internal/keylock"
 )
 
 // Store is a largo.Store on a local folder. Create one with Open.
 type Store struct {
 	dir   string
 	root  *os.Root
-	locks locks
+	locks keylock.Set // by name: commits and removals
 }
 
 var _ largo.Store = (*Store)(nil)

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"sync"
 	"syscall"
 	"time"
 
@@ -144,7 +143,7 @@ func (u *upload) commit(cond largo.Condition) (largo.Info, bool, error) {
 	if err := u.f.Sync(); err != nil {
 		return largo.Info{}, false, writeErr(err)
 	}
-	unlock := u.s.locks.lock(u.name)
+	unlock := u.s.locks.Lock(u.name)
 	defer unlock()
 	old, err := u.s.root.Stat(u.name)
 	exists := err == nil
@@ -269,7 +268,7 @@ func (s *Store) Remove(_ context.Context, name string, opt largo.RemoveOptions) 
 	if name == "" {
 		return fmt.Errorf("the root folder: %w", largo.ErrPermission)
 	}
-	unlock := s.locks.lock(name)
+	unlock := s.locks.Lock(name)
 	defer unlock()
 	lfi, err := s.root.Lstat(name)
 	if err != nil {
@@ -344,39 +343,4 @@ func (s *Store) sweep(stale func(fs.FileInfo) bool) (int, error) {
 		n++
 	}
 	return n, nil
-}
-
-// locks serialises commits and removals of one name.
-type locks struct {
-	mu sync.Mutex
-	m  map[string]*nameLock
-}
-
-type nameLock struct {
-	sync.Mutex
-	refs int
-}
-
-// lock locks name and returns the function that unlocks it.
-func (l *locks) lock(name string) func() {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = make(map[string]*nameLock)
-	}
-	nl := l.m[name]
-	if nl == nil {
-		nl = &nameLock{}
-		l.m[name] = nl
-	}
-	nl.refs++
-	l.mu.Unlock()
-	nl.Lock()
-	return func() {
-		nl.Unlock()
-		l.mu.Lock()
-		if nl.refs--; nl.refs == 0 {
-			delete(l.m, name)
-		}
-		l.mu.Unlock()
-	}
 }

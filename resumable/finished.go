@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	tusd "github.com/tus/tusd/v2/pkg/handler"
 
@@ -46,40 +45,6 @@ func (d done) header() tusd.HTTPHeader {
 		"ETag":             d.ETag,
 		"Repr-Digest":      d.Digest,
 		"Content-Location": "/" + escapePath(d.Name),
-	}
-}
-
-// idLocks serialises the placing of each upload.
-type idLocks struct {
-	mu sync.Mutex
-	m  map[string]*idLock
-}
-
-type idLock struct {
-	sync.Mutex
-	refs int
-}
-
-func (l *idLocks) lock(id string) func() {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[string]*idLock{}
-	}
-	il := l.m[id]
-	if il == nil {
-		il = &idLock{}
-		l.m[id] = il
-	}
-	il.refs++
-	l.mu.Unlock()
-	il.Lock()
-	return func() {
-		il.Unlock()
-		l.mu.Lock()
-		if il.refs--; il.refs == 0 {
-			delete(l.m, id)
-		}
-		l.mu.Unlock()
 	}
 }
 
@@ -169,7 +134,7 @@ func (h *Handler) answerFinished(w http.ResponseWriter, r *http.Request, id stri
 	if h.busy(id) {
 		return false // a PATCH is writing it: tusd orders the two
 	}
-	unlock := h.locks.lock(id)
+	unlock := h.locks.Lock(id)
 	defer unlock()
 	d, ok := h.loadDone(ctx, id)
 	if !ok {

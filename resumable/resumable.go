@@ -73,6 +73,7 @@ import (
 
 	"largo"
 	"largo/ingest"
+	"largo/internal/keylock"
 )
 
 // Metadata keys read from an upload.
@@ -136,7 +137,7 @@ type Handler struct {
 	store *dataStore
 
 	state largo.State // nil: finished uploads are not kept on record
-	locks idLocks     // held while an upload is placed
+	locks keylock.Set // by upload ID, held while an upload is placed
 
 	mu     sync.Mutex
 	active map[string]int // uploads with a chunk being written
@@ -313,7 +314,7 @@ func (h *Handler) preCreate(ev tusd.HookEvent) (tusd.HTTPResponse, tusd.FileInfo
 // finish places an upload whose last bytes just arrived, like a PUT of
 // them (see place), and answers with where they went.
 func (h *Handler) finish(ev tusd.HookEvent) (tusd.HTTPResponse, error) {
-	unlock := h.locks.lock(ev.Upload.ID)
+	unlock := h.locks.Lock(ev.Upload.ID)
 	defer unlock()
 	d, err := h.place(context.WithoutCancel(ev.Context), ev.Upload, http.Header(ev.HTTPRequest.Header))
 	if err != nil {
