@@ -5,51 +5,49 @@
 // mobile SDKs).
 //
 // largo adds around tusd what a file server needs and tusd leaves to its
-// users:
+// users, all through the one write pipeline (package ingest), so that a
+// tus upload is held to exactly the rules of a PUT and answered with the
+// same statuses and reasons:
 //   - the target comes from the upload's metadata, "filename" (which may
-//     hold slashes) under an optional "folder", and passes the same path
-//     policy as a PUT when the upload is created, so a bad name is refused
-//     before any byte is sent;
-//   - the size limit (413) and the free space less the reserve (507) are
-//     checked at creation, and so are the conditions (412) and, without
-//     mkdir, the target's folder (409);
-//   - a finished upload is committed exactly like a PUT: the store adopts
-//     the staged file (largo.Adopter, a rename on disk) or, for stores
-//     without that, receives a copy, then commits it atomically under the
-//     conditions the creation request carried (If-None-Match: *, If-Match);
+//     hold slashes) under an optional "folder"; at creation the pipeline
+//     admits it (Pipeline.Check: the name, the conditions of the creation
+//     request, kept in the metadata for the finish, the target's folder,
+//     the size limit and the free space), so a refused upload never sends
+//     a byte;
+//   - a finished upload is placed by the pipeline (Pipeline.Place): the
+//     store adopts the staged bytes (a rename on a folder, a server-side
+//     copy on a bucket) or receives a copy, under the conditions of the
+//     creation request, checked again atomically;
 //   - when the client sent a "sha256" metadata value (64 hex digits or
 //     base64), or a Repr-Digest field with sha-256 (RFC 9530) on the
 //     request that completes the upload, the finished file's SHA-256 must
 //     match, or the upload is discarded and that request answered 400. The
-//     field lets a client hash its file while sending it and give the sum
-//     with the last bytes. The hash is computed as the chunks arrive and
-//     its state kept beside the upload (hash.go), so finishing does not
-//     read the file again;
+//     hash is computed as the chunks arrive and its state kept beside the
+//     upload (hash.go), so finishing does not read the file again;
+//   - errors become tus errors with the status and reason of the
+//     pipeline's one table (ingest.Status);
+//   - a finished upload stays on record (finished.go) until it expires:
+//     HEAD answers its whole length with the placed file's ETag, and an
+//     upload whose bytes were all staged by a server that died before
+//     placing them is placed by the next HEAD or PATCH, before any answer
+//     claims success;
 //   - uploads left without a byte for Config.Expiry are removed with their
 //     space.
 //
-// The upload state is tusd's: a DataStore holding each upload's bytes and
-// a FileInfo with the offset and the metadata, kept by a Staging chosen by
-// what the served store is (staging.go). On a folder, DiskStaging: tusd's
-// filestore in the folder's state folder, where a finished upload is
-// renamed into place. On a bucket, S3Staging: tusd's S3 store, in the
-// bucket's state folder, so that every instance serving the bucket sees
-// every upload and a client may resume through any of them; a finished
-// upload, completed there as an object, is copied into place by the
-// bucket itself. tusd's S3 store cuts a PATCH body into parts on local
-// disk before sending them (see S3Staging for the bound). Uploads are
-// locked against concurrent PATCHes within one server only (tusd has no
-// lock that lives in a bucket): two PATCHes to one upload at once through
-// two servers could interleave their parts. tus clients send one PATCH at
-// a time and resume only after the previous one failed, and a server ends
-// a PATCH as soon as its client's connection ends.
-//
-// That state is not tied to the tus wire protocol: tusd's own handler
-// already speaks the IETF resumable-upload draft over the same DataStore
-// (its EnableExperimentalProtocol), and the finishing, checking and expiry
-// here work on FileInfo alone. A second protocol is therefore a second
-// front end over the same DataStore and the same finish hook, with no
-// change to the state or to how uploads are committed.
+// The upload state is a Staging (staging.go) in the store's own state
+// area: on a folder, DiskStaging, files under .largo/tus reached through
+// the folder's os.Root; on a bucket, S3Staging, tusd's S3 store under the
+// bucket's .largo/tus, so that every instance serving the bucket sees
+// every upload and a client may resume through any of them. tusd's S3
+// store cuts a PATCH body into parts on local disk before sending them
+// (see S3Staging for the bound). Uploads are locked against concurrent
+// PATCHes within one server only (tusd has no lock that lives in a
+// bucket): two PATCHes to one upload at once through two servers could
+// interleave their parts. tus clients send one PATCH at a time and resume
+// only after the previous one failed, and a server ends a PATCH as soon as
+// its client's connection ends. Which staging a store gets is decided by
+// what the store offers (StagingFor), never by its concrete type: the
+// staging is tusd's DataStore, a type the stores themselves do not know.
 //
 // A Handler is safe for concurrent use.
 package resumable

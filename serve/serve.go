@@ -20,20 +20,23 @@
 // Observer. A panic in one request is recovered, logged, counted and
 // answered 500; it never takes the process down.
 //
-// Writes (Config.Upload) are PUT (upload.go), multipart POST to a folder
+// Writes (Config.Writes) are PUT (upload.go), multipart POST to a folder
 // (multipart.go), DELETE (delete.go) and resumable uploads mounted under
-// ResumablePrefix. Each is checked in an order that never reads the body of
-// a refused request, so a client that sent Expect: 100-continue never sends
-// it: writes on (405 otherwise), the token (401 with WWW-Authenticate), the
-// name (400 for invalid, 403 for hidden or reserved), the conditions and
-// digests' syntax, the announced size against the limit (413) and the free
-// space less the reserve (507), and If-None-Match/If-Match against the
-// current file (412). Only then does the body stream, through a
-// transfer.Body that moves the read deadline as bytes arrive, into the
-// store's Upload, which is committed atomically or aborted.
+// ResumablePrefix, all through the one write pipeline (package ingest).
+// Each is checked in an order that never reads the body of a refused
+// request, so a client that sent Expect: 100-continue never sends it:
+// writes on (405 otherwise), the token (401 with WWW-Authenticate), then
+// the pipeline's admission: the name (400 for invalid, 403 for hidden or
+// reserved), the conditions and digests' syntax, the announced size
+// against the limit (413) and the free space less the reserve and the
+// writes in flight (507), and If-None-Match/If-Match against the current
+// file (412). Only then does the body stream, through a transfer.Body
+// that moves the read deadline as bytes arrive, into the pipeline, which
+// commits it atomically or aborts it.
 //
-// Handlers return errors; one table (errors.go) turns them into statuses,
-// and the client sees a one-line reason while the log sees the cause.
+// Handlers return errors; one table (ingest.Status, shared by every write
+// protocol) turns them into statuses, and the client sees a one-line
+// reason while the log sees the cause.
 package serve
 
 import (
