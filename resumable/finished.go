@@ -2,6 +2,8 @@ package resumable
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,8 +30,16 @@ import (
 // success: tusd itself would answer such a PATCH 204 without calling the
 // finish hook.
 
-// doneKey is the state key of a finished upload's record.
-func doneKey(id string) string { return "tus-done/" + id }
+// doneKey is the state key of a finished upload's record: its ID, or,
+// for an ID too long to be a file name (an S3 upload ID can be hundreds of
+// characters), the ID's SHA-256.
+func doneKey(id string) string {
+	if len(id) > 128 {
+		sum := sha256.Sum256([]byte(id))
+		id = "h" + hex.EncodeToString(sum[:])
+	}
+	return "tus-done/" + id
+}
 
 // done is the record of a finished upload.
 type done struct {

@@ -5,12 +5,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	tusd "github.com/tus/tusd/v2/pkg/handler"
 
 	"largo"
 )
@@ -101,5 +104,92 @@ func TestCrashWindow(t *testing.T) {
 				t.Fatalf("the file was not placed before the answer: %v", err)
 			}
 		})
+	}
+}
+
+// awsIDs gives the uploads of a staging IDs of the shape tusd's S3 store
+// makes on Amazon S3: the staging's own ID, a plus, and a long multipart
+// upload ID with dots, underscores and tildes.
+type awsIDs struct{ Staging }
+
+var awsSuffix = "+" + awsLikeUploadID
+
+func inner(id string) string { s, _ := strings.CutSuffix(id, awsSuffix); return s }
+
+type awsUpload struct{ tusd.Upload }
+
+func (u awsUpload) GetInfo(ctx context.Context) (tusd.FileInfo, error) {
+	info, err := u.Upload.GetInfo(ctx)
+	info.ID += awsSuffix
+	return info, err
+}
+
+func (a awsIDs) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upload, error) {
+	u, err := a.Staging.NewUpload(ctx, info)
+	return awsUpload{u}, err
+}
+
+func (a awsIDs) GetUpload(ctx context.Context, id string) (tusd.Upload, error) {
+	in, ok := strings.CutSuffix(id, awsSuffix)
+	if !ok {
+		return nil, tusd.ErrNotFound
+	}
+	u, err := a.Staging.GetUpload(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return awsUpload{u}, nil
+}
+
+func (a awsIDs) AsTerminatableUpload(u tusd.Upload) tusd.TerminatableUpload {
+	return a.Staging.AsTerminatableUpload(u.(awsUpload).Upload)
+}
+
+func (a awsIDs) AsLengthDeclarableUpload(u tusd.Upload) tusd.LengthDeclarableUpload {
+	return a.Staging.AsLengthDeclarableUpload(u.(awsUpload).Upload)
+}
+
+func (a awsIDs) Staged(id string) string { return a.Staging.Staged(inner(id)) }
+func (a awsIDs) Open(ctx context.Context, id string) (io.ReadCloser, error) {
+	return a.Staging.Open(ctx, inner(id))
+}
+func (a awsIDs) Remove(ctx context.Context, id string) error { return a.Staging.Remove(ctx, inner(id)) }
+func (a awsIDs) LoadHash(ctx context.Context, id string) []byte {
+	return a.Staging.LoadHash(ctx, inner(id))
+}
+func (a awsIDs) SaveHash(ctx context.Context, id string, state []byte) error {
+	return a.Staging.SaveHash(ctx, inner(id), state)
+}
+
+// TestAWSShapedIDs runs a whole upload whose ID has the shape Amazon S3's
+// multipart upload IDs give it: creation, two PATCHes, HEAD between and
+// after, the file in place.
+func TestAWSShapedIDs(t *testing.T) {
+	f := newFixture(t, Config{})
+	st, err := StagingFor(f.h.cfg.Writes.Store())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv.Close()
+	f.start(t, Config{Writes: f.h.cfg.Writes, BasePath: f.h.cfg.BasePath, Staging: awsIDs{st}})
+	data := strings.Repeat("aws ", 4096)
+	url, resp := f.create(t, int64(len(data)), map[string]string{"filename": "aws.txt"})
+	if resp.StatusCode != 201 || !strings.HasSuffix(url, awsSuffix) {
+		t.Fatalf("create: %d, %s", resp.StatusCode, url)
+	}
+	if r := f.patch(t, url, 0, data[:1000]); r.StatusCode != 204 {
+		t.Fatalf("first PATCH: %d", r.StatusCode)
+	}
+	if r := f.head(t, url); r.StatusCode != 200 || r.Header.Get("Upload-Offset") != "1000" {
+		t.Fatalf("HEAD: %d, offset %q", r.StatusCode, r.Header.Get("Upload-Offset"))
+	}
+	if r := f.patch(t, url, 1000, data[1000:]); r.StatusCode != 204 || r.Header.Get("ETag") == "" {
+		t.Fatalf("last PATCH: %d", r.StatusCode)
+	}
+	if r := f.head(t, url); r.StatusCode != 200 || r.Header.Get("Upload-Offset") != fmt.Sprint(len(data)) {
+		t.Fatalf("HEAD after completion: %d, offset %q", r.StatusCode, r.Header.Get("Upload-Offset"))
+	}
+	if b, err := os.ReadFile(filepath.Join(f.dir, "aws.txt")); err != nil || string(b) != data {
+		t.Fatalf("aws.txt: %v", err)
 	}
 }
