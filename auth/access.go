@@ -1,0 +1,208 @@
+package auth
+
+import (
+	"crypto/sha256"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Access answers, for each request, who sends it and what they may do,
+// under a Policy that can be replaced while the server runs (a reload on
+// SIGHUP: requests in flight keep the policy they started with).
+// Verified passwords are cached for a minute, in memory, keyed by a hash
+// of the credential, so a sign-in costs one password hash per minute, not
+// one per request. Failed credentials are rate-limited per client
+// address. An Access is safe for concurrent use.
+type Access struct {
+	policy atomic.Pointer[Policy]
+	now    func() time.Time
+
+	mu    sync.Mutex
+	cache map[[32]byte]cached
+
+	failMu   sync.Mutex
+	failures map[string]*rate.Limiter
+}
+
+type cached struct {
+	user  string
+	until time.Time
+}
+
+// Cache and rate-limit bounds.
+const (
+	cacheTTL     = time.Minute
+	cacheMax     = 4096
+	failBurst    = 10          // failed credentials a client may send at once
+	failEvery    = time.Second // then one more per second
+	failClients  = 10000       // client addresses remembered
+	maxCredBytes = 4096        // a longer Authorization is refused unread
+)
+
+// New returns an Access under p. now is the clock; nil means time.Now.
+func New(p *Policy, now func() time.Time) *Access {
+	if now == nil {
+		now = time.Now
+	}
+	a := &Access{now: now, cache: map[[32]byte]cached{}, failures: map[string]*rate.Limiter{}}
+	a.policy.Store(p)
+	return a
+}
+
+// Policy returns the policy in force.
+func (a *Access) Policy() *Policy { return a.policy.Load() }
+
+// Reload puts p in force for the requests that start from now on, and
+// forgets the cached sign-ins (a removed user or a changed password must
+// not outlive the reload).
+func (a *Access) Reload(p *Policy) {
+	a.policy.Store(p)
+	a.mu.Lock()
+	clear(a.cache)
+	a.mu.Unlock()
+}
+
+// Errors of identification.
+var (
+	// ErrBadCredential: a credential that matches no user (401).
+	ErrBadCredential = errors.New("invalid credentials")
+	// ErrTooManyFailures: the client sent too many bad credentials (429).
+	ErrTooManyFailures = errors.New("too many failed sign-ins: wait a second")
+)
+
+// Identify returns the user a request's credential names: "" for none
+// (anonymous), ErrBadCredential for a credential that matches nobody,
+// ErrTooManyFailures when the client's address has failed too often. A
+// bearer token, or the password of basic auth with an empty user name (or
+// a user without a password), is a token; a user name and a password
+// sign in with the user's password. Only the header is read.
+func (a *Access) Identify(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return "", nil
+	}
+	client := clientAddr(r)
+	if a.blocked(client) {
+		return "", ErrTooManyFailures
+	}
+	user, err := a.identify(r, h)
+	if errors.Is(err, ErrBadCredential) {
+		a.failed(client)
+	}
+	return user, err
+}
+
+func (a *Access) identify(r *http.Request, h string) (string, error) {
+	p := a.Policy()
+	if len(h) > maxCredBytes {
+		return "", ErrBadCredential
+	}
+	if scheme, rest, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") {
+		return p.token(strings.TrimSpace(rest))
+	}
+	name, pass, ok := r.BasicAuth()
+	if !ok || pass == "" {
+		return "", ErrBadCredential
+	}
+	u, known := p.users[name]
+	if name == "" || known && u.password == nil {
+		user, err := p.token(pass)
+		if err != nil || name != "" && user != name {
+			return "", ErrBadCredential
+		}
+		return user, nil
+	}
+	if !known {
+		return "", ErrBadCredential
+	}
+	key := sha256.Sum256([]byte(name + "\x00" + pass))
+	now := a.now()
+	a.mu.Lock()
+	c, hit := a.cache[key]
+	a.mu.Unlock()
+	if hit && now.Before(c.until) && c.user == name {
+		return name, nil
+	}
+	if !u.password.matches(pass) {
+		return "", ErrBadCredential
+	}
+	a.mu.Lock()
+	if len(a.cache) >= cacheMax {
+		for k, c := range a.cache {
+			if !now.Before(c.until) {
+				delete(a.cache, k)
+			}
+		}
+		if len(a.cache) >= cacheMax {
+			clear(a.cache)
+		}
+	}
+	a.cache[key] = cached{user: name, until: now.Add(cacheTTL)}
+	a.mu.Unlock()
+	return name, nil
+}
+
+// token returns the user of a token. The lookup is by the token's
+// SHA-256, so its time says nothing of how close a guess was.
+func (p *Policy) token(t string) (string, error) {
+	if t == "" {
+		return "", ErrBadCredential
+	}
+	user, ok := p.tokens[sha256.Sum256([]byte(t))]
+	if !ok {
+		return "", ErrBadCredential
+	}
+	return user, nil
+}
+
+// blocked reports whether client has no failures left.
+func (a *Access) blocked(client string) bool {
+	a.failMu.Lock()
+	defer a.failMu.Unlock()
+	l := a.failures[client]
+	return l != nil && l.TokensAt(a.now()) < 1
+}
+
+// failed counts a failed credential of client.
+func (a *Access) failed(client string) {
+	a.failMu.Lock()
+	defer a.failMu.Unlock()
+	now := a.now()
+	l := a.failures[client]
+	if l == nil {
+		if len(a.failures) >= failClients {
+			// Forget the clients that have all their tries back.
+			for c, l := range a.failures {
+				if l.TokensAt(now) >= failBurst {
+					delete(a.failures, c)
+				}
+			}
+		}
+		if len(a.failures) >= failClients {
+			clear(a.failures)
+		}
+		l = rate.NewLimiter(rate.Every(failEvery), failBurst)
+		a.failures[client] = l
+	}
+	l.AllowN(now, 1)
+}
+
+// RetryAfter is the Retry-After of a 429 for too many failures, in
+// seconds: when the client has one try back.
+const RetryAfter = "1"
+
+// clientAddr is the address failures are counted by: the client's IP.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

@@ -1,0 +1,257 @@
+package auth
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/argon2"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// cheapHash is an argon2id hash with the smallest costs, so tests stay
+// quick.
+func cheapHash(password string) string {
+	salt := make([]byte, 16)
+	rand.Read(salt)
+	key := argon2.IDKey([]byte(password), salt, 1, 8, 1, 32)
+	b := base64.RawStdEncoding
+	return fmt.Sprintf("$argon2id$v=19$m=8,t=1,p=1$%s$%s", b.EncodeToString(salt), b.EncodeToString(key))
+}
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "access.toml")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const tokenBob = "bob-token-0123456789"
+
+func testPolicy(t *testing.T) *Policy {
+	t.Helper()
+	bc, _ := bcrypt.GenerateFromPassword([]byte("carol-pw"), bcrypt.MinCost)
+	p, err := LoadFile(writeFile(t, fmt.Sprintf(`
+[[user]]
+name = "alice"
+password = %q
+
+[[user]]
+name = "bob"
+tokens = [%q]
+
+[[user]]
+name = "carol"
+password = %q
+
+[[rule]]
+path = "/"
+users = ["*"]
+allow = ["read", "list"]
+
+[[rule]]
+path = "/private"
+users = ["*"]
+allow = []
+
+[[rule]]
+path = "/private"
+users = ["alice"]
+allow = ["all"]
+
+[[rule]]
+path = "/drop"
+users = ["anonymous"]
+allow = ["write"]
+
+[[rule]]
+path = "/bob/"
+users = ["bob"]
+allow = ["read", "write"]
+`, cheapHash("alice-pw"), tokenBob, bc)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestRules(t *testing.T) {
+	p := testPolicy(t)
+	for _, tt := range []struct {
+		user, name string
+		want       Perm
+	}{
+		{"", "", Read | List},
+		{"", "a/b.txt", Read | List},
+		{"", "private", 0},
+		{"", "private/x", 0},
+		{"", "privatex", Read | List}, // a prefix of elements, not of bytes
+		{"alice", "private/x", All},
+		{"bob", "private/x", 0},
+		{"", "drop/in.txt", Write},
+		{"alice", "drop/in.txt", Read | List}, // the anonymous rule is not alice's
+		{"bob", "bob/f", Read | Write},
+		{"bob", "bobby", Read | List},
+	} {
+		if got := p.Allowed(tt.user, tt.name); got != tt.want {
+			t.Errorf("Allowed(%q, %q) = %v; want %v", tt.user, tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestLoadFileErrors(t *testing.T) {
+	for _, text := range []string{
+		`[[user]]
+name = "x"`, // no password, no token
+		`[[user]]
+name = "x"
+password = "plain text"`,
+		`[[user]]
+name = "x"
+tokens = ["short"]`,
+		`[[user]]
+name = "anonymous"
+tokens = ["0123456789abcdefgh"]`,
+		`[[rule]]
+path = "/"
+users = ["nobody"]
+allow = ["read"]`,
+		`[[rule]]
+path = "/"
+users = ["*"]
+allow = ["fly"]`,
+		`[[rule]]
+path = "/../x"
+users = ["*"]
+allow = ["read"]`,
+		`[[rule]]
+path = "/"
+users = ["*"]
+alow = ["read"]`,
+		`[[user]]
+name = "x"
+password = "$argon2id$v=19$m=99999999,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA"`,
+	} {
+		if _, err := LoadFile(writeFile(t, text)); err == nil {
+			t.Errorf("accepted:\n%s", text)
+		} else if strings.Contains(err.Error(), "0123456789abcdefgh") {
+			t.Errorf("the error shows a secret: %v", err)
+		}
+	}
+}
+
+func TestIdentify(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	a := New(testPolicy(t), func() time.Time { return now })
+	id := func(set func(r *http.Request)) (string, error) {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = "192.0.2.1:1234"
+		set(r)
+		return a.Identify(r)
+	}
+	cases := []struct {
+		name string
+		set  func(r *http.Request)
+		user string
+		err  error
+	}{
+		{"none", func(*http.Request) {}, "", nil},
+		{"bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tokenBob) }, "bob", nil},
+		{"token as basic password", func(r *http.Request) { r.SetBasicAuth("", tokenBob) }, "bob", nil},
+		{"token with its user", func(r *http.Request) { r.SetBasicAuth("bob", tokenBob) }, "bob", nil},
+		{"argon2id password", func(r *http.Request) { r.SetBasicAuth("alice", "alice-pw") }, "alice", nil},
+		{"bcrypt password", func(r *http.Request) { r.SetBasicAuth("carol", "carol-pw") }, "carol", nil},
+		{"wrong password", func(r *http.Request) { r.SetBasicAuth("alice", "nope") }, "", ErrBadCredential},
+		{"token of another user", func(r *http.Request) { r.SetBasicAuth("alice", tokenBob) }, "", ErrBadCredential},
+		{"unknown user", func(r *http.Request) { r.SetBasicAuth("mallory", "x") }, "", ErrBadCredential},
+		{"bad bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer nope") }, "", ErrBadCredential},
+		{"other scheme", func(r *http.Request) { r.Header.Set("Authorization", "Negotiate abc") }, "", ErrBadCredential},
+	}
+	for _, tt := range cases {
+		user, err := id(tt.set)
+		if user != tt.user || !errors.Is(err, tt.err) {
+			t.Errorf("%s: %q, %v; want %q, %v", tt.name, user, err, tt.user, tt.err)
+		}
+	}
+	// Five failures above; five more use up the burst of ten.
+	for range 5 {
+		id(func(r *http.Request) { r.SetBasicAuth("alice", "guess") })
+	}
+	if _, err := id(func(r *http.Request) { r.SetBasicAuth("alice", "alice-pw") }); !errors.Is(err, ErrTooManyFailures) {
+		t.Fatalf("after ten failures: %v; want ErrTooManyFailures", err)
+	}
+	if user, err := id(func(*http.Request) {}); user != "" || err != nil {
+		t.Errorf("anonymous request of a blocked client: %q, %v", user, err)
+	}
+	now = now.Add(2 * time.Second)
+	if user, err := id(func(r *http.Request) { r.SetBasicAuth("alice", "alice-pw") }); user != "alice" || err != nil {
+		t.Errorf("after a pause: %q, %v", user, err)
+	}
+	// A reload drops the cached sign-in of a user who is gone.
+	a.Reload(OneUser("", false))
+	if _, err := id(func(r *http.Request) { r.SetBasicAuth("alice", "alice-pw") }); !errors.Is(err, ErrBadCredential) {
+		t.Errorf("after a reload without alice: %v", err)
+	}
+}
+
+func TestShare(t *testing.T) {
+	key := []byte(strings.Repeat("k", 32))
+	now := time.Unix(2e9, 0)
+	read := Share{Path: "films/2024", Expires: now.Add(time.Hour)}
+	tok := SignShare(key, read, "")
+	if s, err := VerifyShare(key, tok, "", now); err != nil || s.Path != "films/2024" || s.Write {
+		t.Fatalf("valid link: %+v, %v", s, err)
+	}
+	if _, err := VerifyShare(key, tok, "", now.Add(time.Hour)); !errors.Is(err, ErrShareExpired) {
+		t.Errorf("expired: %v", err)
+	}
+	if _, err := VerifyShare([]byte(strings.Repeat("j", 32)), tok, "", now); !errors.Is(err, ErrShareInvalid) {
+		t.Errorf("rotated key: %v", err)
+	}
+	f := strings.Split(tok, ".")
+	for i, tampered := range []string{
+		strings.Join([]string{f[0], "w", f[2], f[3], f[4]}, "."),
+		strings.Join([]string{f[0], f[1], "9999999999", f[3], f[4]}, "."),
+		strings.Join([]string{f[0], f[1], f[2], base64.RawURLEncoding.EncodeToString([]byte("films")), f[4]}, "."),
+		tok[:len(tok)-2] + "AA",
+		"v2" + tok[2:],
+		"garbage",
+	} {
+		if _, err := VerifyShare(key, tampered, "", now); !errors.Is(err, ErrShareInvalid) {
+			t.Errorf("tampered %d: %v", i, err)
+		}
+	}
+	drop := SignShare(key, Share{Path: "inbox", Write: true, Expires: now.Add(time.Hour)}, "s3same")
+	if _, err := VerifyShare(key, drop, "", now); !errors.Is(err, ErrSharePassword) {
+		t.Errorf("no password: %v", err)
+	}
+	if _, err := VerifyShare(key, drop, "wrong", now); !errors.Is(err, ErrSharePassword) {
+		t.Errorf("wrong password: %v", err)
+	}
+	if s, err := VerifyShare(key, drop, "s3same", now); err != nil || !s.Write || !s.Password {
+		t.Errorf("drop box with its password: %+v, %v", s, err)
+	}
+	if strings.Contains(drop, "s3same") {
+		t.Error("the password is in the link")
+	}
+}
+
+func TestHashPassword(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a real argon2id hash takes 64 MiB")
+	}
+	h, err := parseHash(HashPassword("pw"))
+	if err != nil || !h.matches("pw") || h.matches("pw2") {
+		t.Fatalf("HashPassword: %v", err)
+	}
+}

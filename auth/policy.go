@@ -1,0 +1,211 @@
+package auth
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"largo"
+)
+
+// Policy is who the users are and what the rules grant them: what an
+// access file says, or what the one-user flags (--token, --upload-open)
+// stand for. A Policy is immutable once made and safe for concurrent use.
+type Policy struct {
+	users  map[string]user
+	tokens map[[32]byte]string // SHA-256 of a token -> user name
+	rules  Rules
+	// ShareKey signs share links; nil means the caller finds one (the
+	// store's state area).
+	ShareKey []byte
+}
+
+type user struct {
+	name     string
+	password *hash // nil: no password sign-in
+}
+
+// file is the access file's form, in TOML:
+//
+//	[[user]]
+//	name = "alice"
+//	password = "$argon2id$v=19$m=65536,t=3,p=4$..."   # from largo passwd
+//	tokens = ["a-long-random-token"]                 # bearer tokens
+//
+//	[[rule]]
+//	path = "/"
+//	users = ["*"]                # "*": everyone; "anonymous": no credential
+//	allow = ["read", "list"]
+//
+//	[[rule]]
+//	path = "/backups"
+//	users = ["alice"]
+//	allow = ["all"]
+//
+//	[share]
+//	key_file = "/etc/largo/share.key"   # else kept in the store's state area
+type file struct {
+	User []struct {
+		Name     string   `toml:"name"`
+		Password string   `toml:"password"`
+		Tokens   []string `toml:"tokens"`
+	} `toml:"user"`
+	Rule []struct {
+		Path  string   `toml:"path"`
+		Users []string `toml:"users"`
+		Allow []string `toml:"allow"`
+	} `toml:"rule"`
+	Share struct {
+		Key     string `toml:"key"`
+		KeyFile string `toml:"key_file"`
+	} `toml:"share"`
+}
+
+// LoadFile reads an access file. Every mistake in it is an error that
+// names the entry, never a secret.
+func LoadFile(path string) (*Policy, error) {
+	var f file
+	md, err := toml.DecodeFile(path, &f)
+	if err != nil {
+		return nil, fmt.Errorf("access file %s: %v", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return nil, fmt.Errorf("access file %s: unknown key %s", path, und[0])
+	}
+	p := &Policy{users: map[string]user{}, tokens: map[[32]byte]string{}}
+	for i, u := range f.User {
+		where := fmt.Sprintf("access file %s: user %d (%s)", path, i+1, u.Name)
+		if u.Name == "" || u.Name == Anonymous || u.Name == Everyone || strings.ContainsAny(u.Name, ":\x00") {
+			return nil, fmt.Errorf("%s: a user needs a name, other than %q and %q, without a colon", where, Anonymous, Everyone)
+		}
+		if _, dup := p.users[u.Name]; dup {
+			return nil, fmt.Errorf("%s: named twice", where)
+		}
+		us := user{name: u.Name}
+		if u.Password != "" {
+			h, err := parseHash(u.Password)
+			if err != nil {
+				return nil, fmt.Errorf("%s: password: %v", where, err)
+			}
+			us.password = &h
+		}
+		if us.password == nil && len(u.Tokens) == 0 {
+			return nil, fmt.Errorf("%s: give a password hash or tokens", where)
+		}
+		for _, t := range u.Tokens {
+			if len(t) < 16 {
+				return nil, fmt.Errorf("%s: a token must be at least 16 characters", where)
+			}
+			sum := sha256.Sum256([]byte(t))
+			if _, dup := p.tokens[sum]; dup {
+				return nil, fmt.Errorf("%s: a token given twice", where)
+			}
+			p.tokens[sum] = u.Name
+		}
+		p.users[u.Name] = us
+	}
+	for i, r := range f.Rule {
+		where := fmt.Sprintf("access file %s: rule %d (%s)", path, i+1, r.Path)
+		name, err := largo.ParseName("/" + strings.TrimPrefix(r.Path, "/"))
+		if err != nil {
+			return nil, fmt.Errorf("%s: path: %v", where, err)
+		}
+		rule := Rule{Path: name, Users: r.Users}
+		if len(r.Users) == 0 {
+			return nil, fmt.Errorf("%s: name its users (or \"*\" for everyone)", where)
+		}
+		for _, u := range r.Users {
+			if _, ok := p.users[u]; !ok && u != Anonymous && u != Everyone {
+				return nil, fmt.Errorf("%s: no user %q", where, u)
+			}
+		}
+		for _, a := range r.Allow {
+			perm, err := ParsePerm(a)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", where, err)
+			}
+			rule.Allow |= perm
+		}
+		p.rules = append(p.rules, rule)
+	}
+	switch {
+	case f.Share.Key != "" && f.Share.KeyFile != "":
+		return nil, fmt.Errorf("access file %s: share: key or key_file, not both", path)
+	case f.Share.Key != "":
+		if p.ShareKey, err = decodeKey(f.Share.Key); err != nil {
+			return nil, fmt.Errorf("access file %s: share key: %v", path, err)
+		}
+	case f.Share.KeyFile != "":
+		if p.ShareKey, err = ReadKeyFile(f.Share.KeyFile); err != nil {
+			return nil, fmt.Errorf("access file %s: %v", path, err)
+		}
+	}
+	return p, nil
+}
+
+// ReadKeyFile reads a share key: at least 32 bytes, given as they are or
+// in hex or base64 text.
+func ReadKeyFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("share key file: %v", errors.Unwrap(err))
+	}
+	if k, err := decodeKey(strings.TrimSpace(string(b))); err == nil {
+		return k, nil
+	}
+	if len(b) < 32 {
+		return nil, fmt.Errorf("share key file %s: shorter than 32 bytes", path)
+	}
+	return b, nil
+}
+
+// decodeKey reads a key in hex or base64, of at least 32 bytes.
+func decodeKey(s string) ([]byte, error) {
+	for _, dec := range []func(string) ([]byte, error){hex.DecodeString, base64.StdEncoding.DecodeString, base64.RawURLEncoding.DecodeString} {
+		if k, err := dec(s); err == nil && len(k) >= 32 {
+			return k, nil
+		}
+	}
+	return nil, errors.New("not 32 bytes or more in hex or base64")
+}
+
+// OneUser is the policy of the one-user flags: anyone reads and lists;
+// with a token, who sends it does everything; with open, everyone does
+// everything (writes without a credential).
+func OneUser(token string, open bool) *Policy {
+	p := &Policy{users: map[string]user{}, tokens: map[[32]byte]string{}}
+	p.rules = Rules{{Path: "", Users: []string{Everyone}, Allow: Read | List}}
+	switch {
+	case open:
+		p.rules[0].Allow = All
+	case token != "":
+		const name = "token"
+		p.users[name] = user{name: name}
+		p.tokens[sha256.Sum256([]byte(token))] = name
+		p.rules = append(p.rules, Rule{Path: "", Users: []string{name}, Allow: All})
+	}
+	return p
+}
+
+// Allowed returns what user ("" for no credential) may do on name.
+func (p *Policy) Allowed(user, name string) Perm { return p.rules.Allowed(user, name) }
+
+// Anyone reports whether any user, anonymous or not, may do p somewhere:
+// writes are offered at all.
+func (p *Policy) Anyone(perm Perm) bool {
+	for _, r := range p.rules {
+		if r.Allow&perm != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Users returns how many users the policy knows.
+func (p *Policy) Users() int { return len(p.users) }
