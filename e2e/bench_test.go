@@ -53,7 +53,7 @@ func BenchmarkDownload(b *testing.B) {
 					b.Fatal(err)
 				}
 				time.Sleep(200 * time.Millisecond)
-				idle := s.memory().RSS
+				idle, w := s.memory().RSS, s.watchPeak()
 				b.SetBytes(size * int64(clients))
 				b.ResetTimer()
 				for range b.N {
@@ -75,9 +75,8 @@ func BenchmarkDownload(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				m := s.memory()
 				b.ReportMetric(float64(idle)/(1<<20), "idle-MiB")
-				b.ReportMetric(float64(m.Peak-idle)/(1<<20), "peak-above-idle-MiB")
+				b.ReportMetric(float64(w.peak()-idle)/(1<<20), "peak-above-idle-MiB")
 			})
 		}
 	}
@@ -131,7 +130,7 @@ func BenchmarkUpload(b *testing.B) {
 				}
 				get(b, s.URL+"_largo/healthz")
 				time.Sleep(200 * time.Millisecond)
-				idle := s.memory().RSS
+				idle, w := s.memory().RSS, s.watchPeak()
 				b.SetBytes(size)
 				b.ResetTimer()
 				for range b.N {
@@ -140,9 +139,8 @@ func BenchmarkUpload(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				m := s.memory()
 				b.ReportMetric(float64(idle)/(1<<20), "idle-MiB")
-				b.ReportMetric(float64(m.Peak-idle)/(1<<20), "peak-above-idle-MiB")
+				b.ReportMetric(float64(w.peak()-idle)/(1<<20), "peak-above-idle-MiB")
 			})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -172,6 +173,87 @@ func (s *server) memory() proc.Memory {
 		s.t.Fatal(err)
 	}
 	return m
+}
+
+// warmUpFile is the file a test puts where the server will serve it, for
+// warmUp to ask for: 4 KiB, as the lab's.
+const warmUpFile = "warm-up.bin"
+
+// warmUpBody is warmUpFile's content.
+var warmUpBody = strings.Repeat("warm-up\n", 512)
+
+// warmUp sends the server a GET of path, a small file, on a connection
+// that closes after the answer, reads the answer and the connection's end,
+// and returns the server's memory then: the idle baseline of a test that
+// bounds growth, taken as the lab takes it, so that what every first
+// request maps in or allocates is not counted as growth. Bound a peak with
+// watchPeak, not with VmHWM, which holds start-up's peak.
+func (s *server) warmUp(path string) proc.Memory {
+	s.t.Helper()
+	c, err := net.DialTimeout("tcp", s.Addr, 10*time.Second)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "GET /%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, s.Addr)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		s.t.Fatalf("warm-up GET /%s: %v", path, err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || n == 0 {
+		s.t.Fatalf("warm-up GET /%s: %d, %d bytes, %v", path, resp.StatusCode, n, err)
+	}
+	// The server closes the connection, and with it its descriptor.
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		s.t.Fatalf("warm-up GET /%s: the connection did not end: %v", path, err)
+	}
+	return s.memory()
+}
+
+// peakWatch follows a server's resident memory over a stretch of a test.
+type peakWatch struct {
+	pid        int
+	from       proc.Memory
+	quit, done chan struct{}
+	once       sync.Once
+	sampled    int64 // the highest sample; the sampler's until done is closed
+}
+
+// watchSample is how often a peakWatch reads the server's RSS.
+const watchSample = 10 * time.Millisecond
+
+// watchPeak starts following the server's resident memory, for peak.
+func (s *server) watchPeak() *peakWatch {
+	w := &peakWatch{pid: s.PID, from: s.memory(), quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(watchSample)
+		defer tick.Stop()
+		for {
+			if m, err := proc.ReadMemory(w.pid); err == nil {
+				w.sampled = max(w.sampled, m.RSS)
+			}
+			select {
+			case <-w.quit:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// peak stops the watch and returns the server's highest RSS since
+// watchPeak: the highest 10 ms sample, or VmHWM if it rose meanwhile, which
+// is then exact (proc.PeakBetween). It may be called more than once.
+func (w *peakWatch) peak() int64 {
+	w.once.Do(func() { close(w.quit) })
+	<-w.done
+	to, _ := proc.ReadMemory(w.pid) // zero if the server is gone
+	return proc.PeakBetween(w.from, to, w.sampled)
 }
 
 // rchar returns the bytes the server has read (sendfile included).

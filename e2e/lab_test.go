@@ -158,6 +158,16 @@ func TestBenchQuick(t *testing.T) {
 	if read := st.Values["read_mb"].Median; read <= 0 || read > 16 {
 		t.Errorf("largo read %.1f MB for a stalled client", read)
 	}
+	// Idle is read after one warm-up request and peaks count from there,
+	// not from start-up: what a stalled client and 20 downloads add to
+	// largo is their connections, against the file per download that the
+	// buffered server pays.
+	for _, r := range []*lab.Row{st, row(t, rep, "download", "largo", "20")} {
+		idle, above := r.Values["idle_mib"].Median, r.Values["above_idle_mib"]
+		if idle <= 0 || above.Min < 0 || above.Max > 4 {
+			t.Errorf("largo %s %s: idle %.1f MiB, peak %v MiB above it; want at most 4", r.Scenario, r.Case, idle, above)
+		}
+	}
 	// Uploads: both store the file; the buffered server holds it whole.
 	lu, nu := row(t, rep, "upload", "largo", "64MiB"), row(t, rep, "upload", "naive", "64MiB")
 	for _, u := range []*lab.Row{lu, nu} {
@@ -211,7 +221,7 @@ func TestBenchPeers(t *testing.T) {
 	rep := readReport(t, jsonPath)
 	for _, p := range []string{"nginx", "caddy", "node"} {
 		d := row(t, rep, "download", p, "2")
-		if d.Outcome != lab.OK || d.Values["peak_mib"].Median <= 0 || d.Values["mb_per_s"].Median <= 0 {
+		if d.Outcome != lab.OK || d.Values["idle_mib"].Median <= 0 || d.Values["peak_mib"].Median < d.Values["idle_mib"].Median || d.Values["mb_per_s"].Median <= 0 {
 			t.Errorf("%s download: %s %v", p, d.Outcome, d.Values)
 		}
 		if a := row(t, rep, "abort", p, "20"); a.Outcome != lab.OK || a.Values["fds_idle"].Median <= 0 {

@@ -98,10 +98,9 @@ func TestPut1GiB(t *testing.T) {
 // for a body streamed to the store, and for a body of unknown length on a
 // bucket, the part buffers (16 MiB x 2 by default) more.
 func put1GiB(t *testing.T, g *target, curl, src, want, short, wantShort string) {
+	g.seed(t, warmUpFile, warmUpBody)
 	s := g.serve(t)
-	get(t, s.URL+"_largo/healthz")
-	time.Sleep(200 * time.Millisecond)
-	idle := s.memory().RSS
+	idle := s.warmUp(warmUpFile).RSS
 	type upload struct {
 		name   string
 		args   []string
@@ -123,11 +122,12 @@ func put1GiB(t *testing.T, g *target, curl, src, want, short, wantShort string) 
 	for _, tt := range uploads {
 		args := append([]string{"-sS", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer " + testToken}, tt.args...)
 		start := time.Now()
+		w := s.watchPeak()
 		out, err := exec.Command(curl, append(args, s.URL+"sub/"+tt.name)...).CombinedOutput()
 		if err != nil || string(out) != tt.code {
 			t.Fatalf("curl %v: %v %s", tt.args[:2], err, out)
 		}
-		grown := s.memory().Peak - idle
+		grown := w.peak() - idle
 		t.Logf("curl %s %s: %s in %s, server peak RSS %d KiB above idle", tt.args[0], tt.name, tt.code, time.Since(start).Round(time.Millisecond), grown>>10)
 		if got := fileSHA(t, filepath.Join(g.dir, "sub", tt.name)); got != tt.want {
 			t.Fatalf("%s: stored sha %s; want %s", tt.name, got, tt.want)

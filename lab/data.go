@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -23,7 +24,8 @@ type dataSet struct {
 	small    dataFile // incompressible, at most compressFileSize
 	log      dataFile // realistic log lines, at most compressFileSize
 	ceiling  []dataFile
-	temporar bool // dir is removed by cleanup
+	warmUp   dataFile // the small file of every server's warm-up request
+	temporar bool     // dir is removed by cleanup
 }
 
 // dataFile is one file of the data set.
@@ -68,6 +70,9 @@ func prepareData(ctx context.Context, cfg Config) (*dataSet, error) {
 		}
 	}
 	if d.log, err = d.ensure(ctx, cfg, "access-"+sizeName(smallSize)+".log", smallSize, writeLog); err != nil {
+		return fail(err)
+	}
+	if d.warmUp, err = writeWarmUp(d.dir); err != nil {
 		return fail(err)
 	}
 	for _, size := range ceilingSizes {
@@ -137,6 +142,21 @@ func (d *dataSet) ensure(ctx context.Context, cfg Config, name string, size int6
 	}
 	fmt.Fprintf(cfg.Progress, "        written in %.1fs\n", time.Since(start).Seconds())
 	return f, nil
+}
+
+// warmUpSize is the size of the file every server is asked for once
+// before its idle figures are read: small, so that even a buffering server
+// keeps little of it.
+const warmUpSize = 4 << 10
+
+// writeWarmUp writes the warm-up file into dir, where a server is about to
+// serve, and returns it.
+func writeWarmUp(dir string) (dataFile, error) {
+	f := dataFile{name: "warm-up-" + sizeName(warmUpSize) + ".bin", size: warmUpSize}
+	f.path = filepath.Join(dir, f.name)
+	var b bytes.Buffer
+	writeRandom(&b, warmUpSize)
+	return f, os.WriteFile(f.path, b.Bytes(), 0o644)
 }
 
 // sparse makes a sparse file of size bytes: a hole, then one last byte.

@@ -70,6 +70,9 @@ func TestPrepareData(t *testing.T) {
 	if d.random.size != 4<<20 || sum != d.random.sha || d.small != d.random || d.log.size != 4<<20 {
 		t.Fatalf("data set %+v", d)
 	}
+	if st, err := os.Stat(d.warmUp.path); err != nil || st.Size() != warmUpSize || d.warmUp.size != warmUpSize {
+		t.Fatalf("warm-up file %+v: %v", d.warmUp, err)
+	}
 	for i, f := range d.ceiling {
 		st, err := os.Stat(f.path)
 		if err != nil || st.Size() != ceilingSizes[i] {

@@ -5,11 +5,11 @@
 //
 // Every measurement is taken from outside the server: each scenario starts
 // a fresh server process (resident memory never shrinks back, so a reused
-// process would carry the last scenario's peak), samples the resident
-// memory of its whole process tree every 50 ms and reads VmHWM at the end,
-// counts its descriptors and the bytes it read through /proc (package
-// proc), and drives it with real concurrent HTTP clients: Go's, or curl
-// processes. A memory guard kills a server whose memory passes a limit, so
+// process would carry the last scenario's peak), sends it one warm-up
+// request and reads its idle figures, samples the resident memory of its
+// whole process tree every 50 ms, counts its descriptors and the bytes it
+// read through /proc (package proc), and drives it with real concurrent
+// HTTP clients: Go's, or curl processes. A memory guard kills a server whose memory passes a limit, so
 // that a buffering server cannot take the machine down; the report says so
 // instead of a figure.
 //
@@ -32,6 +32,14 @@
 //     starts, sparse files too: the holes of a sparse file become zero
 //     pages in the page cache on first read, and without this the first
 //     server of a run pays for all the others.
+//   - Idle means after one small request, the same for every server (a
+//     GET of a 4 KiB file on a connection that then closes): a figure taken
+//     before any request would flatter whichever server defers the most
+//     work to its first client. The peak counts from the idle reading, not
+//     from the start: VmHWM holds start-up's peak, so it is used only for a
+//     server of one process whose VmHWM rose past its idle value (then it
+//     is exact); otherwise the peak is the highest 50 ms sample, which can
+//     miss a spike shorter than that.
 //   - The slow and aborting clients are raw sockets whatever the
 //     configured client: neither Go's client nor curl can be told to stop
 //     reading, or to read 64 KiB every 100 ms, precisely.

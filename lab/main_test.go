@@ -5,15 +5,21 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"testing"
 	"time"
 )
 
 // TestMain lets the test binary play the processes the lab measures:
 // with LAB_ROLE=serve it is a small file server (DIR PORT), with
+// LAB_ROLE=startup-peak the same after holding 64 MiB at start-up, with
 // LAB_ROLE=alloc a process whose memory grows until it is killed.
 func TestMain(m *testing.M) {
 	switch os.Getenv("LAB_ROLE") {
+	case "startup-peak":
+		touch(make([]byte, startupPeak))
+		debug.FreeOSMemory()
+		fallthrough
 	case "serve":
 		ln, err := net.Listen("tcp", "127.0.0.1:"+os.Args[len(os.Args)-1])
 		if err != nil {
@@ -26,9 +32,7 @@ func TestMain(m *testing.M) {
 		var hold [][]byte
 		for range 256 { // at most 2 GiB, should the guard fail
 			b := make([]byte, 8<<20)
-			for i := 0; i < len(b); i += 4096 {
-				b[i] = 1
-			}
+			touch(b)
 			hold = append(hold, b)
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -36,6 +40,16 @@ func TestMain(m *testing.M) {
 		os.Exit(len(hold))
 	}
 	os.Exit(m.Run())
+}
+
+// startupPeak is what the startup-peak role holds before it serves.
+const startupPeak = 64 << 20
+
+// touch writes to every page of b, so that it is resident.
+func touch(b []byte) {
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
 }
 
 // roleServer is a Server run by the test binary itself.

@@ -14,9 +14,9 @@ const (
 	treePeriod   = 500 * time.Millisecond
 )
 
-// sampler samples the resident memory of a process tree, keeps its peak,
-// and calls kill once when it passes the guard. It is safe for concurrent
-// use.
+// sampler samples the resident memory of a process tree, keeps its peak
+// since it started or since rebase, and calls kill once when the tree
+// passes the guard. It is safe for concurrent use.
 type sampler struct {
 	pid   int
 	guard int64
@@ -27,7 +27,8 @@ type sampler struct {
 
 	mu     sync.Mutex
 	pids   []int
-	peak   int64 // highest sampled tree RSS
+	epoch  int   // counts rebase calls: a sample read before one is not kept
+	peak   int64 // highest tree RSS sampled since the last rebase
 	killed int64 // tree RSS at which the guard killed, or 0
 }
 
@@ -65,7 +66,7 @@ func (s *sampler) loop() {
 // sample reads the tree's RSS once, and kills it past the guard.
 func (s *sampler) sample() int64 {
 	s.mu.Lock()
-	pids := s.pids
+	pids, epoch := s.pids, s.epoch
 	s.mu.Unlock()
 	m, err := proc.Sum(pids, proc.ReadMemory, addMemory)
 	if err != nil {
@@ -73,7 +74,9 @@ func (s *sampler) sample() int64 {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.peak = max(s.peak, m.RSS)
+	if s.epoch == epoch {
+		s.peak = max(s.peak, m.RSS)
+	}
 	if s.guard > 0 && m.RSS > s.guard && s.killed == 0 {
 		s.killed = m.RSS
 		s.kill()
@@ -87,7 +90,16 @@ func (s *sampler) stop() {
 	<-s.done
 }
 
-// sampledPeak returns the highest tree RSS sampled so far.
+// rebase forgets the samples taken so far: sampledPeak counts from now.
+func (s *sampler) rebase() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch++
+	s.peak = 0
+}
+
+// sampledPeak returns the highest tree RSS sampled since the start or the
+// last rebase, 0 if none.
 func (s *sampler) sampledPeak() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -107,7 +119,8 @@ func addMemory(a, b proc.Memory) proc.Memory {
 
 // usage is what a server has cost at one moment, summed over its tree.
 type usage struct {
-	rss, hwm int64 // resident now, and the sum of each process's peak
+	procs    int   // processes in the tree
+	rss, hwm int64 // resident now, and the sum of each process's VmHWM
 	cpu      time.Duration
 	rchar    int64
 	fds      int
@@ -117,6 +130,9 @@ type usage struct {
 // (the server is gone) are zero.
 func (in *instance) usage() usage {
 	var u usage
+	if pids, err := proc.Tree(in.pid); err == nil {
+		u.procs = len(pids)
+	}
 	if m, err := proc.TreeMemory(in.pid); err == nil {
 		u.rss, u.hwm = m.RSS, m.Peak
 	}
@@ -128,14 +144,23 @@ func (in *instance) usage() usage {
 	return u
 }
 
-// peak returns the server tree's peak RSS: the highest sample or the sum
-// of VmHWM, whichever is higher (for one process VmHWM is exact; for a
-// tree the sum is an upper bound). u must be read before the server ends.
-func (in *instance) peak(u usage) int64 {
+// peak returns the server tree's highest RSS between idle, read when the
+// sampler was rebased, and u, read at the end before the server stops:
+// the highest 50 ms sample in between, or, for a server of one process
+// whose VmHWM rose past its value at idle, that VmHWM, which is then exact
+// (proc.PeakBetween). VmHWM counts start-up too, so otherwise it says
+// nothing of the scenario; and for a tree of processes the sum of their
+// VmHWMs is no peak of the tree at all. A server the guard killed peaked
+// at least where it was killed.
+func (in *instance) peak(idle, u usage) int64 {
+	sampled := in.guard.sampledPeak()
 	if at := in.guard.killedAt(); at > 0 {
-		return max(at, in.guard.sampledPeak())
+		return max(at, sampled)
 	}
-	return max(u.hwm, in.guard.sampledPeak())
+	if idle.procs == 1 && u.procs == 1 {
+		return proc.PeakBetween(proc.Memory{RSS: idle.rss, Peak: idle.hwm}, proc.Memory{RSS: u.rss, Peak: u.hwm}, sampled)
+	}
+	return max(idle.rss, u.rss, sampled)
 }
 
 // fdsTo counts the server tree's descriptors open on path.

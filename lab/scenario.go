@@ -71,13 +71,17 @@ var (
 	colCPUPerGiB = column{key: keyCPUPerGiB, head: "CPU s/GiB", digits: 2}
 )
 
-// settle is how long a fresh server is left alone before its idle figures
-// are read.
-const settle = 300 * time.Millisecond
-
 // begin makes the files resident in the page cache, starts a fresh srv
-// serving dir and reads its idle figures into res. It returns nil, with
-// the outcome in res, if the server did not start.
+// serving dir, which must hold the warm-up file, sends it the warm-up
+// request (instance.warmUp) and reads its idle figures into res; the peak
+// that end reports counts from there, not from the server's start-up. It
+// returns nil, with the outcome in res, if the server did not start or did
+// not answer the warm-up request.
+//
+// The idle figures are read at once: once the warm-up's answer and the
+// connection's end are read, the RSS and descriptors of largo, the naive
+// server, nginx, Caddy and Node read the same at once and seconds later,
+// so a pause would only lengthen the run.
 func (r *runner) begin(ctx context.Context, srv Server, dir string, upload bool, res *Result, files ...string) (*instance, usage) {
 	for _, f := range files {
 		if err := warm(f); err != nil {
@@ -96,18 +100,24 @@ func (r *runner) begin(ctx context.Context, srv Server, dir string, upload bool,
 		}
 		return nil, usage{}
 	}
-	time.Sleep(settle)
+	if err := in.warmUp(r.data.warmUp); err != nil {
+		in.stop()
+		res.fail(fmt.Errorf("warm-up request: %v", err))
+		return nil, usage{}
+	}
+	in.guard.rebase()
 	idle := in.usage()
 	res.set(keyIdle, mib(idle.rss))
 	return in, idle
 }
 
-// end reads the server's figures since idle into res, with sent the body
+// end reads the server's figures since idle into res (the peak: see
+// instance.peak), with sent the body
 // bytes clients received (for CPU per GiB), then stops the server. A
 // server that died or was killed overrides any other outcome.
 func (r *runner) end(in *instance, idle usage, res *Result, sent int64) usage {
 	u := in.usage()
-	peak := in.peak(u)
+	peak := in.peak(idle, u)
 	res.set(keyPeak, mib(peak))
 	res.set(keyAbove, mib(peak-idle.rss))
 	if err := in.failure(); err != nil {
@@ -137,7 +147,8 @@ type single struct {
 }
 
 // single makes a scratch folder, starts srv (see begin) serving the data
-// folder, or the empty scratch folder for an upload, and bounds the
+// folder, or for an upload the scratch folder, empty but for the warm-up
+// file, and bounds the
 // transfer by timeout. It returns nil, with the outcome in res, if the
 // server did not start.
 func (r *runner) single(ctx context.Context, srv Server, res *Result, upload bool, timeout time.Duration, files ...string) *single {
@@ -149,6 +160,11 @@ func (r *runner) single(ctx context.Context, srv Server, res *Result, upload boo
 	dir := r.data.dir
 	if upload {
 		dir = scratch
+		if _, err := writeWarmUp(scratch); err != nil {
+			os.RemoveAll(scratch)
+			res.fail(fmt.Errorf("lab: %v", err))
+			return nil
+		}
 	}
 	in, idle := r.begin(ctx, srv, dir, upload, res, files...)
 	if in == nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,6 +188,36 @@ func (in *instance) waitReady(ctx context.Context, printsURL bool, port string, 
 			}
 		}
 	}
+}
+
+// warmUp asks the server for f, the first request of its life, on a
+// connection that closes after the answer, and reads the answer whole and
+// then the connection's end. Whatever serving a request maps in or
+// allocates once (code, buffers, a worker's first connection) is then in
+// place, for every server alike, and no connection is left open.
+func (in *instance) warmUp(f dataFile) error {
+	c, err := net.DialTimeout("tcp", in.addr, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "GET /%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", f.name, in.addr)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		return fmt.Errorf("GET /%s: body ended after %d bytes: %v", f.name, n, err)
+	}
+	if resp.StatusCode != http.StatusOK || n != f.size {
+		return fmt.Errorf("GET /%s: answered %d with %d bytes; want 200 with %d", f.name, resp.StatusCode, n, f.size)
+	}
+	// The server closes the connection after its answer.
+	_, err = io.Copy(io.Discard, br)
+	return err
 }
 
 // kill ends the server's whole process group at once.

@@ -116,7 +116,102 @@ func TestMemoryGuard(t *testing.T) {
 	if err := in.failure(); err == nil || err.Error() != "killed by the guard at "+strconv.Itoa(int(at>>20))+" MiB" {
 		t.Fatalf("failure: %v", err)
 	}
-	if in.peak(usage{}) < at {
-		t.Fatalf("peak %d below the kill point %d", in.peak(usage{}), at)
+	if in.peak(usage{}, usage{}) < at {
+		t.Fatalf("peak %d below the kill point %d", in.peak(usage{}, usage{}), at)
+	}
+}
+
+// TestWarmUp checks the warm-up request against a server that has the
+// file and one that does not.
+func TestWarmUp(t *testing.T) {
+	r := testRunner(t, 0)
+	dir := t.TempDir()
+	f, err := writeWarmUp(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := r.start(context.Background(), roleServer("stand-in", "serve"), dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.stop()
+	if err := in.warmUp(f); err != nil {
+		t.Fatal(err)
+	}
+	missing := f
+	missing.name = "nothing.bin"
+	if err := in.warmUp(missing); err == nil || !strings.Contains(err.Error(), "answered 404") {
+		t.Fatalf("warm-up of a missing file: %v", err)
+	}
+}
+
+// TestPeakFromIdle runs a server that held 64 MiB at start-up and let it
+// go: its VmHWM holds them, the peak that begin and end report must not.
+func TestPeakFromIdle(t *testing.T) {
+	r := testRunner(t, 0)
+	dir := t.TempDir()
+	f, err := writeWarmUp(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.data = &dataSet{dir: dir, warmUp: f}
+	var res Result
+	in, idle := r.begin(context.Background(), roleServer("stand-in", "startup-peak"), dir, false, &res)
+	if in == nil {
+		t.Fatal(res.Outcome)
+	}
+	if idle.hwm < idle.rss+startupPeak/2 {
+		t.Skipf("the start-up peak did not show in VmHWM: %d MiB, RSS %d MiB", idle.hwm>>20, idle.rss>>20)
+	}
+	time.Sleep(3 * samplePeriod)
+	r.end(in, idle, &res, 0)
+	if res.Outcome != "" {
+		t.Fatal(res.Outcome)
+	}
+	if above := res.Values[keyAbove]; above > 8 || above < 0 {
+		t.Fatalf("peak %.1f MiB above idle (VmHWM %d MiB, idle %d MiB); want the idle server's, near 0",
+			above, idle.hwm>>20, idle.rss>>20)
+	}
+}
+
+// TestPeak checks which figures make the peak: the samples since the
+// rebase, and VmHWM only for one process that passed its value at idle.
+func TestPeak(t *testing.T) {
+	const M = 1 << 20
+	idle1 := usage{procs: 1, rss: 20 * M, hwm: 60 * M}
+	idle2 := usage{procs: 2, rss: 20 * M, hwm: 60 * M}
+	for _, tt := range []struct {
+		name      string
+		idle, end usage
+		sampled   int64
+		want      int64
+	}{
+		{"start-up peak kept out", idle1, usage{procs: 1, rss: 21 * M, hwm: 60 * M}, 30 * M, 30 * M},
+		{"passed the start-up peak", idle1, usage{procs: 1, rss: 21 * M, hwm: 90 * M}, 80 * M, 90 * M},
+		{"a tree: samples only", idle2, usage{procs: 2, rss: 21 * M, hwm: 90 * M}, 80 * M, 80 * M},
+		{"no sample: the readings", idle2, usage{procs: 2, rss: 22 * M, hwm: 60 * M}, 0, 22 * M},
+	} {
+		in := &instance{guard: &sampler{}}
+		in.guard.peak = tt.sampled
+		if got := in.peak(tt.idle, tt.end); got != tt.want {
+			t.Errorf("%s: %d MiB; want %d MiB", tt.name, got/M, tt.want/M)
+		}
+	}
+}
+
+// TestRebase checks that a sampler forgets what it sampled before a
+// rebase, and only that.
+func TestRebase(t *testing.T) {
+	pid := os.Getpid()
+	s := &sampler{pid: pid, pids: []int{pid}}
+	if rss := s.sample(); rss <= 0 || s.sampledPeak() != rss {
+		t.Fatalf("sampled %d, peak %d", rss, s.sampledPeak())
+	}
+	s.rebase()
+	if p := s.sampledPeak(); p != 0 {
+		t.Fatalf("peak %d after a rebase", p)
+	}
+	if rss := s.sample(); rss <= 0 || s.sampledPeak() != rss {
+		t.Fatalf("after a rebase: sampled %d, peak %d", rss, s.sampledPeak())
 	}
 }

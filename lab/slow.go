@@ -188,16 +188,9 @@ func runAbort(ctx context.Context, r *runner, srv Server, cs string) Result {
 	if in == nil {
 		return res
 	}
-	// One request first, so that descriptors a server opens lazily on its
+	// After the warm-up request: descriptors a server opens lazily on its
 	// first request count as idle.
-	if c, err := net.DialTimeout("tcp", in.addr, 10*time.Second); err == nil {
-		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", in.addr)
-		c.SetReadDeadline(time.Now().Add(10 * time.Second))
-		io.Copy(io.Discard, c)
-		c.Close()
-	}
-	time.Sleep(settle)
-	fdsIdle := in.usage().fds
+	fdsIdle := idle.fds
 	minGot := int64(-1)
 	var errs []error
 	const wave = 5

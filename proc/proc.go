@@ -29,6 +29,21 @@ type Memory struct {
 	Peak int64 // VmHWM: the highest RSS since the process started
 }
 
+// PeakBetween returns the highest resident memory of one process between
+// two readings of its Memory, from and to, given sampled, the highest RSS
+// read in between (0 if none). VmHWM counts from the process's start,
+// start-up included, so it is used only when it rose between the readings:
+// the process then reached it in between, and it is exact. Otherwise the
+// answer is the highest of sampled and the two readings' RSS, which misses
+// a rise and fall shorter than the sampling period.
+func PeakBetween(from, to Memory, sampled int64) int64 {
+	peak := max(from.RSS, to.RSS, sampled)
+	if to.Peak > from.Peak {
+		peak = max(peak, to.Peak)
+	}
+	return peak
+}
+
 // ReadMemory reads VmRSS and VmHWM from /proc/PID/status.
 func ReadMemory(pid int) (Memory, error) {
 	b, err := os.ReadFile(filepath.Join(Root, strconv.Itoa(pid), "status"))

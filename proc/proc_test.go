@@ -24,6 +24,26 @@ func TestParseStatus(t *testing.T) {
 	}
 }
 
+func TestPeakBetween(t *testing.T) {
+	const M = 1 << 20
+	for _, tt := range []struct {
+		name     string
+		from, to Memory
+		sampled  int64
+		want     int64
+	}{
+		{"start-up peak not passed: the samples", Memory{RSS: 20 * M, Peak: 30 * M}, Memory{RSS: 21 * M, Peak: 30 * M}, 25 * M, 25 * M},
+		{"start-up peak passed: VmHWM", Memory{RSS: 20 * M, Peak: 30 * M}, Memory{RSS: 21 * M, Peak: 40 * M}, 35 * M, 40 * M},
+		{"no samples: the readings", Memory{RSS: 20 * M, Peak: 30 * M}, Memory{RSS: 22 * M, Peak: 30 * M}, 0, 22 * M},
+		{"VmHWM read lower later", Memory{RSS: 20 * M, Peak: 22 * M}, Memory{RSS: 19 * M, Peak: 21 * M}, 0, 20 * M},
+		{"a dead process reads zero", Memory{RSS: 20 * M, Peak: 30 * M}, Memory{}, 24 * M, 24 * M},
+	} {
+		if got := PeakBetween(tt.from, tt.to, tt.sampled); got != tt.want {
+			t.Errorf("%s: %d MiB; want %d MiB", tt.name, got/M, tt.want/M)
+		}
+	}
+}
+
 func TestParseIO(t *testing.T) {
 	in := "rchar: 123\nwchar: 45\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n"
 	io, err := parseIO([]byte(in))

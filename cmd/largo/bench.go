@@ -44,10 +44,13 @@ naive buffered server, and any peers, and print a markdown table per
 scenario (progress goes to stderr).
 
 Scenarios, each on a fresh server process: ` + strings.Join(lab.ScenarioNames(), ", ") + `.
-Every figure is measured from outside the server, through /proc: resident
-memory of its whole process tree sampled every 50 ms plus VmHWM, CPU time,
-descriptors, bytes read. A server whose memory passes --memory-guard is
-killed and reported as such.
+Every figure is measured from outside the server, through /proc. Each
+server answers one warm-up request (a GET of a 4 KiB file) before its idle
+figures are read; its peak is the highest resident memory of its whole
+process tree from then on, sampled every 50 ms (and VmHWM, exact, when a
+single process passes its start-up peak). Also CPU time, descriptors, bytes
+read. A server whose memory passes --memory-guard is killed and reported as
+such.
 
 Peers are presets (nginx, caddy, node) or NAME=COMMAND, a shell command with
 the placeholders {dir} (the folder to serve), {port} (the port to listen on

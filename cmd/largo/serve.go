@@ -265,7 +265,6 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	if tlsConf != nil {
 		scheme = "https"
 	}
-	settle(hcfg)
 	fmt.Fprintf(e.stdout, "largo: serving %s at %s://%s/\n", where, scheme, displayAddr(ln.Addr()))
 
 	select {
