@@ -80,9 +80,9 @@ var (
 // Identify returns the user a request's credential names: "" for none
 // (anonymous), ErrBadCredential for a credential that matches nobody,
 // ErrTooManyFailures when the client's address has failed too often. A
-// bearer token, or the password of basic auth with an empty user name (or
-// a user without a password), is a token; a user name and a password
-// sign in with the user's password. Only the header is read.
+// bearer token, or the password of basic auth under a name that is no
+// user's or a user's without a password, is a token; a user's name and
+// password sign in with the user's password. Only the header is read.
 func (a *Access) Identify(r *http.Request) (string, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
@@ -112,15 +112,15 @@ func (a *Access) identify(r *http.Request, h string) (string, error) {
 		return "", ErrBadCredential
 	}
 	u, known := p.users[name]
-	if name == "" || known && u.password == nil {
+	if !known || u.password == nil {
+		// A token as the password: with no user name, any name that is
+		// no user's (what curl -u :TOKEN and tools that insist on a name
+		// send), or its own user's.
 		user, err := p.token(pass)
-		if err != nil || name != "" && user != name {
+		if err != nil || known && user != name {
 			return "", ErrBadCredential
 		}
 		return user, nil
-	}
-	if !known {
-		return "", ErrBadCredential
 	}
 	key := sha256.Sum256([]byte(name + "\x00" + pass))
 	now := a.now()

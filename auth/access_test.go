@@ -174,6 +174,7 @@ func TestIdentify(t *testing.T) {
 		{"wrong password", func(r *http.Request) { r.SetBasicAuth("alice", "nope") }, "", ErrBadCredential},
 		{"token of another user", func(r *http.Request) { r.SetBasicAuth("alice", tokenBob) }, "", ErrBadCredential},
 		{"unknown user", func(r *http.Request) { r.SetBasicAuth("mallory", "x") }, "", ErrBadCredential},
+		{"token under any name", func(r *http.Request) { r.SetBasicAuth("me", tokenBob) }, "bob", nil},
 		{"bad bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer nope") }, "", ErrBadCredential},
 		{"other scheme", func(r *http.Request) { r.Header.Set("Authorization", "Negotiate abc") }, "", ErrBadCredential},
 	}

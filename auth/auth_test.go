@@ -6,35 +6,39 @@ import (
 	"testing"
 )
 
-func TestAllow(t *testing.T) {
-	tok := NewToken("s3cret")
+// TestOneUser: the --token policy takes the token as a bearer token or as
+// the password of basic auth under any name, and nothing else.
+func TestOneUser(t *testing.T) {
+	a := New(OneUser("s3cret-token-0123", false), nil)
 	for _, tt := range []struct {
 		name string
 		set  func(r *http.Request)
 		want bool
 	}{
-		{"none", func(*http.Request) {}, false},
-		{"bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cret") }, true},
-		{"bearer lower case", func(r *http.Request) { r.Header.Set("Authorization", "bearer s3cret") }, true},
-		{"bearer wrong", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cre") }, false},
-		{"bearer longer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cretx") }, false},
+		{"bearer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cret-token-0123") }, true},
+		{"bearer lower case", func(r *http.Request) { r.Header.Set("Authorization", "bearer s3cret-token-0123") }, true},
+		{"bearer wrong", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cret-token-012") }, false},
+		{"bearer longer", func(r *http.Request) { r.Header.Set("Authorization", "Bearer s3cret-token-01234") }, false},
 		{"bearer empty", func(r *http.Request) { r.Header.Set("Authorization", "Bearer ") }, false},
-		{"basic password", func(r *http.Request) { r.SetBasicAuth("anyone", "s3cret") }, true},
-		{"basic no user", func(r *http.Request) { r.SetBasicAuth("", "s3cret") }, true},
-		{"basic token as user", func(r *http.Request) { r.SetBasicAuth("s3cret", "") }, false},
+		{"basic password", func(r *http.Request) { r.SetBasicAuth("anyone", "s3cret-token-0123") }, true},
+		{"basic no user", func(r *http.Request) { r.SetBasicAuth("", "s3cret-token-0123") }, true},
+		{"basic token as user", func(r *http.Request) { r.SetBasicAuth("s3cret-token-0123", "") }, false},
 		{"basic wrong", func(r *http.Request) { r.SetBasicAuth("u", "nope") }, false},
-		{"other scheme", func(r *http.Request) { r.Header.Set("Authorization", "Token s3cret") }, false},
+		{"other scheme", func(r *http.Request) { r.Header.Set("Authorization", "Token s3cret-token-0123") }, false},
 	} {
 		r := httptest.NewRequest("PUT", "/f", nil)
 		tt.set(r)
-		if got := tok.Allow(r); got != tt.want {
-			t.Errorf("%s: Allow = %v", tt.name, got)
+		user, err := a.Identify(r)
+		got := err == nil && a.Policy().Allowed(user, "f")&Write != 0
+		if got != tt.want {
+			t.Errorf("%s: may write = %v (%q, %v)", tt.name, got, user, err)
 		}
 	}
-	r := httptest.NewRequest("PUT", "/f", nil)
-	r.Header.Set("Authorization", "Bearer ")
-	if NewToken("").Allow(r) || (*Token)(nil).Allow(r) || (&Token{}).Allow(r) {
-		t.Error("an empty token accepted a request")
+	if p := OneUser("", false); p.Allowed("", "f") != Read|List || p.Somewhere("", Write) {
+		t.Error("without a token, anyone may write")
+	}
+	if p := OneUser("", true); p.Allowed("", "a/b") != All {
+		t.Error("open: not everyone may write")
 	}
 }
 

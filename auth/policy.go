@@ -196,11 +196,15 @@ func OneUser(token string, open bool) *Policy {
 // Allowed returns what user ("" for no credential) may do on name.
 func (p *Policy) Allowed(user, name string) Perm { return p.rules.Allowed(user, name) }
 
-// Anyone reports whether any user, anonymous or not, may do p somewhere:
-// writes are offered at all.
-func (p *Policy) Anyone(perm Perm) bool {
+// Somewhere reports whether user ("" for no credential) may do perm on
+// some path: a request that names no path yet (an upload resumed by its
+// ID) needs at least that.
+func (p *Policy) Somewhere(user string, perm Perm) bool {
+	if user == "" {
+		user = Anonymous
+	}
 	for _, r := range p.rules {
-		if r.Allow&perm != 0 {
+		if r.Allow&perm == perm && r.rank(user) >= 0 {
 			return true
 		}
 	}

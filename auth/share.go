@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -27,9 +29,9 @@ import (
 //
 //	v1.SCOPE.EXPIRY.PATH.MAC
 //
-// SCOPE is "r" (read a file, or read and list a folder) or "w" (a drop
-// box: create files in the folder, never read or replace), followed by
-// "p" when a password is needed; EXPIRY is a Unix time; PATH is the
+// SCOPE is "f" (read a file), "r" (read and list a folder and what is
+// below it) or "w" (a drop box: create files in the folder, never read or
+// replace), followed by "p" when a password is needed; EXPIRY is a Unix time; PATH is the
 // store name in unpadded URL-safe base64; MAC the HMAC, likewise.
 
 // SharePrefix is where share links live: /_largo/s/TOKEN/ followed by the
@@ -42,6 +44,8 @@ type Share struct {
 	Path string
 	// Write is a drop box; otherwise the link reads.
 	Write bool
+	// File is a link to one file; otherwise Path is a folder.
+	File bool
 	// Password reports that the link needs a password.
 	Password bool
 	// Expires is when the link stops working.
@@ -59,8 +63,11 @@ var (
 // password (empty: none).
 func SignShare(key []byte, s Share, password string) string {
 	scope := "r"
-	if s.Write {
+	switch {
+	case s.Write:
 		scope = "w"
+	case s.File:
+		scope = "f"
 	}
 	if password != "" {
 		scope += "p"
@@ -92,6 +99,8 @@ func VerifyShare(key []byte, token, password string, now time.Time) (Share, erro
 	scope := fields[1]
 	switch strings.TrimSuffix(scope, "p") {
 	case "r":
+	case "f":
+		s.File = true
 	case "w":
 		s.Write = true
 	default:
@@ -135,15 +144,27 @@ func VerifyShare(key []byte, token, password string, now time.Time) (Share, erro
 }
 
 // Within returns the store name a share link's request names: rest, the
-// part of the URL path after the token, below the shared path; ok is
-// false when it leaves the shared path.
-func (s Share) Within(rest string) (string, bool) {
-	rest = strings.Trim(rest, "/")
+// part of the URL path after the token (a name that passed
+// largo.ParseName, so it cannot climb), below the shared folder; for a
+// file, rest is empty or the file's own name (so that a download keeps
+// it), and ok is false for anything else.
+func (s Share) Within(rest string) (name string, ok bool) {
 	switch {
+	case s.File:
+		return s.Path, rest == "" || rest == path.Base(s.Path)
 	case rest == "":
 		return s.Path, true
 	case s.Path == "":
 		return rest, true
 	}
 	return s.Path + "/" + rest, true
+}
+
+// URLPath returns the path of a share link with token to s, below
+// SharePrefix: a folder's ends with a slash, a file's with its name.
+func (s Share) URLPath(token string) string {
+	if s.File {
+		return SharePrefix + token + "/" + (&url.URL{Path: path.Base(s.Path)}).EscapedPath()
+	}
+	return SharePrefix + token + "/"
 }

@@ -25,7 +25,8 @@ func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, for
 	if name != "" {
 		top = path.Base(name)
 	}
-	entries := archive.Walk(r.Context(), h.cfg.Store, name, top, hideSidecars)
+	store := h.readable(r)
+	entries := archive.Walk(r.Context(), store, name, top, hideSidecars)
 	size, err := archive.Size(f, entries)
 	if err != nil {
 		return err
@@ -41,5 +42,5 @@ func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, for
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	return archive.Write(r.Context(), w, f, entries, h.cfg.Store, size)
+	return archive.Write(r.Context(), w, f, entries, store, size)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"largo"
+	"largo/auth"
 )
 
 // maxRanges bounds the ranges of one request. Beyond it the Range header is
@@ -25,6 +26,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 			redirectSlash(w, r)
 			return nil
 		}
+		if err := h.may(r, name, auth.List); err != nil {
+			return err
+		}
 		if format := r.URL.Query().Get("archive"); format != "" {
 			return h.serveArchive(w, r, name, format)
 		}
@@ -34,6 +38,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 		return err
 	}
 	defer f.Close()
+	if err := h.may(r, name, auth.Read); err != nil {
+		return err
+	}
 	if strings.HasSuffix(r.URL.Path, "/") {
 		return errors.Join(largo.ErrNotFound, errors.New("file named as a folder"))
 	}

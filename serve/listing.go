@@ -10,6 +10,7 @@ import (
 
 	"largo"
 	"largo/archive"
+	"largo/auth"
 	"largo/encode"
 	"largo/ui"
 )
@@ -35,7 +36,7 @@ type Listing struct {
 // Folders come first, then files, each by name.
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) error {
 	var infos []largo.Info
-	for in, err := range h.cfg.Store.List(r.Context(), name) {
+	for in, err := range h.readable(r).List(r.Context(), name) {
 		if err != nil {
 			return err
 		}
@@ -88,8 +89,8 @@ func (h *Handler) folderPage(r *http.Request, name string, entries []Entry) ui.F
 	for _, format := range archive.Formats {
 		f.Archives = append(f.Archives, string(format))
 	}
-	if h.cfg.Writes != nil && h.cfg.Resumable != nil {
-		f.Upload = &ui.Upload{Endpoint: ResumablePrefix, Token: h.cfg.Auth != nil}
+	if h.cfg.Writes != nil && h.cfg.Resumable != nil && h.may(r, largo.Join(name, "x"), auth.Write) == nil {
+		f.Upload = &ui.Upload{Endpoint: ResumablePrefix}
 	}
 	return f
 }

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"largo/auth"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -51,13 +52,15 @@ func TestFolderPage(t *testing.T) {
 	}
 
 	withToken, _, _ := newWriteHandler(t, files, Config{Resumable: http.NotFoundHandler()})
-	if p := do(withToken, "GET", "/a/").Body.String(); !strings.Contains(p, `data-endpoint="/_largo/uploads/" data-token="required"`) {
-		t.Error("no upload area asking for the token")
+	if p := do(withToken, "GET", "/a/").Body.String(); strings.Contains(p, `id="upload"`) {
+		t.Error("an upload area for who may not write")
 	}
-	open, _, _ := newWriteHandler(t, files, Config{Resumable: http.NotFoundHandler()})
-	open.cfg.Auth = nil // as with --upload-open
-	if p := do(open, "GET", "/a/").Body.String(); !strings.Contains(p, `data-token="open"`) {
-		t.Error("open uploads ask for a token")
+	if p := do(withToken, "GET", "/a/", "Authorization", "Bearer "+token).Body.String(); !strings.Contains(p, `data-endpoint="/_largo/uploads/"`) {
+		t.Error("no upload area for who may write")
+	}
+	open, _, _ := newWriteHandler(t, files, Config{Resumable: http.NotFoundHandler(), Access: auth.New(auth.OneUser("", true), nil)})
+	if p := do(open, "GET", "/a/").Body.String(); !strings.Contains(p, `data-endpoint="/_largo/uploads/"`) {
+		t.Error("no upload area on an open server")
 	}
 	noTus, _, _ := newWriteHandler(t, files, Config{})
 	if p := do(noTus, "GET", "/a/").Body.String(); strings.Contains(p, `id="upload"`) {

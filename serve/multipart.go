@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"largo"
+	"largo/auth"
 	"largo/ingest"
 )
 
@@ -49,6 +50,7 @@ func (h *Handler) postForm(w http.ResponseWriter, r *http.Request, folder string
 	if cond.IfMatch != "" {
 		return fmt.Errorf("If-Match on a form of several files: %w", ingest.ErrBadCondition)
 	}
+	cond = createOnly(r, cond)
 	ctx := r.Context()
 	// The form's length bounds its files: refused at once when the space
 	// cannot hold it, before a byte is read.
@@ -82,7 +84,7 @@ func (h *Handler) postForm(w http.ResponseWriter, r *http.Request, folder string
 			}
 			continue
 		}
-		s, err := h.storePart(ctx, folder, p, p.FileName(), cond)
+		s, err := h.storePart(r, folder, p, p.FileName(), cond)
 		if err != nil {
 			return err
 		}
@@ -98,9 +100,13 @@ func (h *Handler) postForm(w http.ResponseWriter, r *http.Request, folder string
 }
 
 // storePart stores one file part of a form.
-func (h *Handler) storePart(ctx context.Context, folder string, part io.Reader, filename string, cond largo.Condition) (Stored, error) {
+func (h *Handler) storePart(r *http.Request, folder string, part io.Reader, filename string, cond largo.Condition) (Stored, error) {
+	ctx := r.Context()
 	name, err := largo.ParseName("/" + largo.Join(folder, filename))
 	if err != nil {
+		return Stored{}, err
+	}
+	if err := h.may(r, name, auth.Write); err != nil {
 		return Stored{}, err
 	}
 	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: -1, Cond: cond})

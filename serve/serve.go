@@ -107,9 +107,16 @@ type Config struct {
 	// this pipeline, which holds the limits (size, reserve, folders). Nil
 	// answers writes 405 with an Allow header naming the read methods.
 	Writes *ingest.Pipeline
-	// Auth decides which writes are allowed. Nil with Upload set means
-	// every write is allowed (an open server).
-	Auth Authorizer
+	// Access decides who may read, list, write and delete where, for
+	// every route. Nil allows everything (writes still need Writes).
+	Access *auth.Access
+	// ShareKey signs and checks share links (auth.SharePrefix); nil turns
+	// them off.
+	ShareKey []byte
+	// Hosts, when not nil, are the only host names the server answers
+	// (421 for others): a server on a loopback address answers only
+	// loopback names, which defeats DNS rebinding.
+	Hosts []string
 	// Resumable serves resumable uploads under Prefix+"uploads/", behind
 	// the same auth. Nil answers 404 there.
 	Resumable http.Handler
@@ -128,11 +135,6 @@ type CompressionObserver interface {
 	// response was to be compressed on the fly but every slot was taken,
 	// and went out uncompressed.
 	Compressed(coding, source string)
-}
-
-// Authorizer decides whether a request may write. It reads only headers.
-type Authorizer interface {
-	Allow(r *http.Request) bool
 }
 
 // UploadObserver receives the events that upload metrics are made of.
@@ -233,7 +235,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = &r2
 	}
 
-	panicked, abort := h.serve(tw, r, own)
+	panicked, abort := h.serve(tw, r)
 	tw.Finish()
 
 	outcome := tw.Outcome(r.Method)
@@ -265,7 +267,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve routes the request and recovers from a panic in it. abort reports a
 // panic after the response had begun.
-func (h *Handler) serve(tw *transfer.Response, r *http.Request, own bool) (panicked, abort bool) {
+func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort bool) {
 	defer func() {
 		v := recover()
 		if v == nil {
@@ -284,7 +286,12 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request, own bool) (panic
 		}
 		writeError(tw, http.StatusInternalServerError, "internal error")
 	}()
-	if own {
+	r, err := h.guard(r)
+	if err != nil {
+		h.fail(tw, r, err)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, Prefix) { // a share link, rewritten, is not
 		if _, err := largo.ParseName(r.URL.Path); err != nil {
 			h.fail(tw, r, err)
 			return
@@ -335,6 +342,8 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Allow", allowed(err))
 	case http.StatusUnauthorized:
 		auth.Challenge(w.Header(), r)
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", auth.RetryAfter)
 	}
 	writeError(w, code, msg)
 }

@@ -59,8 +59,8 @@ func newWriteHandler(t *testing.T, files map[string]string, cfg Config, limits .
 	}
 	ic.Store, ic.Observer = s, obs
 	cfg.Store, cfg.Writes, cfg.Uploads = s, ingest.New(ic), obs
-	if cfg.Auth == nil {
-		cfg.Auth = auth.NewToken(token)
+	if cfg.Access == nil {
+		cfg.Access = auth.New(auth.OneUser(token, false), nil)
 	}
 	t.Cleanup(func() {
 		ents, _ := os.ReadDir(filepath.Join(dir, ".largo", "tmp"))
@@ -227,7 +227,7 @@ func TestPutNoMkdir(t *testing.T) {
 }
 
 func TestPostForm(t *testing.T) {
-	h, dir, _ := newWriteHandler(t, nil, Config{Auth: openAuth{}})
+	h, dir, _ := newWriteHandler(t, nil, Config{Access: auth.New(auth.OneUser("", true), nil)})
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	mw.WriteField("note", "not a file")
@@ -270,10 +270,6 @@ func TestPostForm(t *testing.T) {
 		t.Error(".env written")
 	}
 }
-
-type openAuth struct{}
-
-func (openAuth) Allow(*http.Request) bool { return true }
 
 func TestDelete(t *testing.T) {
 	h, dir, _ := newWriteHandler(t, map[string]string{"f": "f", "full/a": "a", "full/sub/b": "b"}, Config{})

@@ -1,8 +1,12 @@
 package serve
 
 import (
+	"encoding/base64"
 	"net/http"
+	"strings"
 
+	"largo"
+	"largo/auth"
 	"largo/ingest"
 	"largo/transfer"
 )
@@ -30,14 +34,28 @@ func (h *Handler) allow() string {
 }
 
 // write checks a write in the order that lets a refused client keep its
-// body: writes on, then the token; the pipeline then checks the name, the
-// condition, the size and the space. Nothing reads r.Body before these
-// pass (Go sends 100 Continue on the first read).
+// body: writes on, a browser's origin, then the permission (write, or
+// delete); the pipeline then checks the name, the condition, the size and
+// the space. Nothing reads r.Body before these pass (Go sends 100
+// Continue on the first read).
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) error {
 	if h.cfg.Writes == nil {
 		return &methodError{allow: readMethods}
 	}
-	if err := h.authorize(r); err != nil {
+	if err := sameOrigin(r); err != nil {
+		return err
+	}
+	perm, target := auth.Write, name
+	switch r.Method {
+	case http.MethodDelete:
+		perm = auth.Delete
+	case http.MethodPost:
+		// A form's files are checked one by one as they come; first, the
+		// folder must take new files at all. No rule names a "\x00"
+		// element, so this is what the folder's rules say of a new name.
+		target = largo.Join(name, "\x00")
+	}
+	if err := h.may(r, target, perm); err != nil {
 		return err
 	}
 	switch r.Method {
@@ -49,26 +67,65 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) err
 	return h.remove(w, r, name)
 }
 
-// authorize returns errUnauthorized unless the request may write.
-func (h *Handler) authorize(r *http.Request) error {
-	if h.cfg.Auth == nil || h.cfg.Auth.Allow(r) {
-		return nil
-	}
-	return errUnauthorized
-}
-
 // resumable puts the write checks in front of the resumable upload
-// handler. Only CORS preflights pass without a token: they carry none.
+// handler: a browser's origin, and the permission to write the target a
+// creation names in its metadata. An upload's URL holds an unguessable
+// ID, which is what lets its later requests through: whoever created it
+// may resume it. CORS preflights pass: they carry no credential.
 func (h *Handler) resumable(next http.Handler) http.Handler {
 	return h.adapt(func(w http.ResponseWriter, r *http.Request) error {
-		if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
-			if err := h.authorize(r); err != nil {
-				return err
-			}
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			next.ServeHTTP(w, r)
+			return nil
+		}
+		if who(r).share != nil {
+			return errWriteOnly
+		}
+		if err := sameOrigin(r); err != nil {
+			return err
+		}
+		if err := h.mayUpload(r); err != nil {
+			return err
 		}
 		next.ServeHTTP(w, r)
 		return nil
 	})
+}
+
+// mayUpload checks a tus request: a creation needs the permission to
+// write the name its Upload-Metadata asks for (filename under folder);
+// other requests, the permission to write somewhere.
+func (h *Handler) mayUpload(r *http.Request) error {
+	if r.Method == http.MethodPost {
+		return h.may(r, tusTarget(r), auth.Write)
+	}
+	user := who(r).user
+	if h.cfg.Access == nil || h.cfg.Access.Policy().Somewhere(user, auth.Write) {
+		return nil
+	}
+	if user == "" {
+		return errUnauthorized
+	}
+	return errForbidden
+}
+
+// tusTarget is the name a tus creation asks for, or "" when it cannot be
+// read (which the creation refuses anyway).
+func tusTarget(r *http.Request) string {
+	meta := map[string]string{}
+	for pair := range strings.SplitSeq(r.Header.Get("Upload-Metadata"), ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(pair), " ")
+		b, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return ""
+		}
+		meta[k] = string(b)
+	}
+	name, err := largo.ParseName("/" + largo.Join(strings.Trim(meta["folder"], "/"), meta["filename"]))
+	if err != nil {
+		return ""
+	}
+	return name
 }
 
 // hasBody reports whether r may carry a body that a handler will read.

@@ -15,11 +15,15 @@ import (
 func main() {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
 	env := &env{
 		stdout:  os.Stdout,
 		stderr:  os.Stderr,
+		stdin:   os.Stdin,
 		getenv:  os.LookupEnv,
 		signals: sig,
+		reload:  hup,
 	}
 	err := run(context.Background(), os.Args[1:], env)
 	if err != nil {

@@ -17,6 +17,9 @@ type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) (string, bool)
 	signals        <-chan os.Signal
+	// reload delivers the signal to read the configuration again (SIGHUP).
+	reload <-chan os.Signal
+	stdin  io.Reader
 }
 
 // Exit codes.

@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"largo"
-	"largo/auth"
 	"largo/disk"
 	"largo/encode"
 	"largo/ingest"
@@ -59,6 +58,8 @@ type serveConfig struct {
 	reserve      sizeValue
 	noMkdir      bool
 	uploadExpiry time.Duration
+
+	access accessConfig
 }
 
 // Fixed server limits: they protect the server and need no tuning.
@@ -155,6 +156,10 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.BoolVar(&cfg.uploadOpen, "upload-open", false, "accept writes from anyone, without a token (implies --upload; dangerous)")
 	f.Var(&cfg.maxUpload, "max-upload", "largest file a write may store, such as 500MB or 10GiB (default 0: no limit)")
 	f.Var(&cfg.reserve, "reserve", "free space writes must leave on the disk, such as 1GiB (default 0; a bucket has no free space to check)")
+	f.StringVar(&cfg.access.accessFile, "access", "", "access file (TOML): users, their passwords or tokens, and rules of who may read, list, write and delete where; reloaded on SIGHUP")
+	f.StringVar(&cfg.access.tokenFile, "token-file", "", "read the write token from this file (implies --upload), so that it appears in no process listing")
+	f.StringVar(&cfg.access.shareKeyFile, "share-key-file", "", "key of share links, 32 bytes or more (default: kept in the store's state folder, shared by every instance serving it)")
+	f.StringSliceVar(&cfg.access.hosts, "host", nil, "host names this server answers besides, on a loopback address, localhost, 127.0.0.1 and ::1 (421 for others)")
 	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
 	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
 	documentEnv(f)
@@ -276,26 +281,20 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	return drain(e, logger, h, srv, lim, cfg.drainTimeout)
 }
 
-// setUpUploads turns writes on in hcfg when cfg asks for them: the token,
-// the sweep of what a crash left, and the resumable uploads with their
-// expiry, which runs until ctx is done.
+// setUpUploads puts the access policy in hcfg and, when it lets anyone
+// write, turns writes on: the sweep of what a crash left, the write
+// pipeline, and the resumable uploads with their expiry, which runs until
+// ctx is done.
 func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveConfig, st largo.Store, m *metrics.Metrics, hcfg *serve.Config) error {
-	if cfg.uploadOpen && cfg.token != "" {
-		return usageErr(errors.New("--upload-open and --token contradict each other: choose one"))
+	on, err := setUpAccess(ctx, e, logger, cfg, st, hcfg)
+	if err != nil {
+		return err
 	}
-	if !cfg.upload && !cfg.uploadOpen {
+	if cfg.access.accessFile != "" {
+		go reloadAccess(ctx, e, logger, cfg.access.accessFile, hcfg.Access)
+	}
+	if !on {
 		return nil
-	}
-	switch {
-	case cfg.uploadOpen:
-		fmt.Fprintln(e.stdout, "largo: WARNING: --upload-open: anyone who reaches this server can write, replace and delete files")
-		logger.Warn("writes are open to anyone: no token is required")
-	case cfg.token == "":
-		cfg.token = auth.Generate()
-		fmt.Fprintf(e.stdout, "largo: upload token (generated, shown once): %s\n", cfg.token)
-	}
-	if cfg.token != "" {
-		hcfg.Auth = auth.NewToken(cfg.token)
 	}
 	staging, err := prepareWrites(ctx, logger, cfg, st)
 	if err != nil {
