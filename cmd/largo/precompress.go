@@ -12,14 +12,16 @@ import (
 	"golang.org/x/term"
 
 	"largo"
+	"largo/disk"
 	"largo/encode"
+	"largo/ingest"
 	"largo/precompress"
 	"largo/serve"
 )
 
 // precompressConfig is everything `largo precompress` is told.
 type precompressConfig struct {
-	dir      string
+	where    serveConfig // the folder, as openStore reads it
 	jobs     int
 	level    choiceValue
 	progress choiceValue
@@ -42,8 +44,16 @@ older than NAME, and hides sidecars from listings.
 
 A sidecar is kept only when it is at least 10% smaller than NAME. Files whose
 sidecars are all fresh are skipped, so a second run only does what changed.
-Sidecars are written atomically (a hidden temporary file, synced, then
-renamed); dot-files and dot-folders are left alone.
+Sidecars are written the way largo serve writes uploads: into the folder's
+staging, .largo/tmp, then committed whole, so that no sidecar is ever seen
+in part and nothing but finished sidecars appears beside the files. A file
+that changes while it is compressed gets none. New sidecars get the
+permissions of new files, not NAME's. Dot-files and dot-folders are left
+alone.
+
+The temporary files that an interrupted run or server left in .largo/tmp
+are removed first: do not run it while largo serve --upload writes to the
+same folder.
 
 --level max (the default) is each coding's best: zstd's best level, gzip 9,
 brotli 11. Brotli 11 is slow, well under 1 MB/s per core: for files of
@@ -53,27 +63,28 @@ seconds instead of minutes for a few percent more bytes.
 Exit code 0 when every sidecar was written or skipped, 1 when some failed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg.dir = args[0]
+			cfg.where.dir = args[0]
 			return runPrecompress(cmd.Context(), e, cfg)
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&cfg.jobs, "jobs", 0, "files compressed at once (default 0: one per core)")
+	f.IntVar(&cfg.jobs, "jobs", 0, "sidecars compressed at once (default 0: one per core)")
 	f.Var(&cfg.level, "level", "compression level: max, best, default or fast")
 	f.Var(&cfg.progress, "progress", "progress display: auto (a bar on a terminal, lines otherwise), bar, lines or none")
 	documentEnv(f)
 	return cmd
 }
 
-// runPrecompress writes the sidecars of cfg.dir and prints a summary.
+// runPrecompress writes the sidecars of the store cfg names and prints a
+// summary.
 func runPrecompress(ctx context.Context, e *env, cfg *precompressConfig) error {
 	if cfg.jobs < 0 {
 		return usageErr(fmt.Errorf("--jobs must not be negative"))
 	}
-	if fi, err := os.Stat(cfg.dir); err != nil {
-		return usageErr(fmt.Errorf("cannot precompress %s: %v", cfg.dir, pathErrText(err)))
+	if fi, err := os.Stat(cfg.where.dir); err != nil {
+		return usageErr(fmt.Errorf("cannot precompress %s: %v", cfg.where.dir, pathErrText(err)))
 	} else if !fi.IsDir() {
-		return usageErr(fmt.Errorf("cannot precompress %s: not a directory", cfg.dir))
+		return usageErr(fmt.Errorf("cannot precompress %s: not a directory", cfg.where.dir))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -84,15 +95,28 @@ func runPrecompress(ctx context.Context, e *env, cfg *precompressConfig) error {
 		case <-ctx.Done():
 		}
 	}()
+	store, where, err := openStore(ctx, e, &cfg.where)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := prepareSidecars(e, store, where); err != nil {
+		return err
+	}
 
 	level := encode.Max
 	if cfg.level.value != "max" {
 		level, _ = encode.ParseLevel(cfg.level.value) // a choice already
 	}
-	pcfg := precompress.Config{Dir: cfg.dir, Jobs: cfg.jobs, Level: level, MediaType: serve.MediaType}
+	pcfg := precompress.Config{
+		Writes:    ingest.New(ingest.Config{Store: store}),
+		Jobs:      cfg.jobs,
+		Level:     level,
+		MediaType: serve.MediaType,
+	}
 	plan, err := precompress.Prepare(ctx, pcfg)
 	if err != nil {
-		return failed(fmt.Errorf("cannot walk %s: %v", cfg.dir, pathErrText(err)))
+		return failed(fmt.Errorf("cannot walk %s: %v", where, pathErrText(err)))
 	}
 	mode := cfg.progress.value
 	if mode == "auto" {
@@ -126,6 +150,22 @@ func runPrecompress(ctx context.Context, e *env, cfg *precompressConfig) error {
 	}
 	if sum.Failed > 0 {
 		return failed(fmt.Errorf("%d sidecars could not be written", sum.Failed))
+	}
+	return nil
+}
+
+// prepareSidecars readies the store for the sidecars' writes: on a
+// folder, it removes the temporary files an interrupted run or server
+// left in the store's staging.
+func prepareSidecars(e *env, st largo.Store, where string) error {
+	if store, ok := st.(*disk.Store); ok {
+		n, err := store.Sweep()
+		if err != nil {
+			return failed(fmt.Errorf("removing temporary files left in %s: %v", where, pathErrText(err)))
+		}
+		if n > 0 {
+			fmt.Fprintf(e.stdout, "largo: removed %d temporary files left by an interrupted run\n", n)
+		}
 	}
 	return nil
 }
