@@ -47,15 +47,17 @@ func TestPrecompressSweeps(t *testing.T) {
 	}
 }
 
-// TestPrecompressUsage: a missing folder argument, a file, a missing
-// folder and a bad flag are the user's to fix.
+// TestPrecompressUsage: a missing or doubled source, a file, a missing
+// folder, a bad bucket URL and a bad flag are the user's to fix.
 func TestPrecompressUsage(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, nil, 0o644)
 	for _, args := range [][]string{
 		{"precompress"},
+		{"precompress", t.TempDir(), "--store", t.TempDir()},
 		{"precompress", file},
 		{"precompress", filepath.Join(t.TempDir(), "missing")},
+		{"precompress", "--store", "s3://"},
 		{"precompress", t.TempDir(), "--jobs", "-1"},
 	} {
 		_, _, err := runCLI(t, args...)
