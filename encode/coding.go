@@ -31,7 +31,7 @@
 //     clients corrupt data.
 //
 // The package knows nothing of stores or of largo's routing: it is used by
-// package serve (responses) and by package precompress (sidecars on disk).
+// package serve (responses) and by package precompress (sidecars in a store).
 package encode
 
 import (

@@ -1,51 +1,63 @@
 // Package precompress writes precompressed sidecars for the compressible
-// files of a folder: NAME.zst, NAME.br and NAME.gz beside NAME, at the
-// codings' best levels (encode.Max) unless told otherwise, for the server to send with sendfile
-// instead of compressing on every request.
+// files of a store: NAME.zst, NAME.br and NAME.gz beside NAME, at the
+// codings' best levels (encode.Max) unless told otherwise, for the server
+// to send as they are (with sendfile, from a folder) instead of compressing
+// on every request. The store is a folder or a bucket alike: the files are
+// read through largo.Store, and the sidecars written through the write
+// pipeline (package ingest), like every other write.
 //
-// Run walks the folder (leaving out dot-files and dot-folders, which are
-// never served, and existing sidecars), and compresses each file that the
-// compression policy would compress, one coding per task, on as many
-// workers as there are cores. A sidecar is kept only when it saves at
-// least MinSaving of the original; a file whose sidecars are all fresh
-// (none older than the file) is skipped. Sidecars are written atomically:
-// into a hidden temporary file in the same folder, synced, then renamed
-// over the target, so the server sees the old sidecar or the whole new
-// one, never a part; a file that changes while it is compressed gets no
-// sidecar. Stale sidecars that are not replaced are removed.
+// Prepare walks the store and makes a Plan; Run carries it out. The walk
+// leaves out what the server never serves (hidden names, which stores do
+// not list, and names under the reserved prefix), symbolic links (a linked
+// folder is not descended into) and existing sidecars (a name with a
+// coding's extension whose base file is there). A file of encode.MinSize
+// or more is compressed when the compression policy would compress it,
+// by its media type as the server decides it (the store's, then its
+// name's, then its first 512 bytes), unless its sidecars are all fresh:
+// none older than the file. Run compresses one coding per task, on as many
+// workers as there are cores.
+//
+// Each sidecar is an ingest.Write of unknown length that the encoder
+// writes into: its bytes go to the store's own staging (on a folder, a
+// temporary file in .largo/tmp, which a crash leaves for disk.Store.Sweep;
+// on a bucket, an upload invisible until committed), never beside the
+// files, and a commit makes the whole of it appear at once, so the server
+// sees the old sidecar or the new one, never a part. The write is aborted,
+// leaving nothing, when the sidecar saves less than MinSaving of the
+// original, or when the original changed while it was compressed (its
+// ETag, size or time differ from those of the version read). A stale
+// sidecar that is not replaced is removed, under If-Match on its own ETag,
+// so that a sidecar written meanwhile by another run stays. A new sidecar
+// gets the store's permissions for new files, not the original's (a
+// replaced one keeps its own, on a folder).
 package precompress
 
 import (
+	"bufio"
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"net/http"
-	"os"
-	"path/filepath"
 	"runtime"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"largo/encode"
+	"largo/ingest"
 )
 
 // MinSaving is the least fraction of a file's size a sidecar must save to
 // be kept: below it the server might as well send the file itself.
 const MinSaving = 0.10
 
-// Config configures Run. Dir is required.
+// Config configures Prepare and Run. Writes is required.
 type Config struct {
-	// Dir is the folder to walk.
-	Dir string
+	// Writes is the write pipeline the sidecars go through; the files are
+	// read from its store (Writes.Store()).
+	Writes *ingest.Pipeline
 	// MediaType returns the media type of a file from its name, or "" when
 	// the name does not tell; the file's first bytes decide then. Nil
-	// means mime.TypeByExtension.
+	// means mime.TypeByExtension. A type the store keeps for the file
+	// (largo.Info.ContentType, on a bucket) comes first, as when serving.
 	MediaType func(name string) string
-	// Jobs is the number of files compressed at once; zero means one per
+	// Jobs is the number of sidecars compressed at once; zero means one per
 	// core.
 	Jobs int
 	// Level is the compression level. The zero value is encode.Fast;
@@ -67,7 +79,7 @@ type Config struct {
 // Event reports one task: a sidecar written, not worth keeping, skipped
 // as fresh, or failed.
 type Event struct {
-	// Name is the original file's path, relative to Dir, slash-separated.
+	// Name is the original file's name in the store, slash-separated.
 	Name string
 	// Coding is the sidecar's coding; "" for a skipped file.
 	Coding encode.Coding
@@ -99,105 +111,6 @@ type Summary struct {
 	Elapsed time.Duration
 }
 
-// Plan is the work a run will do, known before it starts, for a progress
-// bar.
-type Plan struct {
-	// Files are the files to compress, relative to Dir.
-	Files []string
-	// Bytes is the total of their sizes times the codings, the units of
-	// progress: each task advances it by the original's size.
-	Bytes int64
-	// Fresh are the files skipped as up to date.
-	Fresh []string
-	sizes map[string]int64
-}
-
-// Prepare walks cfg.Dir and returns the plan of a run.
-func Prepare(ctx context.Context, cfg Config) (*Plan, error) {
-	cfg = defaults(cfg)
-	p := &Plan{sizes: map[string]int64{}}
-	root, err := os.OpenRoot(cfg.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
-	err = fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if name != "." && strings.HasPrefix(d.Name(), ".") {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		if base, _, ok := encode.SidecarBase(name); ok {
-			if fi, err := root.Stat(base); err == nil && fi.Mode().IsRegular() {
-				return nil // a sidecar, not a file to compress
-			}
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil // vanished
-		}
-		if fi.Size() < encode.MinSize || !compressible(root, name, cfg.MediaType) {
-			return nil
-		}
-		if upToDate(root, name, fi, cfg.Codings) {
-			p.Fresh = append(p.Fresh, name)
-			return nil
-		}
-		p.Files = append(p.Files, name)
-		p.sizes[name] = fi.Size()
-		p.Bytes += fi.Size() * int64(len(cfg.Codings))
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	slices.Sort(p.Files)
-	return p, nil
-}
-
-// compressible applies the policy to a file's type, from its name or else
-// its first bytes.
-func compressible(root *os.Root, name string, mediaType func(string) string) bool {
-	if mt := mediaType(name); mt != "" {
-		return encode.Compressible(mt)
-	}
-	f, err := root.Open(name)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	var buf [512]byte
-	n, _ := io.ReadFull(f, buf[:])
-	return encode.Compressible(http.DetectContentType(buf[:n]))
-}
-
-// upToDate reports whether name has at least one sidecar and all of them
-// are fresh.
-func upToDate(root *os.Root, name string, fi fs.FileInfo, codings []encode.Coding) bool {
-	found := false
-	for _, c := range codings {
-		si, err := root.Stat(encode.Sidecar(name, c))
-		if err != nil {
-			continue
-		}
-		if si.ModTime().Before(fi.ModTime()) {
-			return false
-		}
-		found = true
-	}
-	return found
-}
-
 func defaults(cfg Config) Config {
 	if cfg.MediaType == nil {
 		cfg.MediaType = extType
@@ -215,18 +128,13 @@ func defaults(cfg Config) Config {
 }
 
 // Run writes the sidecars of plan, which Prepare made from the same cfg,
-// and returns the totals. It returns an error only when the run could not
-// be done at all or ctx was cancelled; failures of single files are in the
-// Summary and the Events.
+// and returns the totals. It returns an error only when ctx was
+// cancelled; failures of single sidecars are in the Summary and the
+// Events.
 func Run(ctx context.Context, cfg Config, plan *Plan) (Summary, error) {
 	cfg = defaults(cfg)
 	start := cfg.Now()
 	sum := Summary{Files: len(plan.Files) + len(plan.Fresh), Fresh: len(plan.Fresh), Bytes: map[encode.Coding]int64{}}
-	root, err := os.OpenRoot(cfg.Dir)
-	if err != nil {
-		return sum, err
-	}
-	defer root.Close()
 
 	var mu sync.Mutex // guards sum, smallest and Progress calls
 	report := func(ev Event) {
@@ -246,10 +154,14 @@ func Run(ctx context.Context, cfg Config, plan *Plan) (Summary, error) {
 	var wg sync.WaitGroup
 	for range cfg.Jobs {
 		wg.Go(func() {
+			// Each worker's encoders write through one buffer of its own,
+			// so that the pipeline stores whole buffers, not the
+			// encoders' small pieces.
+			s := &sidecar{cfg: &cfg, buf: bufio.NewWriterSize(nil, bufSize)}
 			for t := range tasks {
 				ev := Event{Name: t.name, Coding: t.c, Size: plan.sizes[t.name]}
 				if ctx.Err() == nil {
-					ev.Encoded, ev.Kept, ev.Err = compress(ctx, root, t.name, t.c, cfg.Level, cfg.Read)
+					ev.Encoded, ev.Kept, ev.Err = s.write(ctx, t.name, t.c)
 				} else {
 					ev.Err = ctx.Err()
 				}
@@ -293,124 +205,4 @@ func Run(ctx context.Context, cfg Config, plan *Plan) (Summary, error) {
 	}
 	sum.Elapsed = cfg.Now().Sub(start)
 	return sum, ctx.Err()
-}
-
-// errChanged is the failure of a file modified while it was compressed.
-var errChanged = errors.New("changed while being compressed; run again")
-
-// compress writes the sidecar of name in coding c, atomically, and
-// reports its size and whether it was kept. A stale sidecar it does not
-// replace is removed.
-func compress(ctx context.Context, root *os.Root, name string, c encode.Coding, level encode.Level, read func(int64)) (size int64, kept bool, err error) {
-	target := encode.Sidecar(name, c)
-	src, err := root.Open(name)
-	if err != nil {
-		return 0, false, err
-	}
-	defer src.Close()
-	before, err := src.Stat()
-	if err != nil {
-		return 0, false, err
-	}
-	dir, base := filepath.Split(filepath.FromSlash(target))
-	tmp, err := createTemp(root, dir, base)
-	if err != nil {
-		return 0, false, err
-	}
-	tmpName := filepath.Join(dir, filepath.Base(tmp.Name()))
-	defer func() {
-		if tmp != nil {
-			tmp.Close()
-			root.Remove(tmpName)
-		}
-	}()
-	enc, err := encode.NewWriter(tmp, c, level)
-	if err != nil {
-		return 0, false, err
-	}
-	if _, err := io.Copy(enc, &reader{ctx: ctx, r: src, read: read}); err != nil {
-		return 0, false, err
-	}
-	if err := enc.Close(); err != nil {
-		return 0, false, err
-	}
-	after, err := root.Stat(name)
-	if err != nil {
-		return 0, false, err
-	}
-	if !after.ModTime().Equal(before.ModTime()) || after.Size() != before.Size() {
-		return 0, false, fmt.Errorf("%s: %w", name, errChanged)
-	}
-	ti, err := tmp.Stat()
-	if err != nil {
-		return 0, false, err
-	}
-	size = ti.Size()
-	if float64(size) > float64(before.Size())*(1-MinSaving) {
-		// Not worth it; a stale sidecar would only be ignored, so it goes.
-		if si, err := root.Stat(target); err == nil && si.ModTime().Before(before.ModTime()) {
-			root.Remove(target)
-		}
-		return size, false, nil
-	}
-	if err := tmp.Chmod(before.Mode().Perm() & 0o666); err != nil {
-		return 0, false, err
-	}
-	if err := tmp.Sync(); err != nil {
-		return 0, false, err
-	}
-	if err := tmp.Close(); err != nil {
-		return 0, false, err
-	}
-	if err := root.Rename(tmpName, filepath.FromSlash(target)); err != nil {
-		return 0, false, err
-	}
-	tmp = nil
-	return size, true, syncDir(root, dir)
-}
-
-// createTemp creates a hidden temporary file in dir (inside root), named
-// after the sidecar it becomes.
-func createTemp(root *os.Root, dir, base string) (*os.File, error) {
-	for range 100 {
-		name := filepath.Join(dir, fmt.Sprintf(".%s.%d.tmp", base, time.Now().UnixNano()))
-		f, err := root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		return f, err
-	}
-	return nil, fmt.Errorf("%s: no free temporary name", base)
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(root *os.Root, dir string) error {
-	if dir == "" {
-		dir = "."
-	}
-	d, err := root.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-// reader reads a source for compression: it reports progress and stops
-// when the run is cancelled.
-type reader struct {
-	ctx  context.Context
-	r    io.Reader
-	read func(int64)
-}
-
-func (r *reader) Read(p []byte) (int, error) {
-	if err := r.ctx.Err(); err != nil {
-		return 0, err
-	}
-	n, err := r.r.Read(p)
-	if n > 0 && r.read != nil {
-		r.read(int64(n))
-	}
-	return n, err
 }

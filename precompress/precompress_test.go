@@ -3,7 +3,9 @@ package precompress
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -13,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"largo"
+	"largo/disk"
 	"largo/encode"
+	"largo/ingest"
 )
 
 func write(t *testing.T, path string, b []byte) {
@@ -24,11 +29,22 @@ func write(t *testing.T, path string, b []byte) {
 	}
 }
 
+// writes returns a write pipeline on a disk store of dir.
+func writes(t *testing.T, dir string) *ingest.Pipeline {
+	t.Helper()
+	s, err := disk.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return ingest.New(ingest.Config{Store: s})
+}
+
 func run(t *testing.T, dir string) (Summary, []Event) {
 	t.Helper()
 	var mu sync.Mutex
 	var events []Event
-	cfg := Config{Dir: dir, Level: encode.Best, Progress: func(ev Event) { mu.Lock(); events = append(events, ev); mu.Unlock() }}
+	cfg := Config{Writes: writes(t, dir), Level: encode.Best, Progress: func(ev Event) { mu.Lock(); events = append(events, ev); mu.Unlock() }}
 	plan, err := Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +130,7 @@ func TestPrecompressCancelled(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "a.log"), bytes.Repeat([]byte("line of text\n"), 10000))
 	ctx, cancel := context.WithCancel(context.Background())
-	cfg := Config{Dir: dir}
+	cfg := Config{Writes: writes(t, dir)}
 	plan, err := Prepare(ctx, cfg)
 	if err != nil || len(plan.Files) != 1 {
 		t.Fatalf("plan %+v, %v", plan, err)
@@ -127,5 +143,157 @@ func TestPrecompressCancelled(t *testing.T) {
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 1 {
 		t.Errorf("cancelled run left %d entries", len(ents))
+	}
+}
+
+// TestChangedDuringCompression: a file written to while it is compressed
+// gets no sidecar, and its write leaves nothing in the store's staging.
+func TestChangedDuringCompression(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "a.log")
+	write(t, p, bytes.Repeat([]byte("line of text\n"), 100000))
+	var once sync.Once
+	var events []Event
+	cfg := Config{
+		Writes:  writes(t, dir),
+		Jobs:    1,
+		Codings: []encode.Coding{encode.Gzip},
+		Read: func(int64) {
+			once.Do(func() {
+				f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				f.WriteString("one more line\n")
+				f.Close()
+			})
+		},
+		Progress: func(ev Event) { events = append(events, ev) },
+	}
+	plan, err := Prepare(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := Run(context.Background(), cfg, plan)
+	if err != nil || sum.Failed != 1 || sum.Sidecars != 0 || len(events) != 1 || !errors.Is(events[0].Err, errChanged) {
+		t.Fatalf("run over a changing file: %+v, %v, events %+v", sum, err, events)
+	}
+	if _, err := os.Stat(p + ".gz"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a.log.gz: %v; want no sidecar", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, disk.TempDir)); len(ents) != 0 {
+		t.Errorf("the aborted write left %d files in %s", len(ents), disk.TempDir)
+	}
+}
+
+// TestNoTemporaryFilesBeside: while sidecars are written, nothing but the
+// files and the finished sidecars ever appears in the folders: the bytes
+// in progress are in the store's staging.
+func TestNoTemporaryFilesBeside(t *testing.T) {
+	dir := t.TempDir()
+	text := bytes.Repeat([]byte("2025-03-01 12:00:00 INFO served /index.html in 3ms\n"), 5000)
+	write(t, filepath.Join(dir, "a.log"), text)
+	write(t, filepath.Join(dir, "sub/b.json"), text)
+	var mu sync.Mutex
+	var strays []string
+	staged := false
+	look := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			rel, _ := filepath.Rel(dir, p)
+			rel = filepath.ToSlash(rel)
+			switch {
+			case rel == largo.StateDir:
+				return fs.SkipDir
+			case rel == "." || d.IsDir() && rel == "sub":
+			case strings.HasSuffix(rel, ".log") || strings.HasSuffix(rel, ".json"):
+			default:
+				if _, _, ok := encode.SidecarBase(rel); !ok && !slices.Contains(strays, rel) {
+					strays = append(strays, rel)
+				}
+			}
+			return nil
+		})
+		if ents, _ := os.ReadDir(filepath.Join(dir, disk.TempDir)); len(ents) > 0 {
+			staged = true
+		}
+	}
+	cfg := Config{Writes: writes(t, dir), Read: func(int64) { look() }, Progress: func(Event) { look() }}
+	plan, err := Prepare(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := Run(context.Background(), cfg, plan); err != nil || sum.Sidecars != 6 {
+		t.Fatalf("run: %+v, %v", sum, err)
+	}
+	look()
+	if len(strays) > 0 {
+		t.Errorf("files other than sidecars appeared beside the files: %v", strays)
+	}
+	if !staged {
+		t.Errorf("no write in progress was seen in %s", disk.TempDir)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, disk.TempDir)); len(ents) != 0 {
+		t.Errorf("%d files left in %s", len(ents), disk.TempDir)
+	}
+}
+
+// racingStore is a folder where another writer replaces a file just
+// before each removal.
+type racingStore struct {
+	*disk.Store
+	before func(name string)
+}
+
+func (s racingStore) Remove(ctx context.Context, name string, opt largo.RemoveOptions) error {
+	s.before(name)
+	return s.Store.Remove(ctx, name, opt)
+}
+
+// TestStaleSidecarRemoved: a stale sidecar that is not replaced (the file
+// no longer compresses well enough) is removed, unless it was rewritten
+// between the look and the removal.
+func TestStaleSidecarRemoved(t *testing.T) {
+	noise := make([]byte, 50000)
+	rand.NewChaCha8([32]byte{5}).Read(noise)
+	past := time.Now().Add(-time.Hour)
+	for _, race := range []bool{false, true} {
+		dir := t.TempDir()
+		write(t, filepath.Join(dir, "noise.txt"), noise)
+		side := filepath.Join(dir, "noise.txt.gz")
+		write(t, side, []byte("stale"))
+		os.Chtimes(side, past, past)
+		s, err := disk.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		rs := racingStore{Store: s, before: func(string) {}}
+		if race {
+			rs.before = func(string) {
+				write(t, side, []byte("stale, and rewritten meanwhile"))
+				os.Chtimes(side, past, past)
+			}
+		}
+		cfg := Config{Writes: ingest.New(ingest.Config{Store: rs}), Codings: []encode.Coding{encode.Gzip}}
+		plan, err := Prepare(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum, err := Run(context.Background(), cfg, plan); err != nil || sum.Dropped != 1 || sum.Failed != 0 {
+			t.Fatalf("race %v: %+v, %v", race, sum, err)
+		}
+		_, err = os.Stat(side)
+		if race && err != nil {
+			t.Errorf("a sidecar rewritten before the removal was removed: %v", err)
+		}
+		if !race && !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the stale sidecar is still there: %v", err)
+		}
 	}
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -12,14 +15,17 @@ import (
 	"golang.org/x/term"
 
 	"largo"
+	"largo/disk"
 	"largo/encode"
+	"largo/ingest"
 	"largo/precompress"
+	"largo/s3"
 	"largo/serve"
 )
 
 // precompressConfig is everything `largo precompress` is told.
 type precompressConfig struct {
-	dir      string
+	where    serveConfig // the folder or bucket, as openStore reads it
 	jobs     int
 	level    choiceValue
 	progress choiceValue
@@ -31,19 +37,35 @@ func newPrecompress(e *env) *cobra.Command {
 		progress: choiceValue{value: "auto", choices: []string{"auto", "bar", "lines", "none"}},
 	}
 	cmd := &cobra.Command{
-		Use:   "precompress DIR",
-		Short: "Write .zst, .br and .gz sidecars for the compressible files of a folder",
-		Long: `Walk DIR and write precompressed sidecars NAME.zst, NAME.br and NAME.gz beside
-each compressible file NAME of 1 KiB or more (text, HTML, CSS, JavaScript,
-JSON, NDJSON, CSV, XML, SVG, logs, WASM...), at each coding's best level, on
-as many workers as there are cores. largo serve sends a sidecar, with
-sendfile and ranges, to clients that accept its coding, as long as it is not
-older than NAME, and hides sidecars from listings.
+		Use:   "precompress DIR | --store s3://BUCKET/PREFIX",
+		Short: "Write .zst, .br and .gz sidecars for the compressible files of a folder or bucket",
+		Long: `Walk DIR, or with --store s3://BUCKET/PREFIX the objects of a bucket, and
+write precompressed sidecars NAME.zst, NAME.br and NAME.gz beside each
+compressible file NAME of 1 KiB or more (text, HTML, CSS, JavaScript, JSON,
+NDJSON, CSV, XML, SVG, logs, WASM...), at each coding's best level, on as
+many workers as there are cores. largo serve sends a sidecar, with ranges
+(and sendfile, from a folder), to clients that accept its coding, as long as
+it is not older than NAME, and hides sidecars from listings.
 
 A sidecar is kept only when it is at least 10% smaller than NAME. Files whose
 sidecars are all fresh are skipped, so a second run only does what changed.
-Sidecars are written atomically (a hidden temporary file, synced, then
-renamed); dot-files and dot-folders are left alone.
+Sidecars are written the way largo serve writes uploads: into the store's
+staging (on a folder, .largo/tmp; on a bucket, an upload that stays
+invisible), then committed whole, so that no sidecar is ever seen in part
+and nothing but finished sidecars appears beside the files. A file that
+changes while it is compressed gets none. New sidecars get the permissions
+of new files, not NAME's. Dot-files and dot-folders are left alone.
+
+On a folder, the temporary files that an interrupted run or server left in
+.largo/tmp are removed first: do not run it while largo serve --upload
+writes to the same folder.
+
+A bucket is reached as largo serve reaches it: credentials from
+AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, the endpoint
+from --s3-endpoint, else AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, and the
+region from --s3-region, else AWS_REGION or AWS_DEFAULT_REGION. Each sidecar
+being written holds at most --s3-part-size x --s3-part-concurrency bytes in
+memory.
 
 --level max (the default) is each coding's best: zstd's best level, gzip 9,
 brotli 11. Brotli 11 is slow, well under 1 MB/s per core: for files of
@@ -51,29 +73,40 @@ hundreds of megabytes, --level best (zstd better, gzip 9, brotli 6) takes
 seconds instead of minutes for a few percent more bytes.
 
 Exit code 0 when every sidecar was written or skipped, 1 when some failed.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg.dir = args[0]
+			switch {
+			case len(args) == 1 && cfg.where.store != "":
+				return usageErr(errors.New("give a folder or --store ($LARGO_STORE), not both"))
+			case len(args) == 0 && cfg.where.store == "":
+				return usageErr(errors.New("give a folder, or a bucket with --store s3://BUCKET/PREFIX"))
+			case len(args) == 1:
+				cfg.where.dir = args[0]
+			}
 			return runPrecompress(cmd.Context(), e, cfg)
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&cfg.jobs, "jobs", 0, "files compressed at once (default 0: one per core)")
+	addStoreFlags(f, &cfg.where, "where the files are: s3://BUCKET/PREFIX for a bucket, or a folder (instead of DIR)")
+	f.IntVar(&cfg.jobs, "jobs", 0, "sidecars compressed at once (default 0: one per core)")
 	f.Var(&cfg.level, "level", "compression level: max, best, default or fast")
 	f.Var(&cfg.progress, "progress", "progress display: auto (a bar on a terminal, lines otherwise), bar, lines or none")
 	documentEnv(f)
 	return cmd
 }
 
-// runPrecompress writes the sidecars of cfg.dir and prints a summary.
+// runPrecompress writes the sidecars of the store cfg names and prints a
+// summary.
 func runPrecompress(ctx context.Context, e *env, cfg *precompressConfig) error {
 	if cfg.jobs < 0 {
 		return usageErr(fmt.Errorf("--jobs must not be negative"))
 	}
-	if fi, err := os.Stat(cfg.dir); err != nil {
-		return usageErr(fmt.Errorf("cannot precompress %s: %v", cfg.dir, pathErrText(err)))
-	} else if !fi.IsDir() {
-		return usageErr(fmt.Errorf("cannot precompress %s: not a directory", cfg.dir))
+	if dir := cmp.Or(cfg.where.store, cfg.where.dir); !strings.HasPrefix(dir, "s3:") {
+		if fi, err := os.Stat(dir); err != nil {
+			return usageErr(fmt.Errorf("cannot precompress %s: %v", dir, pathErrText(err)))
+		} else if !fi.IsDir() {
+			return usageErr(fmt.Errorf("cannot precompress %s: not a directory", dir))
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -84,15 +117,28 @@ func runPrecompress(ctx context.Context, e *env, cfg *precompressConfig) error {
 		case <-ctx.Done():
 		}
 	}()
+	store, where, err := openStore(ctx, e, &cfg.where)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := prepareSidecars(ctx, e, store, where); err != nil {
+		return err
+	}
 
 	level := encode.Max
 	if cfg.level.value != "max" {
 		level, _ = encode.ParseLevel(cfg.level.value) // a choice already
 	}
-	pcfg := precompress.Config{Dir: cfg.dir, Jobs: cfg.jobs, Level: level, MediaType: serve.MediaType}
+	pcfg := precompress.Config{
+		Writes:    ingest.New(ingest.Config{Store: store}),
+		Jobs:      cfg.jobs,
+		Level:     level,
+		MediaType: serve.MediaType,
+	}
 	plan, err := precompress.Prepare(ctx, pcfg)
 	if err != nil {
-		return failed(fmt.Errorf("cannot walk %s: %v", cfg.dir, pathErrText(err)))
+		return failed(fmt.Errorf("cannot walk %s: %v", where, pathErrText(err)))
 	}
 	mode := cfg.progress.value
 	if mode == "auto" {
@@ -126,6 +172,30 @@ func runPrecompress(ctx context.Context, e *env, cfg *precompressConfig) error {
 	}
 	if sum.Failed > 0 {
 		return failed(fmt.Errorf("%d sidecars could not be written", sum.Failed))
+	}
+	return nil
+}
+
+// prepareSidecars readies the store for the sidecars' writes: on a
+// folder, it removes the temporary files an interrupted run or server
+// left in the store's staging; on a bucket, it checks that the
+// credentials may write and which conditions the server applies.
+func prepareSidecars(ctx context.Context, e *env, st largo.Store, where string) error {
+	switch store := st.(type) {
+	case *disk.Store:
+		n, err := store.Sweep()
+		if err != nil {
+			return failed(fmt.Errorf("removing temporary files left in %s: %v", where, pathErrText(err)))
+		}
+		if n > 0 {
+			fmt.Fprintf(e.stdout, "largo: removed %d temporary files left by an interrupted run\n", n)
+		}
+	case *s3.Store:
+		ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+		defer cancel()
+		if err := store.PrepareWrites(ctx); err != nil {
+			return usageErr(fmt.Errorf("cannot write sidecars to %s: %v", where, err))
+		}
 	}
 	return nil
 }
