@@ -178,12 +178,13 @@ func runPrecompress(ctx context.Context, e *env, cfg *precompressConfig) error {
 
 // prepareSidecars readies the store for the sidecars' writes: on a
 // folder, it removes the temporary files an interrupted run or server
-// left in the store's staging; on a bucket, it checks that the
-// credentials may write and which conditions the server applies.
+// left in the store's staging over an hour ago (a server may be writing
+// the newer ones); on a bucket, it checks that the credentials may write
+// and which conditions the server applies.
 func prepareSidecars(ctx context.Context, e *env, st largo.Store, where string) error {
 	switch store := st.(type) {
 	case *disk.Store:
-		n, err := store.Sweep()
+		n, err := store.Sweep(ctx, time.Now().Add(-time.Hour))
 		if err != nil {
 			return failed(fmt.Errorf("removing temporary files left in %s: %v", where, pathErrText(err)))
 		}

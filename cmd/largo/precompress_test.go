@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"largo/disk"
 )
@@ -21,8 +22,9 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
 }
 
 // TestPrecompressSweeps: what an interrupted write left in the folder's
-// staging is removed before the sidecars are written, and the sidecars'
-// own writes leave nothing there.
+// staging over an hour ago is removed before the sidecars are written
+// (what a running server is writing is not), and the sidecars' own
+// writes leave nothing there.
 func TestPrecompressSweeps(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "app.log"), bytes.Repeat([]byte("GET /index.html 200\n"), 1000), 0o644); err != nil {
@@ -30,15 +32,20 @@ func TestPrecompressSweeps(t *testing.T) {
 	}
 	staging := filepath.Join(dir, filepath.FromSlash(disk.TempDir))
 	os.MkdirAll(staging, 0o755)
-	if err := os.WriteFile(filepath.Join(staging, "0123abcd.part"), []byte("half a sidecar"), 0o644); err != nil {
-		t.Fatal(err)
+	for name, age := range map[string]time.Duration{"0123abcd.part": 2 * time.Hour, "live.part": 0} {
+		p := filepath.Join(staging, name)
+		if err := os.WriteFile(p, []byte("half a sidecar"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, time.Now().Add(-age), time.Now().Add(-age))
 	}
 	out, stderr, err := runCLI(t, "precompress", dir, "--level", "fast", "--progress", "none")
 	if err != nil || !strings.Contains(out, "removed 1 temporary files") || !strings.Contains(out, "3 sidecars written") {
 		t.Fatalf("precompress: %v\n%s%s", err, out, stderr)
 	}
-	if ents, err := os.ReadDir(staging); err != nil || len(ents) != 0 {
-		t.Errorf("%s holds %d files (%v); want none", disk.TempDir, len(ents), err)
+	// A write of a server still running (written to a moment ago) stays.
+	if ents, err := os.ReadDir(staging); err != nil || len(ents) != 1 || ents[0].Name() != "live.part" {
+		t.Errorf("%s holds %d files (%v); want live.part alone", disk.TempDir, len(ents), err)
 	}
 	for _, ext := range []string{".zst", ".br", ".gz"} {
 		if _, err := os.Stat(filepath.Join(dir, "app.log"+ext)); err != nil {
