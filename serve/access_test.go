@@ -1,0 +1,265 @@
+package serve
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"largo/auth"
+	"largo/disk"
+	"largo/ingest"
+)
+
+const accessFile = `
+[[user]]
+name = "alice"
+tokens = ["alice-token-0123456789"]
+
+[[user]]
+name = "bob"
+tokens = ["bob-token-0123456789"]
+
+[[rule]]
+path = "/"
+users = ["*"]
+allow = ["read", "list"]
+
+[[rule]]
+path = "/private"
+users = ["*"]
+allow = []
+
+[[rule]]
+path = "/private"
+users = ["alice"]
+allow = ["all"]
+
+[[rule]]
+path = "/pub/hidden.txt"
+users = ["anonymous"]
+allow = []
+
+[[rule]]
+path = "/inbox"
+users = ["bob"]
+allow = ["write"]
+`
+
+type accessFixture struct {
+	h   *Handler
+	dir string
+	now time.Time
+}
+
+func newAccessFixture(t *testing.T) *accessFixture {
+	t.Helper()
+	f := &accessFixture{now: time.Unix(2e9, 0)}
+	_, f.dir = newTestHandler(t, map[string]string{
+		"pub/a.txt": "a", "pub/hidden.txt": "h", "private/s.txt": "s", "private/deep/t.txt": "t", "inbox/old.txt": "o",
+	})
+	p := filepath.Join(t.TempDir(), "access.toml")
+	os.WriteFile(p, []byte(accessFile), 0o600)
+	pol, err := auth.LoadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := disk.Open(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	f.h = New(Config{
+		Store:    s,
+		Writes:   ingest.New(ingest.Config{Store: s}),
+		Access:   auth.New(pol, func() time.Time { return f.now }),
+		ShareKey: []byte(strings.Repeat("k", 32)),
+		Hosts:    LoopbackHosts,
+		Now:      func() time.Time { return f.now },
+	})
+	return f
+}
+
+// req runs a request as user ("" anonymous) and returns its status.
+func (f *accessFixture) req(method, target, user string, hdr ...string) *httptest.ResponseRecorder {
+	var body *strings.Reader
+	if method == "PUT" {
+		body = strings.NewReader("new")
+	}
+	req := httptest.NewRequest(method, target, nil)
+	if body != nil {
+		req = httptest.NewRequest(method, target, body)
+	}
+	req.RemoteAddr, req.Host = "127.0.0.1:5555", "127.0.0.1"
+	if user != "" {
+		req.Header.Set("Authorization", "Bearer "+user+"-token-0123456789")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestAccessTable: users x paths x methods.
+func TestAccessTable(t *testing.T) {
+	f := newAccessFixture(t)
+	for _, tt := range []struct {
+		method, path, user string
+		code               int
+	}{
+		{"GET", "/pub/a.txt", "", 200},
+		{"GET", "/pub/a.txt", "bob", 200},
+		{"GET", "/pub/hidden.txt", "", 401},
+		{"GET", "/pub/hidden.txt", "bob", 200},
+		{"GET", "/private/s.txt", "", 401},
+		{"GET", "/private/s.txt", "bob", 403},
+		{"GET", "/private/s.txt", "alice", 200},
+		{"GET", "/private/deep/t.txt", "alice", 200},
+		{"GET", "/private/", "bob", 403},
+		{"GET", "/private/", "alice", 200},
+		{"GET", "/private/?archive=zip", "bob", 403},
+		{"PUT", "/pub/new.txt", "", 401},
+		{"PUT", "/pub/new.txt", "bob", 403},
+		{"PUT", "/private/new.txt", "alice", 201},
+		{"PUT", "/inbox/new.txt", "bob", 201},
+		{"GET", "/inbox/new.txt", "bob", 403}, // the longest rule for bob there grants write alone
+		{"PUT", "/inbox/old.txt", "bob", 204},
+		{"DELETE", "/inbox/old.txt", "bob", 403},
+		{"DELETE", "/private/new.txt", "alice", 204},
+		{"DELETE", "/pub/a.txt", "", 401},
+		{"GET", "/nope.txt", "", 404},
+	} {
+		if rec := f.req(tt.method, tt.path, tt.user); rec.Code != tt.code {
+			t.Errorf("%s %s as %q: %d %s; want %d", tt.method, tt.path, tt.user, rec.Code, strings.TrimSpace(rec.Body.String()), tt.code)
+		} else if tt.code == 401 && rec.Header().Get("WWW-Authenticate") == "" {
+			t.Errorf("%s %s: 401 without a challenge", tt.method, tt.path)
+		}
+	}
+}
+
+// TestListingsLeaveOut: listings and archives show only what the
+// requester may read.
+func TestListingsLeaveOut(t *testing.T) {
+	f := newAccessFixture(t)
+	names := func(user, path string) string {
+		rec := f.req("GET", path, user, "Accept", "application/json")
+		var l Listing
+		json.Unmarshal(rec.Body.Bytes(), &l)
+		var n []string
+		for _, e := range l.Entries {
+			n = append(n, e.Name)
+		}
+		return strings.Join(n, ",")
+	}
+	if got := names("", "/"); got != "inbox,pub" {
+		t.Errorf("anonymous root: %s", got)
+	}
+	if got := names("alice", "/"); got != "inbox,private,pub" {
+		t.Errorf("alice's root: %s", got)
+	}
+	if got := names("", "/pub/"); got != "a.txt" {
+		t.Errorf("anonymous /pub/: %s", got)
+	}
+	tar := f.req("GET", "/?archive=tar", "").Body.String()
+	if !strings.Contains(tar, "pub/a.txt") || strings.Contains(tar, "hidden.txt") || strings.Contains(tar, "s.txt") {
+		t.Error("the anonymous archive holds what anonymous may not read")
+	}
+	if tar := f.req("GET", "/?archive=tar", "alice").Body.String(); !strings.Contains(tar, "private/deep/t.txt") {
+		t.Error("alice's archive lacks what she may read")
+	}
+}
+
+func TestShareLinks(t *testing.T) {
+	f := newAccessFixture(t)
+	key := f.h.cfg.ShareKey
+	link := func(s auth.Share, pw string) string { return s.URLPath(auth.SignShare(key, s, pw)) }
+	exp := f.now.Add(time.Hour)
+	folder := link(auth.Share{Path: "private", Expires: exp}, "")
+	file := link(auth.Share{Path: "private/s.txt", File: true, Expires: exp}, "")
+	drop := link(auth.Share{Path: "inbox", Write: true, Expires: exp}, "")
+	pw := link(auth.Share{Path: "private", Expires: exp}, "open sesame")
+	for _, tt := range []struct {
+		method, path string
+		code         int
+		hdr          []string
+	}{
+		{"GET", folder, 200, nil},
+		{"GET", folder + "s.txt", 200, nil},
+		{"GET", folder + "deep/t.txt", 200, nil},
+		{"GET", folder + "?archive=zip", 200, nil},
+		{"PUT", folder + "x.txt", 403, nil},
+		{"DELETE", folder + "s.txt", 403, nil},
+		{"GET", file, 200, nil},
+		{"GET", strings.TrimSuffix(file, "s.txt") + "other.txt", 403, nil},
+		{"PUT", drop + "new.txt", 201, nil},
+		{"PUT", drop + "old.txt", 412, nil}, // never overwrite
+		{"PUT", drop + "sub/new.txt", 403, nil},
+		{"GET", drop + "old.txt", 403, nil},
+		{"GET", drop, 403, nil},
+		{"GET", pw + "s.txt", 401, nil},
+		{"GET", pw + "s.txt", 403, []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("x:wrong"))}},
+		{"GET", pw + "s.txt", 200, []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("x:open sesame"))}},
+		{"GET", strings.Replace(folder, ".r.", ".w.", 1), 403, nil},
+		{"GET", "/_largo/s/garbage/", 403, nil},
+	} {
+		if rec := f.req(tt.method, tt.path, "", tt.hdr...); rec.Code != tt.code {
+			t.Errorf("%s %s: %d %s; want %d", tt.method, tt.path, rec.Code, strings.TrimSpace(rec.Body.String()), tt.code)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.dir, "inbox/old.txt")); string(b) != "o" {
+		t.Error("a drop-box link replaced a file")
+	}
+	f.now = exp
+	if rec := f.req("GET", folder+"s.txt", ""); rec.Code != 403 || !strings.Contains(rec.Body.String(), "expired") {
+		t.Errorf("expired link: %d %s", rec.Code, rec.Body.String())
+	}
+	f.now = exp.Add(-time.Minute)
+	f.h.cfg.ShareKey = []byte(strings.Repeat("r", 32)) // rotated
+	if rec := f.req("GET", folder+"s.txt", ""); rec.Code != 403 {
+		t.Errorf("link under a rotated key: %d", rec.Code)
+	}
+}
+
+func TestGuards(t *testing.T) {
+	f := newAccessFixture(t)
+	// DNS rebinding: a loopback server answers loopback names only.
+	for host, code := range map[string]int{"127.0.0.1:8080": 200, "localhost": 200, "[::1]:80": 200, "attacker.example": 421, "attacker.example:8080": 421} {
+		req := httptest.NewRequest("GET", "/pub/a.txt", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		if rec.Code != code {
+			t.Errorf("Host %s: %d; want %d", host, rec.Code, code)
+		}
+	}
+	// A browser's cross-site write, whatever its credential.
+	for _, hdr := range [][]string{{"Origin", "https://evil.example"}, {"Sec-Fetch-Site", "cross-site"}} {
+		if rec := f.req("PUT", "/private/x.txt", "alice", hdr...); rec.Code != 403 {
+			t.Errorf("PUT with %s: %d; want 403", hdr, rec.Code)
+		}
+	}
+	if rec := f.req("PUT", "/private/x.txt", "alice", "Origin", "http://127.0.0.1", "Sec-Fetch-Site", "same-origin"); rec.Code != 201 {
+		t.Errorf("same-origin PUT: %d", rec.Code)
+	}
+	// Brute force: ten failures, then 429 even for the right token, until
+	// a second has passed.
+	for i := range 10 {
+		if rec := f.req("GET", "/pub/a.txt", "guess"+fmt.Sprint(i)); rec.Code != 401 {
+			t.Fatalf("bad token %d: %d", i, rec.Code)
+		}
+	}
+	if rec := f.req("GET", "/private/s.txt", "alice"); rec.Code != 429 || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("after ten failures: %d, Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	f.now = f.now.Add(2 * time.Second)
+	if rec := f.req("GET", "/private/s.txt", "alice"); rec.Code != 200 {
+		t.Errorf("after a pause: %d", rec.Code)
+	}
+}
