@@ -62,6 +62,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -114,6 +115,10 @@ type Config struct {
 	// Expiry is how long an unfinished upload may go without a byte before
 	// it is removed; zero means DefaultExpiry.
 	Expiry time.Duration
+	// CORSOrigins are the origins (scheme://host[:port]) whose pages may
+	// send uploads from a browser; none means no CORS at all: only pages
+	// of the server's own origin may.
+	CORSOrigins []string
 	// IdleTimeout cuts a client that sends no bytes for this long; zero
 	// means tusd's default (a minute).
 	IdleTimeout time.Duration
@@ -177,8 +182,17 @@ func New(cfg Config) (*Handler, error) {
 	composer.UseTerminater(h.store)
 	composer.UseLengthDeferrer(h.store)
 	memorylocker.New().UseIn(composer)
-	cors := tusd.DefaultCorsConfig
-	cors.ExposeHeaders += ", ETag, Repr-Digest, Content-Location"
+	cors := tusd.CorsConfig{Disable: true}
+	if len(cfg.CORSOrigins) > 0 {
+		cors = tusd.DefaultCorsConfig
+		quoted := make([]string, len(cfg.CORSOrigins))
+		for i, o := range cfg.CORSOrigins {
+			quoted[i] = regexp.QuoteMeta(o)
+		}
+		cors.AllowOrigin = regexp.MustCompile("^(" + strings.Join(quoted, "|") + ")$")
+		cors.AllowCredentials = true
+		cors.ExposeHeaders += ", ETag, Repr-Digest, Content-Location"
+	}
 	tcfg := tusd.Config{
 		Cors:                      &cors,
 		StoreComposer:             composer,

@@ -188,14 +188,17 @@ func createOnly(r *http.Request, cond largo.Condition) largo.Condition {
 }
 
 // sameOrigin refuses a write a browser sends from another site: its
-// Origin names another origin, or Sec-Fetch-Site says cross-site. Tools
-// that send neither (curl, the client) pass; so does a form of this
-// server's own pages.
-func sameOrigin(r *http.Request) error {
+// Origin names another origin that Config.CORSOrigins does not list, or
+// Sec-Fetch-Site says cross-site. Tools that send neither (curl, the
+// client) pass; so does a form of this server's own pages.
+func (h *Handler) sameOrigin(r *http.Request) error {
+	origin := r.Header.Get("Origin")
+	if origin != "" && h.corsAllowed(origin) {
+		return nil
+	}
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
 		return errCrossSite
 	}
-	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return nil
 	}
@@ -204,6 +207,39 @@ func sameOrigin(r *http.Request) error {
 		return errCrossSite
 	}
 	return nil
+}
+
+// corsAllowed reports whether origin is listed in Config.CORSOrigins.
+func (h *Handler) corsAllowed(origin string) bool {
+	for _, o := range h.cfg.CORSOrigins {
+		if strings.EqualFold(o, origin) {
+			return true
+		}
+	}
+	return false
+}
+
+// cors answers for a listed origin: its requests may read the answer
+// with credentials, and a preflight learns what it may send. It reports
+// whether r was a preflight, now answered.
+func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || !h.corsAllowed(origin) {
+		return false
+	}
+	hdr := w.Header()
+	hdr.Add("Vary", "Origin")
+	hdr.Set("Access-Control-Allow-Origin", origin)
+	hdr.Set("Access-Control-Allow-Credentials", "true")
+	hdr.Set("Access-Control-Expose-Headers", "ETag, Repr-Digest, Content-Length, Content-Range, Location")
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	hdr.Set("Access-Control-Allow-Methods", writeMethods)
+	hdr.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Range, If-Match, If-None-Match, If-Range, Content-Digest, Repr-Digest")
+	hdr.Set("Access-Control-Max-Age", "600")
+	w.WriteHeader(http.StatusNoContent)
+	return true
 }
 
 // visible is the store as one requester may read it: listings and

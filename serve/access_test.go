@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -261,5 +262,28 @@ func TestGuards(t *testing.T) {
 	f.now = f.now.Add(2 * time.Second)
 	if rec := f.req("GET", "/private/s.txt", "alice"); rec.Code != 200 {
 		t.Errorf("after a pause: %d", rec.Code)
+	}
+}
+
+// TestCORS: no origin but the listed ones gets CORS, tus preflights
+// included.
+func TestCORS(t *testing.T) {
+	f := newAccessFixture(t)
+	f.h.cfg.Resumable = http.NotFoundHandler()
+	f.h = New(f.h.cfg)
+	pre := []string{"Origin", "https://evil.example", "Access-Control-Request-Method", "POST"}
+	if rec := f.req("OPTIONS", ResumablePrefix, "", pre...); rec.Code != 403 || rec.Header().Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("tus preflight from another origin: %d %v", rec.Code, rec.Header())
+	}
+	if rec := f.req("OPTIONS", "/pub/x", "", pre...); rec.Header().Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("preflight from another origin allowed: %v", rec.Header())
+	}
+	f.h.cfg.CORSOrigins = []string{"https://app.example"}
+	ok := []string{"Origin", "https://app.example", "Access-Control-Request-Method", "PUT"}
+	if rec := f.req("OPTIONS", "/pub/x", "", ok...); rec.Code != 204 || rec.Header().Get("Access-Control-Allow-Origin") != "https://app.example" {
+		t.Errorf("preflight from a listed origin: %d %v", rec.Code, rec.Header())
+	}
+	if rec := f.req("PUT", "/private/c.txt", "alice", "Origin", "https://app.example"); rec.Code != 201 {
+		t.Errorf("PUT from a listed origin: %d", rec.Code)
 	}
 }

@@ -113,6 +113,10 @@ type Config struct {
 	// ShareKey signs and checks share links (auth.SharePrefix); nil turns
 	// them off.
 	ShareKey []byte
+	// CORSOrigins are the origins (scheme://host[:port]) whose pages may
+	// read and write from a browser with their credentials; none means no
+	// CORS: only the server's own pages may.
+	CORSOrigins []string
 	// Hosts, when not nil, are the only host names the server answers
 	// (421 for others): a server on a loopback address answers only
 	// loopback names, which defeats DNS rebinding.
@@ -290,6 +294,9 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 	if err != nil {
 		h.fail(tw, r, err)
 		return
+	}
+	if !strings.HasPrefix(r.URL.Path, ResumablePrefix) && h.cors(tw, r) {
+		return // a preflight, answered (tusd answers its own)
 	}
 	if strings.HasPrefix(r.URL.Path, Prefix) { // a share link, rewritten, is not
 		if _, err := largo.ParseName(r.URL.Path); err != nil {

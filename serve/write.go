@@ -42,7 +42,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) err
 	if h.cfg.Writes == nil {
 		return &methodError{allow: readMethods}
 	}
-	if err := sameOrigin(r); err != nil {
+	if err := h.sameOrigin(r); err != nil {
 		return err
 	}
 	perm, target := auth.Write, name
@@ -68,20 +68,24 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) err
 }
 
 // resumable puts the write checks in front of the resumable upload
-// handler: a browser's origin, and the permission to write the target a
+// handler: a browser's origin (a CORS preflight passes only for an origin
+// listed in Config.CORSOrigins), and the permission to write the target a
 // creation names in its metadata. An upload's URL holds an unguessable
 // ID, which is what lets its later requests through: whoever created it
 // may resume it. CORS preflights pass: they carry no credential.
 func (h *Handler) resumable(next http.Handler) http.Handler {
 	return h.adapt(func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			if !h.corsAllowed(r.Header.Get("Origin")) {
+				return errCrossSite // no preflight passes unless its origin is listed
+			}
 			next.ServeHTTP(w, r)
 			return nil
 		}
 		if who(r).share != nil {
 			return errWriteOnly
 		}
-		if err := sameOrigin(r); err != nil {
+		if err := h.sameOrigin(r); err != nil {
 			return err
 		}
 		if err := h.mayUpload(r); err != nil {

@@ -21,6 +21,7 @@ type accessConfig struct {
 	tokenFile    string
 	shareKeyFile string
 	hosts        []string
+	corsOrigins  []string
 }
 
 // shareKeyName is the state key of the share key a store keeps.
@@ -73,6 +74,7 @@ func setUpAccess(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCon
 	}
 	hcfg.Access = auth.New(p, nil)
 	hcfg.Hosts = hostNames(cfg.listen, ac.hosts)
+	hcfg.CORSOrigins = ac.corsOrigins
 	if hcfg.ShareKey, err = shareKey(ctx, ac, p, st, writes); err != nil {
 		return false, err
 	}

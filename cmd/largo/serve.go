@@ -159,6 +159,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.StringVar(&cfg.access.accessFile, "access", "", "access file (TOML): users, their passwords or tokens, and rules of who may read, list, write and delete where; reloaded on SIGHUP")
 	f.StringVar(&cfg.access.tokenFile, "token-file", "", "read the write token from this file (implies --upload), so that it appears in no process listing")
 	f.StringVar(&cfg.access.shareKeyFile, "share-key-file", "", "key of share links, 32 bytes or more (default: kept in the store's state folder, shared by every instance serving it)")
+	f.StringSliceVar(&cfg.access.corsOrigins, "cors-origin", nil, "origins (https://app.example) whose pages may read and write here from a browser, tus uploads included (default none: only this server's own pages)")
 	f.StringSliceVar(&cfg.access.hosts, "host", nil, "host names this server answers besides, on a loopback address, localhost, 127.0.0.1 and ::1 (421 for others)")
 	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
 	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
@@ -311,6 +312,7 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 		Writes:      writes,
 		Staging:     staging,
 		BasePath:    serve.ResumablePrefix,
+		CORSOrigins: cfg.access.corsOrigins,
 		Expiry:      cfg.uploadExpiry,
 		IdleTimeout: cfg.idleTimeout,
 		Logger:      logger,
