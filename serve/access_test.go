@@ -287,3 +287,32 @@ func TestCORS(t *testing.T) {
 		t.Errorf("PUT from a listed origin: %d", rec.Code)
 	}
 }
+
+// TestMetricsRule: the metrics are public unless a rule says otherwise.
+func TestMetricsRule(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "access.toml")
+	os.WriteFile(p, []byte(accessFile+`
+[[rule]]
+path = "/_largo/metrics"
+users = ["*"]
+allow = []
+
+[[rule]]
+path = "/_largo/metrics"
+users = ["alice"]
+allow = ["read"]
+`), 0o600)
+	pol, err := auth.LoadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newAccessFixture(t)
+	f.h.cfg.Access = auth.New(pol, nil)
+	f.h.cfg.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("metrics")) })
+	f.h = New(f.h.cfg)
+	for user, code := range map[string]int{"": 401, "bob": 403, "alice": 200} {
+		if rec := f.req("GET", "/_largo/metrics", user); rec.Code != code {
+			t.Errorf("metrics as %q: %d; want %d", user, rec.Code, code)
+		}
+	}
+}

@@ -199,7 +199,15 @@ func New(cfg Config) *Handler {
 		fmt.Fprintln(w, "ready")
 	})
 	if cfg.Metrics != nil {
-		h.own.Handle("GET "+Prefix+"metrics", cfg.Metrics)
+		// Metrics are read like a file of that name: public unless the
+		// access rules say otherwise.
+		h.own.Handle("GET "+Prefix+"metrics", h.adapt(func(w http.ResponseWriter, r *http.Request) error {
+			if err := h.may(r, strings.TrimPrefix(Prefix, "/")+"metrics", auth.Read); err != nil {
+				return err
+			}
+			cfg.Metrics.ServeHTTP(w, r)
+			return nil
+		}))
 	}
 	if cfg.Writes != nil && cfg.Resumable != nil {
 		h.own.Handle(ResumablePrefix, h.resumable(cfg.Resumable))
