@@ -99,8 +99,11 @@ Writes are off unless --upload is given; then PUT stores a file atomically
 (201 or 204, with ETag and Repr-Digest), POST of a multipart form to a
 folder stores each file in it, DELETE removes files and empty folders
 (?recursive=1 for the others), and /_largo/uploads/ speaks tus 1.0 for
-resumable uploads. Every write needs the token (--token, or one generated
-and printed at start-up), as a bearer token or a basic-auth password.
+resumable uploads. Every write needs the token (--token, --token-file, or
+one generated and printed at start-up), as a bearer token or a basic-auth
+password. For users, passwords and per-path rules of who may read, list,
+write and delete, give an access file (--access; see largo passwd and
+largo share for passwords and share links).
 
 largo's own endpoints live under /_largo/: healthz, readyz and metrics.
 SIGINT or SIGTERM stops accepting connections and lets transfers in flight
