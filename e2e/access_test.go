@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -259,4 +260,41 @@ func rawHost(t *testing.T, addr, host string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// TestAccessReload: SIGHUP puts a changed access file in force without
+// cutting a download in flight; a file with a mistake changes nothing.
+func TestAccessReload(t *testing.T) {
+	g := &target{kind: "disk", dir: t.TempDir()}
+	writeRandom(t, filepath.Join(g.dir, "pub", "big.bin"), 64<<20, 1)
+	s, file := accessServer(t, g, "--idle-timeout", "30s")
+	resp, err := http.Get(s.URL + "pub/big.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, 1<<20)
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatal(err)
+	}
+	text, _ := os.ReadFile(file)
+	os.WriteFile(file, []byte(strings.Replace(string(text), `allow = ["read", "list"]`, `allow = ["list"]`, 1)), 0o600)
+	s.signal(syscall.SIGHUP)
+	if !waitFor(5*time.Second, func() bool {
+		r, _ := send(t, "GET", s.URL+"pub/a.txt", nil, 0)
+		return r.StatusCode == 401
+	}) {
+		t.Fatal("the reloaded rules are not in force")
+	}
+	if n, err := io.Copy(io.Discard, resp.Body); err != nil || n != 63<<20 {
+		t.Errorf("the download in flight: %d more bytes, %v", n, err)
+	}
+	os.WriteFile(file, []byte("[[rule]]\npath = 42\n"), 0o600)
+	s.signal(syscall.SIGHUP)
+	if !waitFor(5*time.Second, func() bool { return strings.Contains(s.stderr.String(), "not reloaded") }) {
+		t.Error("a broken access file was not reported")
+	}
+	if r, _ := send(t, "GET", s.URL+"pub/a.txt", nil, 0); r.StatusCode != 401 {
+		t.Errorf("after a broken file: %d; want the rules before it (401)", r.StatusCode)
+	}
 }
