@@ -114,10 +114,7 @@ func prepareBucket(ctx context.Context, logger *slog.Logger, cfg *serveConfig, s
 		logger.Warn("the S3 server does not apply conditional writes: writes with If-None-Match or If-Match are answered 501")
 	}
 	c := cfg.s3
-	region, err := store.Region(cctx)
-	if err != nil {
-		return nil, usageErr(fmt.Errorf("--upload: %v", err))
-	}
+	region := store.Region()
 	staging, err := resumable.S3Staging(resumable.S3Config{
 		Bucket:          c.Bucket,
 		Prefix:          store.Prefix() + largo.StateDir + "/tus",
