@@ -40,10 +40,10 @@ func (f *s3Fixture) instance(t *testing.T, cfg Config) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	sh := store.Shared()
 	st, err := S3Staging(S3Config{
-		Bucket: srv.Bucket, Prefix: "site/" + largo.StateDir + "/tus", Staged: largo.StateDir + "/tus",
-		Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey,
-		PartSize: s3.MinPartSize, TempDir: t.TempDir(),
+		Client: sh.Client, Bucket: sh.Bucket, Prefix: sh.Prefix + largo.StateDir + "/tus", Staged: largo.StateDir + "/tus",
+		PartSize: sh.PartSize, PartConcurrency: sh.PartConcurrency, TempDir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)
