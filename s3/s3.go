@@ -22,7 +22,7 @@
 // flight at once. (The SDK's download manager, a module of its own, would
 // fetch parts into buffers ahead of the reader instead.)
 //
-// Writes (write.go, send.go, remove.go) implement largo.Creator,
+// Writes (write.go, send.go, chunked.go, remove.go) implement largo.Creator,
 // largo.Adopter and largo.Remover, not largo.SpaceReporter: a bucket has
 // no free space to report. An upload is invisible until Commit, whichever
 // way its bytes travel, chosen by what is known of their length:
