@@ -158,6 +158,22 @@ func apiError(err error) (code string, status int, msg string, ok bool) {
 	return code, status, msg, code != "" || status != 0
 }
 
+// errText is err in a few words, for a person: an answer of the server as
+// its code and message (the SDK's own text adds the operation, request IDs
+// and host IDs), any other error as it is.
+func errText(err error) string {
+	code, status, msg, ok := apiError(err)
+	switch {
+	case !ok:
+		return err.Error()
+	case code == "":
+		return fmt.Sprintf("HTTP status %d", status)
+	case msg == "" || msg == code:
+		return code
+	}
+	return code + ": " + msg
+}
+
 // answered reports whether err is an answer of the server.
 func answered(err error) bool {
 	_, _, _, ok := apiError(err)
@@ -180,7 +196,7 @@ func checkErr(bucket string, err error) error {
 	if errors.As(err, &ue) {
 		return fmt.Errorf("cannot reach the endpoint: %v", oneLine(ue.Err.Error()))
 	}
-	return fmt.Errorf("bucket %q: %v", bucket, oneLine(err.Error()))
+	return fmt.Errorf("bucket %q: %v", bucket, oneLine(errText(err)))
 }
 
 // credentialCodes are the error codes of refused credentials, whatever

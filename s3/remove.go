@@ -125,7 +125,7 @@ func (s *Store) PrepareWrites(ctx context.Context) error {
 		return err
 	}
 	if err := put(); err != nil {
-		return fmt.Errorf("bucket %q refuses writes: %v", s.bucket, oneLine(mapErr(probe, err).Error()))
+		return fmt.Errorf("bucket %q refuses writes: %v", s.bucket, oneLine(errText(err)))
 	}
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
@@ -141,7 +141,7 @@ func (s *Store) PrepareWrites(ctx context.Context) error {
 		ok, err = refused(err)
 	}
 	if err != nil {
-		return fmt.Errorf("bucket %q: probing conditional writes: %v", s.bucket, oneLine(err.Error()))
+		return fmt.Errorf("bucket %q: probing conditional writes: %v", s.bucket, oneLine(errText(err)))
 	}
 	s.noCond.Store(!ok)
 	return nil

@@ -251,7 +251,7 @@ func TestPrepareWrites(t *testing.T) {
 	// refused with one line.
 	gone := newStore(t, srv, s.bucket, "w")
 	gone.bucket = "no-such-bucket"
-	if err := gone.PrepareWrites(ctx); err == nil || strings.Contains(err.Error(), "\n") {
+	if err := gone.PrepareWrites(ctx); err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "NoSuchBucket") {
 		t.Errorf("PrepareWrites on a missing bucket: %v", err)
 	}
 }
