@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"context"
+	"bytes"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/minio/minio-go/v7"
 
 	"largo/encode"
 	"largo/s3/s3test"
@@ -37,33 +35,25 @@ func TestPrecompressBucket(t *testing.T) {
 		t.Fatalf("precompress: exit %d\n%s\n%s", code, out, stderr)
 	}
 
-	ctx := context.Background()
-	var keys []string
-	for oi := range srv.Client.ListObjects(ctx, srv.Bucket, minio.ListObjectsOptions{Recursive: true}) {
-		if oi.Err != nil {
-			t.Fatal(oi.Err)
-		}
-		keys = append(keys, oi.Key)
-	}
+	keys := srv.Keys(t, srv.Bucket, "")
 	want := []string{"outside.log", "site/.hidden.log", "site/app.log", "site/app.log.br", "site/app.log.gz", "site/app.log.zst",
 		"site/backup.tar.gz", "site/logs/old.log", "site/logs/old.log.br", "site/logs/old.log.gz", "site/logs/old.log.zst"}
 	slices.Sort(keys)
 	if !slices.Equal(keys, want) {
 		t.Errorf("objects after precompress:\n%v\nwant\n%v", keys, want)
 	}
-	for up := range srv.Client.ListIncompleteUploads(ctx, srv.Bucket, "", true) {
-		t.Errorf("upload left in progress: %s (%v)", up.Key, up.Err)
+	for _, up := range srv.Uploads(t, srv.Bucket, "") {
+		t.Errorf("upload left in progress: %s", up)
 	}
 	for _, c := range encode.Codings {
 		for _, name := range []string{"site/app.log", "site/logs/old.log"} {
-			obj, err := srv.Client.GetObject(ctx, srv.Bucket, encode.Sidecar(name, c), minio.GetObjectOptions{})
-			if err != nil {
-				t.Fatal(err)
+			obj, ok := srv.Get(t, srv.Bucket, encode.Sidecar(name, c))
+			if !ok {
+				t.Fatalf("no %s", encode.Sidecar(name, c))
 			}
-			if sha, _ := decodedSHA(t, obj, string(c)); sha != logSHA {
+			if sha, _ := decodedSHA(t, bytes.NewReader(obj), string(c)); sha != logSHA {
 				t.Errorf("%s does not decode to the original", encode.Sidecar(name, c))
 			}
-			obj.Close()
 		}
 	}
 
@@ -74,13 +64,10 @@ func TestPrecompressBucket(t *testing.T) {
 	// Dynamic compression off: only the sidecars can be compressed.
 	s := startS3Largo(t, srv, "site", "--compress", "off")
 	for _, c := range encode.Codings {
-		oi, err := srv.Client.StatObject(ctx, srv.Bucket, encode.Sidecar("site/app.log", c), minio.StatObjectOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		side, _ := srv.Get(t, srv.Bucket, encode.Sidecar("site/app.log", c))
 		resp := get(t, s.URL+"app.log", "Accept-Encoding", string(c))
-		if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != string(c) || resp.ContentLength != oi.Size {
-			t.Fatalf("app.log for %s: %d, Content-Length %d (sidecar %d), %v", c, resp.StatusCode, resp.ContentLength, oi.Size, resp.Header)
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != string(c) || resp.ContentLength != int64(len(side)) {
+			t.Fatalf("app.log for %s: %d, Content-Length %d (sidecar %d), %v", c, resp.StatusCode, resp.ContentLength, len(side), resp.Header)
 		}
 		if sha, _ := decodedSHA(t, resp.Body, string(c)); sha != logSHA {
 			t.Errorf("app.log served as %s does not decode to the original", c)

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -15,22 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
-
 	"largo/s3/s3test"
 )
 
 // stateKeys lists the keys under largo's state folder in srv's bucket.
 func stateKeys(t *testing.T, srv *s3test.Server) []string {
 	t.Helper()
-	var keys []string
-	for o := range srv.Client.ListObjectsIter(context.Background(), srv.Bucket, minio.ListObjectsOptions{Prefix: ".largo/", Recursive: true}) {
-		if o.Err != nil {
-			t.Fatal(o.Err)
-		}
-		keys = append(keys, o.Key)
-	}
-	return keys
+	return srv.Keys(t, srv.Bucket, ".largo/")
 }
 
 // onInstance returns an upload URL of one instance on another.

@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/minio/minio-go/v7"
 
 	"largo/s3/s3test"
 )
@@ -79,9 +76,5 @@ func (g *target) clean(t testing.TB) {
 // multipartUploads counts the multipart uploads in srv's bucket.
 func multipartUploads(t testing.TB, srv *s3test.Server) int {
 	t.Helper()
-	res, err := minio.Core{Client: srv.Client}.ListMultipartUploads(context.Background(), srv.Bucket, "", "", "", "", 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(res.Uploads)
+	return len(srv.Uploads(t, srv.Bucket, ""))
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"net/url"
 	"strings"
 	"time"
 
@@ -18,9 +17,12 @@ import (
 	"github.com/tus/tusd/v2/pkg/s3store"
 )
 
-// S3Config locates the staging of a bucket: the served bucket's
-// coordinates and credentials, and where under its prefix the uploads go.
+// S3Config locates the staging of a bucket: the client of the served
+// store, and where under its prefix the uploads go.
 type S3Config struct {
+	// Client is the served store's S3 client (see s3.Store.Shared): the
+	// staging shares its endpoint, region, credentials and connections.
+	Client *s3.Client
 	// Bucket is the bucket's name.
 	Bucket string
 	// Prefix is the key prefix of the staged uploads, without a trailing
@@ -29,16 +31,6 @@ type S3Config struct {
 	// Staged is Prefix as a name of the served store (largo.StateDir and
 	// "tus"), for largo.Adopter.
 	Staged string
-	// Endpoint is the server's URL, http(s)://HOST[:PORT] (a bare
-	// HOST:PORT means https); empty means Amazon S3.
-	Endpoint string
-	// Region is the bucket's region; required.
-	Region string
-	// AccessKey, SecretKey and SessionToken are the credentials; all
-	// empty means anonymous requests.
-	AccessKey, SecretKey, SessionToken string
-	// VirtualHost addresses the bucket as a host name instead of a path.
-	VirtualHost bool
 	// PartSize is the preferred size of the parts an upload's chunks are
 	// cut into; zero means 16 MiB. Chunks smaller than S3's minimum part
 	// (5 MiB) wait in an object of their own for the next chunk.
@@ -72,33 +64,10 @@ var _ Staging = (*s3Staging)(nil)
 // (cfg.TempDir) before they go to the bucket, at most two parts per PATCH
 // in progress besides the cfg.PartConcurrency parts being sent.
 func S3Staging(cfg S3Config) (Staging, error) {
-	if cfg.Bucket == "" || cfg.Prefix == "" || cfg.Region == "" {
-		return nil, errors.New("S3 staging: bucket, prefix and region are required")
+	if cfg.Client == nil || cfg.Bucket == "" || cfg.Prefix == "" {
+		return nil, errors.New("S3 staging: client, bucket and prefix are required")
 	}
-	opts := s3.Options{
-		Region:       cfg.Region,
-		UsePathStyle: !cfg.VirtualHost,
-		Credentials:  aws.AnonymousCredentials{},
-		// Checksums only where S3 requires them: the parts are signed
-		// (or sent over TLS) already.
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-	}
-	if cfg.Endpoint != "" {
-		ep := cfg.Endpoint
-		if !strings.Contains(ep, "://") {
-			ep = "https://" + ep
-		}
-		if _, err := url.Parse(ep); err != nil {
-			return nil, fmt.Errorf("S3 staging: endpoint: %v", err)
-		}
-		opts.BaseEndpoint = aws.String(ep)
-	}
-	if cfg.AccessKey != "" || cfg.SecretKey != "" {
-		creds := aws.Credentials{AccessKeyID: cfg.AccessKey, SecretAccessKey: cfg.SecretKey, SessionToken: cfg.SessionToken, Source: "largo"}
-		opts.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return creds, nil })
-	}
-	api := s3.New(opts)
+	api := cfg.Client
 	st := s3store.New(cfg.Bucket, api)
 	st.ObjectPrefix = strings.TrimSuffix(cfg.Prefix, "/")
 	st.PreferredPartSize = cfg.PartSize

@@ -6,13 +6,10 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/minio/minio-go/v7"
 
 	"largo"
 	"largo/ingest"
@@ -44,10 +41,10 @@ func (f *s3Fixture) instance(t *testing.T, cfg Config) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
+	sh := store.Shared()
 	st, err := S3Staging(S3Config{
-		Bucket: srv.Bucket, Prefix: "site/" + largo.StateDir + "/tus", Staged: largo.StateDir + "/tus",
-		Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey,
-		PartSize: s3.MinPartSize, TempDir: t.TempDir(),
+		Client: sh.Client, Bucket: sh.Bucket, Prefix: sh.Prefix + largo.StateDir + "/tus", Staged: largo.StateDir + "/tus",
+		PartSize: sh.PartSize, PartConcurrency: sh.PartConcurrency, TempDir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -67,31 +64,13 @@ func on(x *fixture, url string) string {
 // keys lists the bucket's keys under prefix, and its multipart uploads.
 func (f *s3Fixture) keys(t *testing.T, prefix string) (keys []string, uploads int) {
 	t.Helper()
-	ctx := context.Background()
-	for o := range f.srv.Client.ListObjectsIter(ctx, f.srv.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
-		if o.Err != nil {
-			t.Fatal(o.Err)
-		}
-		keys = append(keys, o.Key)
-	}
-	res, err := minio.Core{Client: f.srv.Client}.ListMultipartUploads(ctx, f.srv.Bucket, prefix, "", "", "", 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keys, len(res.Uploads)
+	return f.srv.Keys(t, f.srv.Bucket, prefix), len(f.srv.Uploads(t, f.srv.Bucket, prefix))
 }
 
+// object returns the object at key, or "" when there is none.
 func (f *s3Fixture) object(t *testing.T, key string) string {
 	t.Helper()
-	o, err := f.srv.Client.GetObject(context.Background(), f.srv.Bucket, key, minio.GetObjectOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer o.Close()
-	b, err := io.ReadAll(o)
-	if err != nil {
-		return ""
-	}
+	b, _ := f.srv.Get(t, f.srv.Bucket, key)
 	return string(b)
 }
 

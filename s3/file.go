@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
 
-	"github.com/minio/minio-go/v7"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"largo"
 )
@@ -36,7 +36,7 @@ type file struct {
 	s      *Store
 	name   string
 	key    string
-	etag   string // as S3 sent it, unquoted: the If-Match of every GET
+	etag   string // the If-Match of every GET, or "" for none
 	info   largo.Info
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -51,15 +51,16 @@ type file struct {
 
 var _ largo.File = (*file)(nil)
 
-// newFile opens the object oi of name. Nothing is fetched until Read.
-func newFile(ctx context.Context, s *Store, name string, oi minio.ObjectInfo) *file {
+// newFile opens the object o of name. Nothing is fetched until Read.
+func newFile(ctx context.Context, s *Store, name string, o object) *file {
 	ctx, cancel := context.WithCancel(ctx)
+	info := fileInfo(name, o)
 	return &file{
 		s:      s,
 		name:   name,
 		key:    s.key(name),
-		etag:   oi.ETag,
-		info:   fileInfo(name, oi),
+		etag:   info.ETag,
+		info:   info,
 		ctx:    ctx,
 		cancel: cancel,
 		window: firstWindow,
@@ -132,16 +133,15 @@ func (f *file) skip() {
 func (f *file) fetch() error {
 	end := min(f.info.Size, f.pos+f.window)
 	f.window = min(2*f.window, maxWindow)
-	var opts minio.GetObjectOptions
-	if err := opts.SetRange(f.pos, end-1); err != nil {
-		return fmt.Errorf("%s: %w", f.name, err)
+	in := &awss3.GetObjectInput{
+		Bucket: &f.s.bucket,
+		Key:    &f.key,
+		Range:  aws.String(fmt.Sprintf("bytes=%d-%d", f.pos, end-1)),
 	}
 	if f.etag != "" {
-		if err := opts.SetMatchETag(f.etag); err != nil {
-			return fmt.Errorf("%s: %w", f.name, err)
-		}
+		in.IfMatch = &f.etag
 	}
-	body, _, hdr, err := f.s.core.GetObject(f.ctx, f.s.bucket, f.key, opts)
+	out, err := f.s.api.GetObject(f.ctx, in)
 	if err != nil {
 		err = mapErr(f.name, err)
 		if errors.Is(err, largo.ErrPrecondition) {
@@ -149,20 +149,20 @@ func (f *file) fetch() error {
 		}
 		return err
 	}
-	if start, ok := rangeStart(hdr); !ok || start != f.pos {
+	cr := aws.ToString(out.ContentRange)
+	if start, ok := rangeStart(cr); !ok || start != f.pos {
 		// A server that ignored the range (or answered another one)
 		// would have us splice the wrong bytes in.
-		body.Close()
-		return fmt.Errorf("%s: asked the store for bytes from %d, got Content-Range %q", f.name, f.pos, hdr.Get("Content-Range"))
+		out.Body.Close()
+		return fmt.Errorf("%s: asked the store for bytes from %d, got Content-Range %q", f.name, f.pos, cr)
 	}
-	f.body, f.at, f.end = body, f.pos, end
+	f.body, f.at, f.end = out.Body, f.pos, end
 	return nil
 }
 
-// rangeStart returns the first offset of a GET's answer: the start of its
-// Content-Range, or 0 for a whole-object answer.
-func rangeStart(hdr http.Header) (int64, bool) {
-	cr := hdr.Get("Content-Range")
+// rangeStart returns the first offset of a GET's answer from its
+// Content-Range: its start, or 0 for a whole-object answer (none).
+func rangeStart(cr string) (int64, bool) {
 	if cr == "" {
 		return 0, true
 	}

@@ -6,11 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
-	"github.com/minio/minio-go/v7"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"largo"
 )
@@ -24,27 +25,28 @@ func (s *Store) Remove(ctx context.Context, name string, opt largo.RemoveOptions
 	if name == "" {
 		return fmt.Errorf("the root folder: %w", largo.ErrPermission)
 	}
-	oi, err := s.head(ctx, name)
+	o, err := s.head(ctx, name)
 	switch {
 	case err == nil:
-		return s.removeFile(ctx, name, oi, opt.Condition)
+		return s.removeFile(ctx, name, o, opt.Condition)
 	case errors.Is(err, largo.ErrIsDir):
 		return s.removeDir(ctx, name, opt)
 	}
 	return err
 }
 
-func (s *Store) removeFile(ctx context.Context, name string, oi minio.ObjectInfo, cond largo.Condition) error {
-	if err := cond.Check(name, fileInfo(name, oi), true); err != nil {
+func (s *Store) removeFile(ctx context.Context, name string, o object, cond largo.Condition) error {
+	if err := cond.Check(name, fileInfo(name, o), true); err != nil {
 		return err
 	}
+	in := &awss3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(name))}
 	if cond.IfMatch != "" && cond.IfMatch != "*" {
 		if s.noCond.Load() {
 			return errNoConditions(name)
 		}
-		ctx = withHeader(ctx, "If-Match", cond.IfMatch)
+		in.IfMatch = &cond.IfMatch
 	}
-	if err := s.client.RemoveObject(ctx, s.bucket, s.key(name), minio.RemoveObjectOptions{}); err != nil {
+	if _, err := s.api.DeleteObject(ctx, in); err != nil {
 		return writeErr(name, cond, err)
 	}
 	return nil
@@ -55,45 +57,45 @@ func (s *Store) removeDir(ctx context.Context, name string, opt largo.RemoveOpti
 		return fmt.Errorf("%s is a folder: %w", name, largo.ErrPrecondition)
 	}
 	dir := s.key(name) + "/"
-	list := minio.ListObjectsOptions{Prefix: dir, Recursive: true, FetchOwner: new(bool)}
 	if !opt.Recursive {
-		list.MaxKeys = 2
-		for o := range s.client.ListObjectsIter(ctx, s.bucket, list) {
-			if o.Err != nil {
-				return mapErr(name, o.Err)
-			}
-			if o.Key != dir {
+		out, err := s.api.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &dir, MaxKeys: aws.Int32(2)})
+		if err != nil {
+			return mapErr(name, err)
+		}
+		for _, o := range out.Contents {
+			if aws.ToString(o.Key) != dir {
 				return fmt.Errorf("%s: %w", name, largo.ErrNotEmpty)
 			}
 		}
-		if err := s.client.RemoveObject(ctx, s.bucket, dir, minio.RemoveObjectOptions{}); err != nil {
+		if _, err := s.api.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &s.bucket, Key: &dir}); err != nil {
 			return writeErr(name, largo.Condition{}, err)
 		}
 		return nil
 	}
-	var listErr error
-	keys := func(yield func(minio.ObjectInfo) bool) {
-		for o := range s.client.ListObjectsIter(ctx, s.bucket, list) {
-			if o.Err != nil {
-				listErr = o.Err
-				return
-			}
-			if !yield(o) {
-				return
+	// A page of keys at a time (a thousand at most), each page removed
+	// in one request before the next is listed.
+	pages := awss3.NewListObjectsV2Paginator(s.api, &awss3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &dir})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return mapErr(name, err)
+		}
+		if len(page.Contents) == 0 {
+			continue
+		}
+		objs := make([]types.ObjectIdentifier, len(page.Contents))
+		for i, o := range page.Contents {
+			objs[i] = types.ObjectIdentifier{Key: o.Key}
+		}
+		out, err := s.api.DeleteObjects(ctx, &awss3.DeleteObjectsInput{Bucket: &s.bucket, Delete: &types.Delete{Objects: objs, Quiet: aws.Bool(true)}})
+		if err != nil {
+			return writeErr(name, largo.Condition{}, err)
+		}
+		for _, e := range out.Errors {
+			if code := aws.ToString(e.Code); code != "NoSuchKey" {
+				return fmt.Errorf("%s: removing %s: %s: %s", name, aws.ToString(e.Key), code, oneLine(aws.ToString(e.Message)))
 			}
 		}
-	}
-	results, err := s.client.RemoveObjectsWithIter(ctx, s.bucket, keys, minio.RemoveObjectsOptions{})
-	if err != nil {
-		return mapErr(name, err)
-	}
-	for r := range results {
-		if r.Err != nil {
-			return writeErr(name, largo.Condition{}, fmt.Errorf("removing %s: %w", r.ObjectName, r.Err))
-		}
-	}
-	if listErr != nil {
-		return mapErr(name, listErr)
 	}
 	return nil
 }
@@ -112,29 +114,34 @@ func (s *Store) PrepareWrites(ctx context.Context) error {
 	rand.Read(rnd[:])
 	probe := largo.StateDir + "/probe-" + hex.EncodeToString(rnd[:])
 	key := s.key(probe)
-	exclusive := putOptions(largo.Condition{IfNoneMatch: true})
 	put := func() error {
-		_, err := s.core.PutObject(ctx, s.bucket, key, strings.NewReader("probe"), 5, "", "", exclusive)
+		_, err := s.api.PutObject(ctx, &awss3.PutObjectInput{
+			Bucket:        &s.bucket,
+			Key:           &key,
+			Body:          strings.NewReader("probe"),
+			ContentLength: aws.Int64(5),
+			IfNoneMatch:   aws.String("*"),
+		})
 		return err
 	}
 	if err := put(); err != nil {
-		return fmt.Errorf("bucket %q refuses writes: %v", s.bucket, oneLine(mapErr(probe, err).Error()))
+		return fmt.Errorf("bucket %q refuses writes: %v", s.bucket, oneLine(errText(err)))
 	}
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
 		defer cancel()
-		s.client.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{})
+		s.api.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
 	}()
 	ok, err := refused(put())
 	if ok && err == nil {
-		ok, err = s.probeMultipart(ctx, key, exclusive)
+		ok, err = s.probeMultipart(ctx, key)
 	}
 	if ok && err == nil {
-		ctx := withHeader(ctx, "If-Match", `"largo-probe-mismatch"`)
-		ok, err = refused(s.client.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}))
+		_, err = s.api.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: aws.String(`"largo-probe-mismatch"`)})
+		ok, err = refused(err)
 	}
 	if err != nil {
-		return fmt.Errorf("bucket %q: probing conditional writes: %v", s.bucket, oneLine(err.Error()))
+		return fmt.Errorf("bucket %q: probing conditional writes: %v", s.bucket, oneLine(errText(err)))
 	}
 	s.noCond.Store(!ok)
 	return nil
@@ -145,18 +152,32 @@ func (s *Store) PrepareWrites(ctx context.Context) error {
 func (s *Store) ConditionalWrites() bool { return !s.noCond.Load() }
 
 // probeMultipart completes a multipart upload to the existing key under
-// opts, which must be refused.
-func (s *Store) probeMultipart(ctx context.Context, key string, opts minio.PutObjectOptions) (bool, error) {
-	id, err := s.core.NewMultipartUpload(ctx, s.bucket, key, minio.PutObjectOptions{})
+// If-None-Match: *, which must be refused.
+func (s *Store) probeMultipart(ctx context.Context, key string) (bool, error) {
+	out, err := s.api.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
 		return false, err
 	}
-	defer s.core.AbortMultipartUpload(context.WithoutCancel(ctx), s.bucket, key, id)
-	p, err := s.core.PutObjectPart(ctx, s.bucket, key, id, 1, strings.NewReader("probe"), 5, minio.PutObjectPartOptions{})
+	id := out.UploadId
+	defer s.api.AbortMultipartUpload(context.WithoutCancel(ctx), &awss3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &key, UploadId: id})
+	p, err := s.api.UploadPart(ctx, &awss3.UploadPartInput{
+		Bucket:        &s.bucket,
+		Key:           &key,
+		UploadId:      id,
+		PartNumber:    aws.Int32(1),
+		Body:          strings.NewReader("probe"),
+		ContentLength: aws.Int64(5),
+	})
 	if err != nil {
 		return false, err
 	}
-	_, err = s.core.CompleteMultipartUpload(ctx, s.bucket, key, id, []minio.CompletePart{{PartNumber: 1, ETag: p.ETag}}, opts)
+	_, err = s.api.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{
+		Bucket:          &s.bucket,
+		Key:             &key,
+		UploadId:        id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: p.ETag}}},
+		IfNoneMatch:     aws.String("*"),
+	})
 	return refused(err)
 }
 
@@ -182,54 +203,26 @@ func refused(err error) (bool, error) {
 // aborted.
 func (s *Store) Sweep(ctx context.Context, before time.Time) (int, error) {
 	n := 0
-	var keyMarker, idMarker string
+	in := &awss3.ListMultipartUploadsInput{Bucket: &s.bucket, Prefix: &s.prefix}
 	for {
-		res, err := s.core.ListMultipartUploads(ctx, s.bucket, s.prefix, keyMarker, idMarker, "", 1000)
+		res, err := s.api.ListMultipartUploads(ctx, in)
 		if err != nil {
 			return n, mapErr("multipart uploads", err)
 		}
 		for _, up := range res.Uploads {
-			if _, mine := s.active.Load(up.UploadID); mine || !up.Initiated.Before(before) ||
-				strings.HasPrefix(up.Key, s.prefix+largo.StateDir+"/") {
+			key, id := aws.ToString(up.Key), aws.ToString(up.UploadId)
+			if _, mine := s.active.Load(id); mine || !aws.ToTime(up.Initiated).Before(before) ||
+				strings.HasPrefix(key, s.prefix+largo.StateDir+"/") {
 				continue
 			}
-			if err := s.core.AbortMultipartUpload(ctx, s.bucket, up.Key, up.UploadID); err != nil {
-				return n, mapErr(up.Key, err)
+			if _, err := s.api.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &key, UploadId: &id}); err != nil {
+				return n, mapErr(key, err)
 			}
 			n++
 		}
-		if !res.IsTruncated {
+		if !aws.ToBool(res.IsTruncated) || (res.NextKeyMarker == nil && res.NextUploadIdMarker == nil) {
 			return n, nil
 		}
-		keyMarker, idMarker = res.NextKeyMarker, res.NextUploadIDMarker
+		in.KeyMarker, in.UploadIdMarker = res.NextKeyMarker, res.NextUploadIdMarker
 	}
-}
-
-// headerKey is the context key of the headers withHeader adds.
-type headerKey struct{}
-
-// withHeader returns a context whose store requests carry the header k:
-// for headers minio-go has no option for, such as If-Match on DELETE. They
-// are added after signing, so they must not be x-amz- headers (which S3
-// requires signed).
-func withHeader(ctx context.Context, k, v string) context.Context {
-	h := http.Header{}
-	if old, ok := ctx.Value(headerKey{}).(http.Header); ok {
-		h = old.Clone()
-	}
-	h.Set(k, v)
-	return context.WithValue(ctx, headerKey{}, h)
-}
-
-// headerTransport adds the headers of withHeader to the requests.
-type headerTransport struct{ base http.RoundTripper }
-
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if h, ok := r.Context().Value(headerKey{}).(http.Header); ok {
-		r = r.Clone(r.Context())
-		for k, v := range h {
-			r.Header[k] = v
-		}
-	}
-	return t.base.RoundTrip(r)
 }

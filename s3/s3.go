@@ -1,5 +1,5 @@
 // Package s3 implements largo.Store on a bucket of an S3-compatible object
-// store, through github.com/minio/minio-go/v7.
+// store, through the S3 client of github.com/aws/aws-sdk-go-v2.
 //
 // A name maps to the key Prefix+name. Folders are not objects: a folder
 // exists when any key starts with its name and a slash, and listings come
@@ -19,16 +19,10 @@
 // only as the caller reads them, so what is fetched stays close to what is
 // consumed; Seek only moves the offset, and Close (or the cancellation of
 // the context given to Open, such as an HTTP request's) ends the request in
-// flight at once.
+// flight at once. (The SDK's download manager, a module of its own, would
+// fetch parts into buffers ahead of the reader instead.)
 //
-// Why not minio-go's own object handle (minio.Object), which DESIGN.md
-// names: it asks for an open-ended range on the first Read, spends a
-// goroutine per open object, and issues a fresh HEAD on a Seek before the
-// first Read, which is the very pattern of http.ServeContent. Its Read also
-// blocks until the whole buffer is full. The few lines here do one HEAD per
-// download and bounded GETs on the connection pool.
-//
-// Writes (write.go, send.go, remove.go) implement largo.Creator,
+// Writes (write.go, send.go, chunked.go, remove.go) implement largo.Creator,
 // largo.Adopter and largo.Remover, not largo.SpaceReporter: a bucket has
 // no free space to report. An upload is invisible until Commit, whichever
 // way its bytes travel, chosen by what is known of their length:
@@ -48,9 +42,20 @@
 //     PartSize x PartConcurrency (32 MiB with the defaults), whatever the
 //     body's size, and a body is limited to 10,000 parts.
 //
-// minio-go's own PutObject would buffer every part of a known length
-// beyond its part size too, and would send a condition nowhere but in the
-// first request; hence the few lines here, on minio.Core.
+// The SDK's upload manager would buffer every part of a streamed body, of
+// a known length too; hence the few lines here, on the plain operations.
+//
+// A body streamed as it arrives (a single PUT, a part of a known length)
+// goes unsigned in the aws-chunked encoding, as one chunk followed by the
+// trailer of its CRC32 (STREAMING-UNSIGNED-PAYLOAD-TRAILER), and is tried
+// once: a signature covers the whole payload and would be needed before
+// its first byte, and a body read once cannot be sent again. The framing
+// lets a server tell a body cut short from a whole one, which a
+// Content-Length alone does not do on every server, and the CRC32 guards
+// the bytes where no TLS does (see streamed). A part buffered in memory
+// is signed, and retried like every other request. The SDK's own
+// checksums are computed and checked only where S3 requires them
+// (DeleteObjects).
 //
 // Conditions are the server's: If-None-Match: * and If-Match travel with
 // the request that makes the object visible (the PUT, or the completion of
@@ -58,10 +63,10 @@
 // any lock of largo's, across instances. A single PUT carries them in its
 // headers, before its bytes, which is why largo.CreateOptions states the
 // condition at Create. If-Match: * is sent as the ETag found there (not
-// every server takes the star), and DELETE under If-Match carries the
-// header too. PrepareWrites probes, at start-up, whether the server
-// applies them; a store whose server does not refuses every condition
-// with largo.ErrUnsupported (501) instead of checking and writing in two
+// every server takes the star), and a DELETE under If-Match carries it
+// too. PrepareWrites probes, at start-up, whether the server applies
+// them; a store whose server does not refuses every condition with
+// largo.ErrUnsupported (501) instead of checking and writing in two
 // steps, which would race.
 //
 // A finished resumable upload, staged under largo.StateDir in the same
@@ -69,7 +74,8 @@
 // at most 5 GiB beyond that, or under a condition, since servers apply no
 // condition on the target of a plain copy) and then removed. Removing a
 // folder removes the keys under its prefix, a thousand per request. Sweep
-// aborts the multipart uploads that crashed instances left behind.
+// aborts the multipart uploads that crashed instances left behind. The
+// staging of resumable uploads shares the Store's client (see Shared).
 //
 // A Store is safe for concurrent use; the files it opens are not.
 package s3
@@ -84,10 +90,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
-	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
-	"github.com/minio/minio-go/v7/pkg/s3utils"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"largo"
 )
@@ -105,8 +111,7 @@ type Config struct {
 	// "https://s3.example.net". A bare host:port means https. Empty means
 	// Amazon S3.
 	Endpoint string
-	// Region is the bucket's region; empty lets the client discover it
-	// (and sign for us-east-1 until it has).
+	// Region is the bucket's region; empty makes New ask the server.
 	Region string
 	// AccessKey, SecretKey and SessionToken are the credentials. All
 	// empty means anonymous requests, for public buckets.
@@ -115,11 +120,11 @@ type Config struct {
 	// instead of a path (endpoint/bucket). Path-style, the default, is what
 	// S3-compatible servers support everywhere.
 	VirtualHost bool
-	// Transport carries the requests; nil means minio-go's default
-	// transport, keeping up to 64 idle connections to the store.
+	// Transport carries the requests; nil means a transport of HTTP/1.1
+	// connections keeping up to 64 idle ones to the store.
 	Transport http.RoundTripper
 	// MaxRetries is how many times a failed request is tried in all; zero
-	// means 3.
+	// means 3. A body streamed as it arrives is tried once.
 	MaxRetries int
 	// PartSize is the size of the parts of multipart uploads (bodies
 	// larger than one PUT may carry, or of unknown length), and so of the
@@ -145,12 +150,11 @@ const (
 
 // Store is a largo.Store on an S3 bucket. Create one with New.
 type Store struct {
-	client *minio.Client
-	core   minio.Core
+	api    *awss3.Client
 	bucket string
-	region string // as configured; "" to ask the server
+	region string
 	prefix string // "" or ending in "/"
-	page   int    // keys per listing request; 0 is the server's default (1,000)
+	page   int32  // keys per listing request; 0 is the server's default (1,000)
 
 	transport http.RoundTripper
 
@@ -162,10 +166,6 @@ type Store struct {
 	noCond    atomic.Bool // the server ignores conditional writes
 	active    sync.Map    // multipart upload IDs of uploads in progress here
 }
-
-// idleConns is how many idle connections to the store are kept for reuse:
-// enough for a few dozen downloads at once, each between two windows.
-const idleConns = 64
 
 // Close closes the idle connections to the store. Files already open stay
 // usable, and the Store too: it opens new connections as needed.
@@ -188,8 +188,8 @@ func ParseURL(raw string) (bucket, prefix string, err error) {
 	if u.Scheme != "s3" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return "", "", fmt.Errorf("%q is not of the form s3://BUCKET/PREFIX", raw)
 	}
-	if err := s3utils.CheckValidBucketName(u.Host); err != nil {
-		return "", "", fmt.Errorf("bucket %q: %v", u.Host, err)
+	if err := checkBucketName(u.Host); err != nil {
+		return "", "", err
 	}
 	prefix = strings.Trim(u.Path, "/")
 	if prefix != "" {
@@ -200,29 +200,62 @@ func ParseURL(raw string) (bucket, prefix string, err error) {
 	return u.Host, prefix, nil
 }
 
+// checkBucketName checks a bucket name against S3's rules: 3 to 63
+// lower-case letters, digits, dots and hyphens, a letter or digit at both
+// ends, no two dots in a row, no dot beside a hyphen, and not an IP
+// address.
+func checkBucketName(b string) error {
+	bad := func(why string) error { return fmt.Errorf("bucket %q: %s", b, why) }
+	if len(b) < 3 || len(b) > 63 {
+		return bad("a bucket name has 3 to 63 characters")
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '-') {
+			return bad("a bucket name has only lower-case letters, digits, dots and hyphens")
+		}
+	}
+	if end := b[len(b)-1]; b[0] == '.' || b[0] == '-' || end == '.' || end == '-' {
+		return bad("a bucket name begins and ends with a letter or a digit")
+	}
+	if strings.Contains(b, "..") || strings.Contains(b, ".-") || strings.Contains(b, "-.") {
+		return bad("a bucket name has no two dots in a row and no dot beside a hyphen")
+	}
+	if isIPv4(b) {
+		return bad("a bucket name is not an IP address")
+	}
+	return nil
+}
+
+// isIPv4 reports whether s reads as a dotted IPv4 address.
+func isIPv4(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || len(p) > 3 || strings.Trim(p, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
+}
+
 // New returns a Store for cfg after checking, with one listing request,
 // that the bucket exists and that the credentials may read it: a wrong
 // bucket, endpoint or key is an error here rather than on the first
-// download.
+// download. Without cfg.Region it first asks the server for the bucket's
+// region.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Bucket == "" {
 		return nil, errors.New("no bucket")
 	}
-	if err := s3utils.CheckValidBucketName(cfg.Bucket); err != nil {
-		return nil, fmt.Errorf("bucket %q: %v", cfg.Bucket, err)
-	}
-	host, secure, err := parseEndpoint(cfg.Endpoint)
-	if err != nil {
+	if err := checkBucketName(cfg.Bucket); err != nil {
 		return nil, err
 	}
-	tr := cfg.Transport
-	if tr == nil {
-		t, err := minio.DefaultTransport(secure)
-		if err != nil {
-			return nil, err
-		}
-		t.MaxIdleConnsPerHost = idleConns
-		tr = t
+	endpoint, err := parseEndpoint(cfg.Endpoint)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.PartSize == 0 {
 		cfg.PartSize = DefaultPartSize
@@ -236,34 +269,20 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.PartConcurrency < 1 {
 		return nil, fmt.Errorf("part concurrency %d: must be at least 1", cfg.PartConcurrency)
 	}
-	opts := &minio.Options{
-		Secure:       secure,
-		Region:       cfg.Region,
-		Transport:    headerTransport{tr},
-		MaxRetries:   cfg.MaxRetries,
-		BucketLookup: minio.BucketLookupPath,
+	if cfg.Transport == nil {
+		cfg.Transport = newTransport()
 	}
-	if opts.MaxRetries == 0 {
-		opts.MaxRetries = 3
-	}
-	if cfg.VirtualHost {
-		opts.BucketLookup = minio.BucketLookupDNS
-	}
-	if cfg.AccessKey != "" || cfg.SecretKey != "" {
-		opts.Creds = credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken)
-	} else {
-		opts.Creds = credentials.New(&credentials.Static{}) // anonymous
-	}
-	client, err := minio.New(host, opts)
-	if err != nil {
-		return nil, err
+	region := cfg.Region
+	if region == "" {
+		if region, err = discoverRegion(ctx, newAPI(cfg, endpoint, defaultRegion), cfg.Bucket); err != nil {
+			return nil, checkErr(cfg.Bucket, err)
+		}
 	}
 	s := &Store{
-		client:    client,
-		core:      minio.Core{Client: client},
+		api:       newAPI(cfg, endpoint, region),
 		bucket:    cfg.Bucket,
-		region:    cfg.Region,
-		transport: tr,
+		region:    region,
+		transport: cfg.Transport,
 		partSize:  cfg.PartSize,
 		partConc:  cfg.PartConcurrency,
 		maxSingle: maxSinglePut,
@@ -278,111 +297,87 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// parseEndpoint turns Config.Endpoint into minio-go's host and TLS flag.
-func parseEndpoint(ep string) (host string, secure bool, err error) {
+// parseEndpoint turns Config.Endpoint into the SDK's base endpoint: nil
+// for Amazon S3, whose endpoint the SDK derives from the region.
+func parseEndpoint(ep string) (*string, error) {
 	if ep == "" {
-		return "s3.amazonaws.com", true, nil
+		return nil, nil
 	}
 	if !strings.Contains(ep, "://") {
 		ep = "https://" + ep
 	}
 	u, err := url.Parse(ep)
 	if err != nil {
-		return "", false, fmt.Errorf("endpoint: %v", err)
+		return nil, fmt.Errorf("endpoint: %v", err)
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-		return "", false, fmt.Errorf("endpoint %q is not of the form http(s)://HOST[:PORT]", ep)
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return nil, fmt.Errorf("endpoint %q is not of the form http(s)://HOST[:PORT]", ep)
 	}
-	return u.Host, u.Scheme == "https", nil
+	return aws.String(u.Scheme + "://" + u.Host), nil
 }
 
 // check lists one key of the prefix, which fails for a missing bucket, an
 // unreachable endpoint or credentials the server refuses.
 func (s *Store) check(ctx context.Context) error {
-	for o := range s.client.ListObjectsIter(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix, MaxKeys: 1, FetchOwner: new(bool)}) {
-		if o.Err != nil {
-			return checkErr(s.bucket, o.Err)
-		}
-		break
+	_, err := s.api.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &s.prefix, MaxKeys: aws.Int32(1)})
+	if err != nil {
+		return checkErr(s.bucket, err)
 	}
 	return nil
-}
-
-// checkErr words a start-up failure for the person who configured it.
-func checkErr(bucket string, err error) error {
-	var er minio.ErrorResponse
-	if errors.As(err, &er) {
-		switch {
-		case er.Code == minio.NoSuchBucket:
-			return fmt.Errorf("bucket %q does not exist", bucket)
-		case er.StatusCode == http.StatusForbidden || er.StatusCode == http.StatusUnauthorized || credentialCodes[er.Code]:
-			return fmt.Errorf("bucket %q refused the credentials: %s (%s)", bucket, er.Code, oneLine(er.Message))
-		}
-		if er.Code != "" {
-			return fmt.Errorf("bucket %q: %s: %s", bucket, er.Code, oneLine(er.Message))
-		}
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return fmt.Errorf("cannot reach the endpoint: %v", ue.Err)
-	}
-	return fmt.Errorf("bucket %q: %v", bucket, oneLine(err.Error()))
-}
-
-// credentialCodes are the error codes of refused credentials, whatever
-// status a server sends them with (versitygw answers an unknown key 404).
-var credentialCodes = map[string]bool{
-	minio.AccessDenied:          true,
-	minio.InvalidAccessKeyID:    true,
-	minio.SignatureDoesNotMatch: true,
-	"InvalidToken":              true,
-	"ExpiredToken":              true,
-	"XAdminUserNotFound":        true,
-}
-
-// oneLine keeps the first line of a message, at most 200 bytes of it.
-func oneLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return s
 }
 
 // Bucket returns the bucket's name.
 func (s *Store) Bucket() string { return s.bucket }
 
 // Region returns the bucket's region: the configured one, else the one
-// the server reports ("us-east-1" when it reports none).
-func (s *Store) Region(ctx context.Context) (string, error) {
-	if s.region != "" {
-		return s.region, nil
-	}
-	loc, err := s.client.GetBucketLocation(ctx, s.bucket)
-	if err != nil {
-		return "", mapErr("bucket location", err)
-	}
-	if loc == "" {
-		loc = "us-east-1"
-	}
-	return loc, nil
-}
+// the server reported at New ("us-east-1" when it reported none).
+func (s *Store) Region() string { return s.region }
 
 // Prefix returns the key prefix, "" or ending with a slash.
 func (s *Store) Prefix() string { return s.prefix }
 
+// Shared is what another user of a Store's bucket needs to work beside it
+// on the same client, such as the staging of resumable uploads, which
+// keeps its objects under the prefix in largo.StateDir.
+type Shared struct {
+	// Client is the Store's client: its endpoint, region, credentials,
+	// connection pool and retries. It is safe for concurrent use.
+	Client *awss3.Client
+	// Bucket is the bucket's name.
+	Bucket string
+	// Prefix is the Store's key prefix, "" or ending with a slash.
+	Prefix string
+	// PartSize and PartConcurrency are the Store's write settings (see
+	// Config), with their defaults filled in.
+	PartSize        int64
+	PartConcurrency int
+}
+
+// Shared returns the Store's client and settings, to share.
+func (s *Store) Shared() Shared {
+	return Shared{Client: s.api, Bucket: s.bucket, Prefix: s.prefix, PartSize: s.partSize, PartConcurrency: s.partConc}
+}
+
 // key is the object key of a name.
 func (s *Store) key(name string) string { return s.prefix + name }
+
+// object is what a HEAD or a listing tells of an object.
+type object struct {
+	size  int64
+	mod   time.Time
+	etag  string // as the server sent it, quotes included
+	ctype string
+}
 
 // Stat implements largo.Store.
 func (s *Store) Stat(ctx context.Context, name string) (largo.Info, error) {
 	if name == "" {
 		return largo.Info{IsDir: true}, nil
 	}
-	oi, err := s.head(ctx, name)
+	o, err := s.head(ctx, name)
 	switch {
 	case err == nil:
-		return fileInfo(name, oi), nil
+		return fileInfo(name, o), nil
 	case errors.Is(err, largo.ErrIsDir):
 		return largo.Info{Name: name[strings.LastIndexByte(name, '/')+1:], IsDir: true}, nil
 	}
@@ -391,48 +386,59 @@ func (s *Store) Stat(ctx context.Context, name string) (largo.Info, error) {
 
 // head returns the object of name, or, when there is none, an error
 // wrapping largo.ErrIsDir for a folder and largo.ErrNotFound otherwise.
-func (s *Store) head(ctx context.Context, name string) (minio.ObjectInfo, error) {
+func (s *Store) head(ctx context.Context, name string) (object, error) {
 	if name == "" {
-		return minio.ObjectInfo{}, fmt.Errorf("the root: %w", largo.ErrIsDir)
+		return object{}, fmt.Errorf("the root: %w", largo.ErrIsDir)
 	}
-	oi, err := s.client.StatObject(ctx, s.bucket, s.key(name), minio.StatObjectOptions{})
+	o, err := s.headKey(ctx, s.key(name))
 	if err == nil {
-		return oi, nil
+		return o, nil
 	}
 	err = mapErr(name, err)
 	if !errors.Is(err, largo.ErrNotFound) {
-		return minio.ObjectInfo{}, err
+		return object{}, err
 	}
 	dir, derr := s.isDir(ctx, name)
 	switch {
 	case derr != nil:
-		return minio.ObjectInfo{}, derr
+		return object{}, derr
 	case dir:
-		return minio.ObjectInfo{}, fmt.Errorf("%s: %w", name, largo.ErrIsDir)
+		return object{}, fmt.Errorf("%s: %w", name, largo.ErrIsDir)
 	}
-	return minio.ObjectInfo{}, err
+	return object{}, err
+}
+
+// headKey is one HEAD of key, its error as the SDK returned it.
+func (s *Store) headKey(ctx context.Context, key string) (object, error) {
+	out, err := s.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
+	if err != nil {
+		return object{}, err
+	}
+	return object{
+		size:  aws.ToInt64(out.ContentLength),
+		mod:   aws.ToTime(out.LastModified),
+		etag:  aws.ToString(out.ETag),
+		ctype: aws.ToString(out.ContentType),
+	}, nil
 }
 
 // isDir reports whether any key lies under the folder name. An empty
 // folder is a marker object named with a trailing slash, which counts.
 func (s *Store) isDir(ctx context.Context, name string) (bool, error) {
-	opts := minio.ListObjectsOptions{Prefix: s.key(name) + "/", MaxKeys: 1, FetchOwner: new(bool)}
-	for o := range s.client.ListObjectsIter(ctx, s.bucket, opts) {
-		if o.Err != nil {
-			return false, mapErr(name, o.Err)
-		}
-		return true, nil
+	out, err := s.api.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.key(name) + "/"), MaxKeys: aws.Int32(1)})
+	if err != nil {
+		return false, mapErr(name, err)
 	}
-	return false, nil
+	return len(out.Contents) > 0, nil
 }
 
 // Open implements largo.Store.
 func (s *Store) Open(ctx context.Context, name string) (largo.File, error) {
-	oi, err := s.head(ctx, name)
+	o, err := s.head(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	return newFile(ctx, s, name, oi), nil
+	return newFile(ctx, s, name, o), nil
 }
 
 // List implements largo.Store.
@@ -442,31 +448,44 @@ func (s *Store) List(ctx context.Context, name string) iter.Seq2[largo.Info, err
 		if name != "" {
 			dir = s.key(name) + "/"
 		}
-		opts := minio.ListObjectsOptions{Prefix: dir, FetchOwner: new(bool), MaxKeys: s.page}
+		in := &awss3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &dir, Delimiter: aws.String("/")}
+		if s.page > 0 {
+			in.MaxKeys = aws.Int32(s.page)
+		}
 		found := name == "" // the root exists even when empty
-		for o := range s.client.ListObjectsIter(ctx, s.bucket, opts) {
-			if o.Err != nil {
-				yield(largo.Info{}, mapErr(name, o.Err))
+		pages := awss3.NewListObjectsV2Paginator(s.api, in)
+		for pages.HasMorePages() {
+			page, err := pages.NextPage(ctx)
+			if err != nil {
+				yield(largo.Info{}, mapErr(name, err))
 				return
 			}
-			found = true
-			elem, isDir := strings.CutSuffix(o.Key[len(dir):], "/")
-			if elem == "" || !validElem(elem) {
-				continue // the folder's own marker, or a key no URL can name
+			found = found || len(page.Contents) > 0 || len(page.CommonPrefixes) > 0
+			for _, o := range page.Contents {
+				elem := strings.TrimPrefix(aws.ToString(o.Key), dir)
+				if !validElem(elem) {
+					continue // the folder's own marker, or a key no URL can name
+				}
+				obj := object{size: aws.ToInt64(o.Size), mod: aws.ToTime(o.LastModified), etag: aws.ToString(o.ETag)}
+				if !yield(fileInfo(elem, obj), nil) {
+					return
+				}
 			}
-			in := largo.Info{Name: elem, IsDir: true}
-			if !isDir {
-				in = fileInfo(elem, o)
-			}
-			if !yield(in, nil) {
-				return
+			for _, p := range page.CommonPrefixes {
+				elem, _ := strings.CutSuffix(strings.TrimPrefix(aws.ToString(p.Prefix), dir), "/")
+				if !validElem(elem) {
+					continue
+				}
+				if !yield(largo.Info{Name: elem, IsDir: true}, nil) {
+					return
+				}
 			}
 		}
 		if found {
 			return
 		}
 		// Nothing under the name: a file, or nothing at all.
-		_, err := s.client.StatObject(ctx, s.bucket, s.key(name), minio.StatObjectOptions{})
+		_, err := s.headKey(ctx, s.key(name))
 		if err == nil {
 			err = fmt.Errorf("%s: %w", name, largo.ErrNotDir)
 		} else {
@@ -478,7 +497,7 @@ func (s *Store) List(ctx context.Context, name string) iter.Seq2[largo.Info, err
 
 // validElem reports whether elem is one element of a valid, visible name.
 func validElem(elem string) bool {
-	if strings.HasPrefix(elem, ".") || strings.Contains(elem, "/") {
+	if elem == "" || strings.HasPrefix(elem, ".") || strings.Contains(elem, "/") {
 		return false
 	}
 	n, err := largo.ParseName("/" + elem)
@@ -487,19 +506,22 @@ func validElem(elem string) bool {
 
 // fileInfo is the metadata of an object. Its ETag is the object's, quoted:
 // strong, since S3 changes it with the content.
-func fileInfo(name string, oi minio.ObjectInfo) largo.Info {
+func fileInfo(name string, o object) largo.Info {
 	return largo.Info{
 		Name:        name[strings.LastIndexByte(name, '/')+1:],
-		Size:        oi.Size,
-		ModTime:     oi.LastModified,
-		ETag:        quoteETag(oi.ETag),
-		ContentType: oi.ContentType,
+		Size:        o.size,
+		ModTime:     o.mod,
+		ETag:        quoteETag(o.etag),
+		ContentType: o.ctype,
 	}
 }
 
-// quoteETag puts an S3 ETag (unquoted by minio-go) in HTTP form, or
-// returns "" when it holds characters an HTTP entity tag may not.
+// quoteETag puts an S3 ETag, quoted or not, in HTTP form, or returns ""
+// when it holds characters an HTTP entity tag may not.
 func quoteETag(e string) string {
+	if len(e) >= 2 && e[0] == '"' && e[len(e)-1] == '"' {
+		e = e[1 : len(e)-1]
+	}
 	if e == "" {
 		return ""
 	}
@@ -509,39 +531,4 @@ func quoteETag(e string) string {
 		}
 	}
 	return `"` + e + `"`
-}
-
-// mapErr wraps an S3 error in the largo error kind it means, keeping the
-// cause for the log.
-func mapErr(name string, err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	var er minio.ErrorResponse
-	if !errors.As(err, &er) {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	var kind error
-	switch {
-	case er.Code == minio.NoSuchKey || er.Code == "NotFound":
-		kind = largo.ErrNotFound
-	case er.Code == minio.AccessDenied || er.Code == "AllAccessDisabled":
-		kind = largo.ErrPermission
-	case er.Code == minio.PreconditionFailed || er.StatusCode == http.StatusPreconditionFailed:
-		kind = largo.ErrPrecondition
-	case er.Code == minio.NoSuchBucket:
-		// The configured bucket vanished: the server's fault, not the
-		// client's, so no kind (a 500 that is logged).
-		return fmt.Errorf("%s: bucket gone: %w", name, err)
-	case credentialCodes[er.Code] && er.Code != minio.AccessDenied:
-		// Credentials that stopped working: the server's fault, a 500.
-		return fmt.Errorf("%s: credentials refused: %w", name, err)
-	case er.StatusCode == http.StatusNotFound:
-		kind = largo.ErrNotFound
-	case er.StatusCode == http.StatusForbidden:
-		kind = largo.ErrPermission
-	default:
-		return fmt.Errorf("%s: %s: %w", name, er.Code, err)
-	}
-	return fmt.Errorf("%s: %w: %s: %w", name, kind, er.Code, err)
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"largo"
 	"largo/s3/s3test"
@@ -181,32 +184,55 @@ func TestContentType(t *testing.T) {
 	}
 }
 
+// apiErr is an S3 error answer as the SDK returns it.
+func apiErr(status int, code string) error {
+	resp := &smithyhttp.Response{Response: &http.Response{StatusCode: status, Header: http.Header{}}}
+	return &smithy.OperationError{
+		ServiceID:     "S3",
+		OperationName: "GetObject",
+		Err:           &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{Response: resp, Err: &smithy.GenericAPIError{Code: code}}},
+	}
+}
+
 func TestMapErr(t *testing.T) {
 	for _, tt := range []struct {
-		er   minio.ErrorResponse
-		kind error
+		status int
+		code   string
+		kind   error
 	}{
-		{minio.ErrorResponse{StatusCode: 404, Code: "NoSuchKey"}, largo.ErrNotFound},
-		{minio.ErrorResponse{StatusCode: 404, Code: "404 Not Found"}, largo.ErrNotFound},
-		{minio.ErrorResponse{StatusCode: 403, Code: "AccessDenied"}, largo.ErrPermission},
-		{minio.ErrorResponse{StatusCode: 412, Code: "PreconditionFailed"}, largo.ErrPrecondition},
-		{minio.ErrorResponse{StatusCode: 404, Code: "NoSuchBucket"}, nil},
-		{minio.ErrorResponse{StatusCode: 403, Code: "SignatureDoesNotMatch"}, nil},
-		{minio.ErrorResponse{StatusCode: 404, Code: "XAdminUserNotFound"}, nil},
-		{minio.ErrorResponse{StatusCode: 503, Code: "SlowDown"}, nil},
+		{404, "NoSuchKey", largo.ErrNotFound},
+		{404, "NotFound", largo.ErrNotFound},
+		{403, "AccessDenied", largo.ErrPermission},
+		{403, "Forbidden", largo.ErrPermission},
+		{412, "PreconditionFailed", largo.ErrPrecondition},
+		{404, "NoSuchBucket", nil},
+		{403, "SignatureDoesNotMatch", nil},
+		{404, "XAdminUserNotFound", nil},
+		{503, "SlowDown", nil},
 	} {
-		err := mapErr("f", tt.er)
-		var er minio.ErrorResponse
-		if !errors.As(err, &er) || er.Code != tt.er.Code {
-			t.Errorf("%s: the cause is lost: %v", tt.er.Code, err)
+		err := mapErr("f", apiErr(tt.status, tt.code))
+		if code, status, _, ok := apiError(err); !ok || code != tt.code || status != tt.status {
+			t.Errorf("%s: the cause is lost: %v", tt.code, err)
 		}
 		for _, kind := range []error{largo.ErrNotFound, largo.ErrPermission, largo.ErrPrecondition} {
 			if errors.Is(err, kind) != (kind == tt.kind) {
-				t.Errorf("%s: %v; want kind %v", tt.er.Code, err, tt.kind)
+				t.Errorf("%s: %v; want kind %v", tt.code, err, tt.kind)
 			}
 		}
 	}
 	if err := mapErr("f", context.Canceled); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancel: %v", err)
+	}
+}
+
+// TestRegion: without a region, New asks the server for it.
+func TestRegion(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	s, err := New(context.Background(), Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Region() != srv.Region {
+		t.Errorf("Region() = %q; want %q", s.Region(), srv.Region)
 	}
 }

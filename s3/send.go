@@ -8,43 +8,57 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 
-	"github.com/minio/minio-go/v7"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"largo"
 )
 
-// putEmpty stores an empty object at key under cond. Its payload is sent
-// unsigned: an empty body with the streaming signature leaves some servers
-// (versitygw) a stray chunk on a kept-alive connection.
-func (u *upload) putEmpty(cond largo.Condition) (minio.UploadInfo, error) {
-	opts, err := u.options(u.ctx, cond)
+// put stores size bytes of body at the upload's key under cond, in one
+// PUT; opts are the request's options (streamed, for a pipe).
+func (u *upload) put(ctx context.Context, body io.Reader, size int64, cond largo.Condition, opts ...func(*awss3.Options)) (written, error) {
+	c, err := u.conditions(ctx, cond)
 	if err != nil {
-		return minio.UploadInfo{}, err
+		return written{}, err
 	}
-	opts.DisableContentSha256 = true
-	return u.s.core.PutObject(u.ctx, u.s.bucket, u.key, bytes.NewReader(nil), 0, "", "", opts)
+	out, err := u.s.api.PutObject(u.ctx, &awss3.PutObjectInput{
+		Bucket:        &u.s.bucket,
+		Key:           &u.key,
+		Body:          body,
+		ContentLength: aws.Int64(size),
+		IfNoneMatch:   c.ifNoneMatch,
+		IfMatch:       c.ifMatch,
+	}, opts...)
+	if err != nil {
+		return written{}, err
+	}
+	return writtenBy(out.ETag, out.ResultMetadata), nil
+}
+
+// putEmpty stores an empty object at the upload's key under cond.
+func (u *upload) putEmpty(cond largo.Condition) (written, error) {
+	return u.put(u.ctx, nil, 0, cond)
 }
 
 // stream is one store request whose body is fed through a pipe as the
-// client's bytes arrive: nothing is buffered beyond the HTTP client's own
-// (the signer's 64 KiB chunk).
+// client's bytes arrive: nothing is buffered beyond the HTTP client's own.
 type stream struct {
 	pw   *io.PipeWriter
 	done chan struct{}
-	info minio.UploadInfo
+	info written
 	err  error
 }
 
 // startStream runs send with the read end of a new pipe.
-func startStream(send func(r io.Reader) (minio.UploadInfo, error)) *stream {
+func startStream(send func(r io.Reader) (written, error)) *stream {
 	pr, pw := io.Pipe()
 	st := &stream{pw: pw, done: make(chan struct{})}
 	go func() {
 		defer close(st.done)
-		st.info, st.err = send(pr)
+		st.info, st.err = send(pipeBody{pr})
 		// Writers still blocked learn why the request ended.
 		pr.CloseWithError(cmp.Or(st.err, io.ErrClosedPipe))
 	}()
@@ -62,7 +76,7 @@ func (st *stream) write(p []byte) error {
 }
 
 // close ends the body and waits for the answer.
-func (st *stream) close() (minio.UploadInfo, error) {
+func (st *stream) close() (written, error) {
 	st.pw.Close()
 	<-st.done
 	return st.info, st.err
@@ -74,6 +88,13 @@ func (st *stream) cancel() {
 	st.pw.CloseWithError(errAborted)
 	<-st.done
 }
+
+// pipeBody is the read end of a stream's pipe as a plain io.Reader: the
+// SDK sends an *io.PipeReader chunked, without the Content-Length that S3
+// requires and that the held-back last byte relies on.
+type pipeBody struct{ r *io.PipeReader }
+
+func (b pipeBody) Read(p []byte) (int, error) { return b.r.Read(p) }
 
 // streamPut sends a body of known length as one PUT, streamed as it
 // arrives. Its last byte is held back until finish: until the server has
@@ -95,13 +116,9 @@ func (p *streamPut) write(b []byte) error {
 		return nil
 	}
 	if p.st == nil {
-		u := p.u
-		opts, err := u.options(u.ctx, p.cond)
-		if err != nil {
-			return err
-		}
-		p.st = startStream(func(r io.Reader) (minio.UploadInfo, error) {
-			return u.s.core.PutObject(u.ctx, u.s.bucket, u.key, r, p.size, "", "", opts)
+		u, cond, size := p.u, p.cond, p.size
+		p.st = startStream(func(r io.Reader) (written, error) {
+			return u.put(u.ctx, r, size, cond, streamed)
 		})
 	}
 	if p.sent+int64(len(b)) == p.size {
@@ -118,16 +135,16 @@ func (p *streamPut) write(b []byte) error {
 	return nil
 }
 
-func (p *streamPut) finish(_ context.Context, cond largo.Condition) (minio.UploadInfo, error) {
+func (p *streamPut) finish(_ context.Context, cond largo.Condition) (written, error) {
 	if cond != p.cond {
 		p.abort()
-		return minio.UploadInfo{}, fmt.Errorf("%w: a condition other than the one stated at creation", largo.ErrUnsupported)
+		return written{}, fmt.Errorf("%w: a condition other than the one stated at creation", largo.ErrUnsupported)
 	}
 	if p.size == 0 {
 		return p.u.putEmpty(cond)
 	}
 	if err := p.st.write(p.held); err != nil {
-		return minio.UploadInfo{}, err
+		return written{}, err
 	}
 	return p.st.close()
 }
@@ -145,7 +162,7 @@ type multipart struct {
 	id string
 
 	mu    sync.Mutex
-	parts []minio.CompletePart
+	parts []types.CompletedPart
 }
 
 // begin starts the multipart upload if it is not yet.
@@ -154,46 +171,62 @@ func (m *multipart) begin() error {
 		return nil
 	}
 	u := m.u
-	id, err := u.s.core.NewMultipartUpload(u.ctx, u.s.bucket, u.key, minio.PutObjectOptions{})
+	out, err := u.s.api.CreateMultipartUpload(u.ctx, &awss3.CreateMultipartUploadInput{Bucket: &u.s.bucket, Key: &u.key})
 	if err != nil {
 		return err
 	}
-	m.id = id
-	u.s.active.Store(id, struct{}{})
+	m.id = aws.ToString(out.UploadId)
+	u.s.active.Store(m.id, struct{}{})
 	return nil
 }
 
-// sendPart sends part number n.
-func (m *multipart) sendPart(n int, r io.Reader, size int64) error {
+// sendPart sends part number n, of size bytes of r; opts are the
+// request's options (streamed, for a pipe).
+func (m *multipart) sendPart(n int, r io.Reader, size int64, opts ...func(*awss3.Options)) error {
 	u := m.u
-	p, err := u.s.core.PutObjectPart(u.ctx, u.s.bucket, u.key, m.id, n, r, size, minio.PutObjectPartOptions{})
+	out, err := u.s.api.UploadPart(u.ctx, &awss3.UploadPartInput{
+		Bucket:        &u.s.bucket,
+		Key:           &u.key,
+		UploadId:      &m.id,
+		PartNumber:    aws.Int32(int32(n)),
+		Body:          r,
+		ContentLength: aws.Int64(size),
+	}, opts...)
 	if err != nil {
 		return err
 	}
-	m.add(minio.CompletePart{PartNumber: n, ETag: p.ETag})
+	m.add(n, out.ETag)
 	return nil
 }
 
-func (m *multipart) add(p minio.CompletePart) {
+func (m *multipart) add(n int, etag *string) {
 	m.mu.Lock()
-	m.parts = append(m.parts, p)
+	m.parts = append(m.parts, types.CompletedPart{PartNumber: aws.Int32(int32(n)), ETag: etag})
 	m.mu.Unlock()
 }
 
 // complete makes the object of the parts sent visible under cond.
-func (m *multipart) complete(ctx context.Context, cond largo.Condition) (minio.UploadInfo, error) {
+func (m *multipart) complete(ctx context.Context, cond largo.Condition) (written, error) {
 	u := m.u
-	slices.SortFunc(m.parts, func(a, b minio.CompletePart) int { return a.PartNumber - b.PartNumber })
-	opts, err := u.options(ctx, cond)
+	slices.SortFunc(m.parts, func(a, b types.CompletedPart) int { return int(*a.PartNumber - *b.PartNumber) })
+	c, err := u.conditions(ctx, cond)
 	if err != nil {
-		return minio.UploadInfo{}, err
+		return written{}, err
 	}
-	ui, err := u.s.core.CompleteMultipartUpload(ctx, u.s.bucket, u.key, m.id, m.parts, opts)
-	if err == nil {
-		u.s.active.Delete(m.id)
-		m.id = ""
+	out, err := u.s.api.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{
+		Bucket:          &u.s.bucket,
+		Key:             &u.key,
+		UploadId:        &m.id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: m.parts},
+		IfNoneMatch:     c.ifNoneMatch,
+		IfMatch:         c.ifMatch,
+	})
+	if err != nil {
+		return written{}, err
 	}
-	return ui, err
+	u.s.active.Delete(m.id)
+	m.id = ""
+	return writtenBy(out.ETag, out.ResultMetadata), nil
 }
 
 // abort discards the parts sent. A failure is left to the sweep of stale
@@ -205,7 +238,7 @@ func (m *multipart) abort() {
 	u := m.u
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	defer cancel()
-	u.s.core.AbortMultipartUpload(ctx, u.s.bucket, u.key, m.id)
+	u.s.api.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &u.s.bucket, Key: &u.key, UploadId: &m.id})
 	u.s.active.Delete(m.id)
 	m.id = ""
 }
@@ -232,8 +265,8 @@ func (p *streamParts) write(b []byte) error {
 			p.next++
 			n, size := p.next, min(p.partLen, p.size-p.sent)
 			p.left = size
-			p.st = startStream(func(r io.Reader) (minio.UploadInfo, error) {
-				return minio.UploadInfo{}, p.mp.sendPart(n, r, size)
+			p.st = startStream(func(r io.Reader) (written, error) {
+				return written{}, p.mp.sendPart(n, r, size, streamed)
 			})
 		}
 		k := min(int64(len(b)), p.left)
@@ -252,7 +285,7 @@ func (p *streamParts) write(b []byte) error {
 	return nil
 }
 
-func (p *streamParts) finish(ctx context.Context, cond largo.Condition) (minio.UploadInfo, error) {
+func (p *streamParts) finish(ctx context.Context, cond largo.Condition) (written, error) {
 	return p.mp.complete(ctx, cond)
 }
 
@@ -365,25 +398,21 @@ func (p *bufferedParts) failed() error {
 	return p.err
 }
 
-func (p *bufferedParts) finish(ctx context.Context, cond largo.Condition) (minio.UploadInfo, error) {
+func (p *bufferedParts) finish(ctx context.Context, cond largo.Condition) (written, error) {
 	u := p.mp.u
 	defer p.release()
 	if p.next == 0 {
 		if len(p.buf) == 0 {
 			return u.putEmpty(cond)
 		}
-		opts, err := u.options(ctx, cond)
-		if err != nil {
-			return minio.UploadInfo{}, err
-		}
 		r := newPartReader(p.buf)
 		defer r.cut()
-		return u.s.core.PutObject(u.ctx, u.s.bucket, u.key, r, int64(len(p.buf)), "", "", opts)
+		return u.put(ctx, r, int64(len(p.buf)), cond)
 	}
 	err := p.flush()
 	p.wg.Wait()
 	if err = cmp.Or(err, p.failed()); err != nil {
-		return minio.UploadInfo{}, err
+		return written{}, err
 	}
 	return p.mp.complete(ctx, cond)
 }
@@ -453,54 +482,97 @@ type copySender struct {
 
 func (c *copySender) write([]byte) error { return errors.New("an adopted upload takes no bytes") }
 
-func (c *copySender) finish(ctx context.Context, cond largo.Condition) (minio.UploadInfo, error) {
+func (c *copySender) finish(ctx context.Context, cond largo.Condition) (written, error) {
 	u := c.u
-	var ui minio.UploadInfo
+	var w written
 	var err error
 	switch {
 	case c.size == 0:
-		ui, err = u.putEmpty(cond)
+		w, err = u.putEmpty(cond)
 	case cond == (largo.Condition{}) && c.size <= u.s.copyPart:
-		var oi minio.ObjectInfo
-		// REPLACE: the source's metadata (its upload's) stays behind.
-		meta := map[string]string{"x-amz-metadata-directive": "REPLACE"}
-		oi, err = u.s.core.CopyObject(ctx, u.s.bucket, c.src, u.s.bucket, u.key, meta, minio.CopySrcOptions{MatchETag: c.etag}, minio.PutObjectOptions{})
-		ui = minio.UploadInfo{ETag: oi.ETag, LastModified: oi.LastModified}
+		var out *awss3.CopyObjectOutput
+		out, err = u.s.api.CopyObject(ctx, &awss3.CopyObjectInput{
+			Bucket:            &u.s.bucket,
+			Key:               &u.key,
+			CopySource:        aws.String(copySource(u.s.bucket, c.src)),
+			CopySourceIfMatch: nonEmpty(c.etag),
+			// REPLACE: the source's metadata (its upload's) stays behind.
+			MetadataDirective: types.MetadataDirectiveReplace,
+		})
+		if err == nil && out.CopyObjectResult != nil {
+			w = written{etag: aws.ToString(out.CopyObjectResult.ETag), mod: aws.ToTime(out.CopyObjectResult.LastModified)}
+		}
 	default:
-		ui, err = c.copyParts(ctx, cond)
+		w, err = c.copyParts(ctx, cond)
 	}
 	if err != nil {
-		return ui, err
+		return w, err
 	}
 	// The copy is in place: a source that fails to go is left to whoever
 	// staged it.
-	u.s.client.RemoveObject(ctx, u.s.bucket, c.src, minio.RemoveObjectOptions{})
-	return ui, nil
+	u.s.api.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &u.s.bucket, Key: &c.src})
+	return w, nil
 }
 
 // copyParts copies the source in ranges of at most copyPart bytes into a
 // multipart upload, completed under cond.
-func (c *copySender) copyParts(ctx context.Context, cond largo.Condition) (minio.UploadInfo, error) {
+func (c *copySender) copyParts(ctx context.Context, cond largo.Condition) (written, error) {
 	mp := &multipart{u: c.u}
 	if err := mp.begin(); err != nil {
-		return minio.UploadInfo{}, err
+		return written{}, err
 	}
 	s := c.u.s
 	n := 0
 	for off := int64(0); off < c.size; off += s.copyPart {
 		n++
-		p, err := s.core.CopyObjectPart(ctx, s.bucket, c.src, s.bucket, c.u.key, mp.id, n, off, min(s.copyPart, c.size-off), nil)
+		out, err := s.api.UploadPartCopy(ctx, &awss3.UploadPartCopyInput{
+			Bucket:            &s.bucket,
+			Key:               &c.u.key,
+			UploadId:          &mp.id,
+			PartNumber:        aws.Int32(int32(n)),
+			CopySource:        aws.String(copySource(s.bucket, c.src)),
+			CopySourceRange:   aws.String(fmt.Sprintf("bytes=%d-%d", off, min(off+s.copyPart, c.size)-1)),
+			CopySourceIfMatch: nonEmpty(c.etag),
+		})
 		if err != nil {
 			mp.abort()
-			return minio.UploadInfo{}, err
+			return written{}, err
 		}
-		mp.add(minio.CompletePart{PartNumber: n, ETag: strings.Trim(p.ETag, `"`)})
+		var etag *string
+		if out.CopyPartResult != nil {
+			etag = out.CopyPartResult.ETag
+		}
+		mp.add(n, etag)
 	}
-	ui, err := mp.complete(ctx, cond)
+	w, err := mp.complete(ctx, cond)
 	if err != nil {
 		mp.abort()
 	}
-	return ui, err
+	return w, err
 }
 
 func (c *copySender) abort() {}
+
+// copySource is the x-amz-copy-source of key in bucket: the path,
+// percent-encoded but for its slashes.
+func copySource(bucket, key string) string {
+	const hex = "0123456789ABCDEF"
+	b := []byte(bucket + "/")
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~', c == '/':
+			b = append(b, c)
+		default:
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return string(b)
+}
+
+// nonEmpty returns a pointer to s, or nil for "".
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

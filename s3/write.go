@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
 	"time"
 
-	"github.com/minio/minio-go/v7"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"largo"
 )
@@ -73,14 +72,14 @@ func (s *Store) Adopt(ctx context.Context, name, staged string, opt largo.Create
 	if err := s.checkTarget(ctx, name, opt); err != nil {
 		return nil, err
 	}
-	src, err := s.client.StatObject(ctx, s.bucket, s.key(staged), minio.StatObjectOptions{})
+	src, err := s.headKey(ctx, s.key(staged))
 	if err != nil {
 		return nil, mapErr(staged, err)
 	}
-	opt.Size = src.Size
+	opt.Size = src.size
 	u := s.newUpload(ctx, name, opt)
-	u.n = src.Size
-	u.send = &copySender{u: u, src: s.key(staged), size: src.Size, etag: src.ETag}
+	u.n = src.size
+	u.send = &copySender{u: u, src: s.key(staged), size: src.size, etag: src.etag}
 	return u, nil
 }
 
@@ -141,7 +140,7 @@ type upload struct {
 // every request and leaves nothing visible.
 type sender interface {
 	write(p []byte) error
-	finish(ctx context.Context, cond largo.Condition) (minio.UploadInfo, error)
+	finish(ctx context.Context, cond largo.Condition) (written, error)
 	abort()
 }
 
@@ -192,15 +191,15 @@ func (u *upload) commit(ctx context.Context, cond largo.Condition) (largo.Info, 
 	if err != nil {
 		return largo.Info{}, false, err
 	}
-	ui, err := u.send.finish(ctx, cond)
+	w, err := u.send.finish(ctx, cond)
 	if err != nil {
 		return largo.Info{}, false, writeErr(u.name, cond, err)
 	}
-	mod := ui.LastModified
+	mod := w.mod
 	if mod.IsZero() {
 		mod = time.Now()
 	}
-	return largo.Info{Name: path.Base(u.name), Size: u.n, ModTime: mod, ETag: quoteETag(ui.ETag)}, created, nil
+	return largo.Info{Name: path.Base(u.name), Size: u.n, ModTime: mod, ETag: quoteETag(w.etag)}, created, nil
 }
 
 // created tells, just before the commit, whether no file is at the
@@ -213,7 +212,7 @@ func (u *upload) created(ctx context.Context, cond largo.Condition) (bool, error
 	case cond.IfMatch != "":
 		return false, nil
 	}
-	_, err := u.s.client.StatObject(ctx, u.s.bucket, u.key, minio.StatObjectOptions{})
+	_, err := u.s.headKey(ctx, u.key)
 	if err == nil {
 		return false, nil
 	}
@@ -233,40 +232,44 @@ func (u *upload) Abort() error {
 	return nil
 }
 
-// options returns the options of the request that makes the upload's
-// object visible under cond. If-Match: * (any version) is sent as the ETag
-// of the version there now, since not every server takes the star: a
-// replacement in between then fails the condition, which errs on the safe
-// side.
-func (u *upload) options(ctx context.Context, cond largo.Condition) (minio.PutObjectOptions, error) {
+// conditions returns the If-None-Match and If-Match of the request that
+// makes the upload's object visible under cond. If-Match: * (any version)
+// is sent as the ETag of the version there now, since not every server
+// takes the star: a replacement in between then fails the condition,
+// which errs on the safe side.
+func (u *upload) conditions(ctx context.Context, cond largo.Condition) (conds, error) {
 	if cond.IfMatch == "*" {
-		oi, err := u.s.client.StatObject(ctx, u.s.bucket, u.key, minio.StatObjectOptions{})
+		o, err := u.s.headKey(ctx, u.key)
 		if err != nil {
-			return minio.PutObjectOptions{}, writeErr(u.name, cond, err)
+			return conds{}, writeErr(u.name, cond, err)
 		}
-		cond.IfMatch = quoteETag(oi.ETag)
+		if o.etag != "" {
+			cond.IfMatch = o.etag
+		}
 	}
-	return putOptions(cond), nil
+	return condsOf(cond), nil
 }
 
-// putOptions are the options of a request conditional on cond.
-func putOptions(cond largo.Condition) minio.PutObjectOptions {
-	var o minio.PutObjectOptions
+// conds are the condition fields of a request, nil for none.
+type conds struct{ ifNoneMatch, ifMatch *string }
+
+// condsOf returns the fields of cond, sent as they are.
+func condsOf(cond largo.Condition) conds {
+	var c conds
 	if cond.IfNoneMatch {
-		o.SetMatchETagExcept("*")
+		c.ifNoneMatch = aws.String("*")
 	}
 	if cond.IfMatch != "" {
-		o.SetMatchETag(strings.Trim(cond.IfMatch, `"`)) // minio-go quotes it again
+		c.ifMatch = aws.String(cond.IfMatch)
 	}
-	return o
+	return c
 }
 
 // writeErr wraps an error met while writing name under cond in the largo
 // error kind it means.
 func writeErr(name string, cond largo.Condition, err error) error {
-	var er minio.ErrorResponse
-	if errors.As(err, &er) {
-		switch er.Code {
+	if code, _, _, ok := apiError(err); ok {
+		switch code {
 		case "ObjectParentIsFile":
 			return fmt.Errorf("%s: %w: %w", name, largo.ErrNotDir, err)
 		case "ExistingObjectIsDirectory":

@@ -36,7 +36,6 @@ type serveConfig struct {
 	s3VirtualHost bool
 	s3PartSize    sizeValue
 	s3PartConc    int
-	s3            s3.Config // resolved from the flags and the environment
 	listen        string
 	adminListen   string
 	idleTimeout   time.Duration

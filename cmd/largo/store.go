@@ -74,7 +74,6 @@ func openS3(ctx context.Context, e *env, cfg *serveConfig) (closingStore, string
 	if c.PartConcurrency < 1 {
 		return nil, "", usageErr(fmt.Errorf("--s3-part-concurrency %d: must be at least 1", c.PartConcurrency))
 	}
-	cfg.s3 = c
 	ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
 	defer cancel()
 	s, err := s3.New(ctx, c)
@@ -113,23 +112,14 @@ func prepareBucket(ctx context.Context, logger *slog.Logger, cfg *serveConfig, s
 	if !store.ConditionalWrites() {
 		logger.Warn("the S3 server does not apply conditional writes: writes with If-None-Match or If-Match are answered 501")
 	}
-	c := cfg.s3
-	region, err := store.Region(cctx)
-	if err != nil {
-		return nil, usageErr(fmt.Errorf("--upload: %v", err))
-	}
+	sh := store.Shared()
 	staging, err := resumable.S3Staging(resumable.S3Config{
-		Bucket:          c.Bucket,
-		Prefix:          store.Prefix() + largo.StateDir + "/tus",
+		Client:          sh.Client,
+		Bucket:          sh.Bucket,
+		Prefix:          sh.Prefix + largo.StateDir + "/tus",
 		Staged:          largo.StateDir + "/tus",
-		Endpoint:        c.Endpoint,
-		Region:          region,
-		AccessKey:       c.AccessKey,
-		SecretKey:       c.SecretKey,
-		SessionToken:    c.SessionToken,
-		VirtualHost:     c.VirtualHost,
-		PartSize:        c.PartSize,
-		PartConcurrency: c.PartConcurrency,
+		PartSize:        sh.PartSize,
+		PartConcurrency: sh.PartConcurrency,
 	})
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("--upload: %v", err))
