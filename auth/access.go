@@ -82,11 +82,13 @@ var (
 // ErrTooManyFailures when the client's address has failed too often. A
 // bearer token, or the password of basic auth under a name that is no
 // user's or a user's without a password, is a token; a user's name and
-// password sign in with the user's password. Only the header is read.
+// password sign in with the user's password. Under a policy without
+// users every request is anonymous, whatever it carries. Only the header
+// is read.
 func (a *Access) Identify(r *http.Request) (string, error) {
 	h := r.Header.Get("Authorization")
-	if h == "" {
-		return "", nil
+	if h == "" || len(a.Policy().users) == 0 {
+		return "", nil // nobody to sign in as: every request is anonymous
 	}
 	client := clientAddr(r)
 	if a.blocked(client) {

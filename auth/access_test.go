@@ -199,7 +199,7 @@ func TestIdentify(t *testing.T) {
 		t.Errorf("after a pause: %q, %v", user, err)
 	}
 	// A reload drops the cached sign-in of a user who is gone.
-	a.Reload(OneUser("", false))
+	a.Reload(OneUser("another-token-0123456789", false))
 	if _, err := id(func(r *http.Request) { r.SetBasicAuth("alice", "alice-pw") }); !errors.Is(err, ErrBadCredential) {
 		t.Errorf("after a reload without alice: %v", err)
 	}

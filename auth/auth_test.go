@@ -34,8 +34,13 @@ func TestOneUser(t *testing.T) {
 			t.Errorf("%s: may write = %v (%q, %v)", tt.name, got, user, err)
 		}
 	}
-	if p := OneUser("", false); p.Allowed("", "f") != Read|List || p.Somewhere("", Write) {
-		t.Error("without a token, anyone may write")
+	if p := OneUser("", false); p.Allowed("", "f") != Read|List || p.Somewhere("", Write) || !p.ReadsAll("") {
+		t.Error("without a token, anyone may write, or not read all")
+	}
+	if p := OneUser("", false); p.Users() != 0 {
+		t.Error("users without a token")
+	} else if user, err := New(p, nil).Identify(httptest.NewRequest("GET", "/", nil)); user != "" || err != nil {
+		t.Errorf("no users: %q, %v", user, err)
 	}
 	if p := OneUser("", true); p.Allowed("", "a/b") != All {
 		t.Error("open: not everyone may write")

@@ -211,5 +211,24 @@ func (p *Policy) Somewhere(user string, perm Perm) bool {
 	return false
 }
 
+// ReadsAll reports whether user ("" for no credential) may read and list
+// every name: no listing or archive needs filtering for them.
+func (p *Policy) ReadsAll(user string) bool {
+	if user == "" {
+		user = Anonymous
+	}
+	root := false
+	for _, r := range p.rules {
+		if r.rank(user) < 0 {
+			continue
+		}
+		if r.Allow&(Read|List) != Read|List {
+			return false
+		}
+		root = root || r.Path == ""
+	}
+	return root
+}
+
 // Users returns how many users the policy knows.
 func (p *Policy) Users() int { return len(p.users) }

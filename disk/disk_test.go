@@ -3,6 +3,7 @@ package disk
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -143,10 +144,13 @@ func TestWrite(t *testing.T) {
 }
 
 func TestAdoptAndSweep(t *testing.T) {
+	live := fmt.Sprintf(".largo/tmp/%d-live.part", os.Getpid())
 	dir := makeTree(t, map[string]string{
-		".largo/tus/abc":         "staged bytes",
-		".largo/tmp/orphan.part": "left by a crash",
-		"target":                 "old",
+		".largo/tus/abc":               "staged bytes",
+		".largo/tmp/orphan.part":       "left by an older largo",
+		".largo/tmp/2147483646-x.part": "left by a process that is gone",
+		live:                           "being written by this process",
+		"target":                       "old",
 	})
 	os.Chmod(filepath.Join(dir, "target"), 0o600)
 	s, err := Open(dir)
@@ -155,11 +159,16 @@ func TestAdoptAndSweep(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
+	// What processes that are gone left goes at once; what a live one
+	// writes stays until it is old.
+	if n, err := s.PrepareWrites(ctx); n != 2 || err != nil {
+		t.Fatalf("PrepareWrites = %d, %v", n, err)
+	}
 	if n, err := s.Sweep(ctx, time.Now().Add(-time.Hour)); n != 0 || err != nil {
 		t.Fatalf("Sweep of what is older than an hour = %d, %v", n, err)
 	}
-	if n, err := s.PrepareWrites(ctx); n != 1 || err != nil {
-		t.Fatalf("PrepareWrites = %d, %v", n, err)
+	if n, err := s.Sweep(ctx, time.Now().Add(time.Minute)); n != 1 || err != nil {
+		t.Fatalf("Sweep of what is older than a minute from now = %d, %v", n, err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".largo/tus/abc")); err != nil {
 		t.Fatalf("Sweep touched a staged upload: %v", err)
@@ -189,4 +198,13 @@ func TestAdoptAndSweep(t *testing.T) {
 	if err != nil || free <= 0 {
 		t.Fatalf("Free = %d, %v", free, err)
 	}
+}
+
+func TestState(t *testing.T) {
+	s, err := Open(makeTree(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.RunState(t, s.State())
 }

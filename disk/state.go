@@ -2,8 +2,6 @@ package disk
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -59,9 +57,7 @@ func (st state) Put(_ context.Context, key string, data []byte) error {
 	if err := r.MkdirAll(path.Dir(name), 0o755); err != nil {
 		return writeErr(err)
 	}
-	var rnd [16]byte
-	rand.Read(rnd[:])
-	tmp := TempDir + "/" + hex.EncodeToString(rnd[:]) + ".part"
+	tmp := tempName()
 	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return writeErr(err)

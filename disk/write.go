@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,9 +41,7 @@ func (s *Store) Create(_ context.Context, name string, opt largo.CreateOptions) 
 	if err := s.root.MkdirAll(TempDir, 0o755); err != nil {
 		return nil, writeErr(err)
 	}
-	var rnd [16]byte
-	rand.Read(rnd[:])
-	tmp := TempDir + "/" + hex.EncodeToString(rnd[:]) + ".part"
+	tmp := tempName()
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, writeErr(err)
@@ -303,22 +303,52 @@ func (s *Store) Remove(_ context.Context, name string, opt largo.RemoveOptions) 
 	return s.syncDir(path.Dir(name))
 }
 
-// PrepareWrites readies the folder for writes: it removes everything a
-// crash left in TempDir (a folder is served by one process, so no write
-// is in progress before it starts serving), and returns how many entries
-// it removed. Call it once at start-up, before serving.
+// tempName returns a new name in TempDir, made of the writing process's
+// ID and random digits: a sweep can tell the files of a process that died
+// (a crash) from those of one still writing (another largo on the same
+// folder, such as largo precompress beside largo serve).
+func tempName() string {
+	var rnd [12]byte
+	rand.Read(rnd[:])
+	return fmt.Sprintf("%s/%d-%s.part", TempDir, os.Getpid(), hex.EncodeToString(rnd[:]))
+}
+
+// owner returns the process ID a temporary file's name carries, or 0.
+func owner(name string) int {
+	head, _, ok := strings.Cut(name, "-")
+	if !ok {
+		return 0
+	}
+	pid, err := strconv.Atoi(head)
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
+}
+
+// PrepareWrites readies the folder for writes: it removes what writes of
+// processes that are gone (a crash) left in TempDir, whatever its age,
+// and returns how many entries it removed. Files of a process still
+// running are left alone, so a second largo on the folder is safe.
 func (s *Store) PrepareWrites(ctx context.Context) (int, error) {
-	return s.sweep(func(fs.FileInfo) bool { return true })
+	return s.sweep(func(name string, _ fs.FileInfo) bool {
+		pid := owner(name)
+		return pid == 0 || !alive(pid)
+	})
 }
 
-// Sweep removes the entries of TempDir last written before before: the
-// files of writes that stalled that long, whatever wrote them (uploads,
-// state records, sidecars). It returns how many it removed.
+// Sweep removes the entries of TempDir left by processes that are gone,
+// and those last written before before: the files of writes that stalled
+// that long, whatever wrote them (uploads, state records, sidecars). It
+// returns how many it removed.
 func (s *Store) Sweep(ctx context.Context, before time.Time) (int, error) {
-	return s.sweep(func(fi fs.FileInfo) bool { return fi.ModTime().Before(before) })
+	return s.sweep(func(name string, fi fs.FileInfo) bool {
+		pid := owner(name)
+		return pid == 0 || !alive(pid) || fi.ModTime().Before(before)
+	})
 }
 
-func (s *Store) sweep(stale func(fs.FileInfo) bool) (int, error) {
+func (s *Store) sweep(stale func(name string, fi fs.FileInfo) bool) (int, error) {
 	d, err := s.root.Open(TempDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
@@ -334,7 +364,7 @@ func (s *Store) sweep(stale func(fs.FileInfo) bool) (int, error) {
 	n := 0
 	for _, e := range ents {
 		fi, err := e.Info()
-		if err != nil || !stale(fi) {
+		if err != nil || !stale(e.Name(), fi) {
 			continue // gone meanwhile, or still being written
 		}
 		if err := s.root.RemoveAll(TempDir + "/" + e.Name()); err != nil {

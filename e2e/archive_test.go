@@ -186,7 +186,7 @@ func TestArchiveStalledClient(t *testing.T) {
 	}
 	defer c.Close()
 	c.(*net.TCPConn).SetReadBuffer(32 << 10)
-	fmt.Fprintf(c, "GET /d/?archive=tar HTTP/1.1\r\nHost: x\r\n\r\n")
+	fmt.Fprintf(c, "GET /d/?archive=tar HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	if !waitFor(10*time.Second, func() bool { return strings.Contains(s.stderr.String(), "outcome=timeout") }) {
 		t.Fatalf("stalled archive client not cut:\n%s", s.stderr.String())
 	}

@@ -149,7 +149,7 @@ func TestS3ObjectReplaced(t *testing.T) {
 	defer c.Close()
 	c.(*net.TCPConn).SetReadBuffer(64 << 10)
 	c.SetDeadline(time.Now().Add(60 * time.Second))
-	fmt.Fprintf(c, "GET /v.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+	fmt.Fprintf(c, "GET /v.bin HTTP/1.1\r\nHost: localhost\r\n\r\n")
 	r, err := http.ReadResponse(bufio.NewReaderSize(c, 4096), nil)
 	if err != nil || r.StatusCode != 200 {
 		t.Fatalf("GET: %v", err)

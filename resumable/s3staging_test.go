@@ -104,8 +104,18 @@ func TestS3AcrossInstances(t *testing.T) {
 	if got := f.object(t, "site/v/clip.bin"); got != data {
 		t.Fatalf("stored %d bytes; want %d", len(got), len(data))
 	}
-	if keys, uploads := f.keys(t, "site/"+largo.StateDir); len(keys) != 0 || uploads != 0 {
+	// Of the upload, only its record is left, for HEAD until it expires,
+	// and either instance answers HEAD from it.
+	if keys, uploads := f.keys(t, "site/"+largo.StateDir+"/tus/"); len(keys) != 0 || uploads != 0 {
 		t.Errorf("state left: %v, %d multipart uploads", keys, uploads)
+	}
+	if keys, _ := f.keys(t, "site/"+largo.StateDir+"/tus-done/"); len(keys) != 1 {
+		t.Errorf("records of finished uploads: %v", keys)
+	}
+	for _, x := range []*fixture{f.a, f.b} {
+		if r := x.head(t, on(x, url)); r.StatusCode != 200 || r.Header.Get("Upload-Offset") != fmt.Sprint(len(data)) || r.Header.Get("ETag") == "" {
+			t.Errorf("HEAD of the finished upload: %d, offset %q", r.StatusCode, r.Header.Get("Upload-Offset"))
+		}
 	}
 	if f.a.obs.pending+f.b.obs.pending != 0 {
 		t.Errorf("pending bytes across instances: %d", f.a.obs.pending+f.b.obs.pending)

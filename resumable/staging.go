@@ -11,6 +11,7 @@ import (
 	tusd "github.com/tus/tusd/v2/pkg/handler"
 
 	"largo"
+	"largo/s3"
 )
 
 // Staging is where a Handler keeps unfinished uploads: a tusd DataStore
@@ -68,12 +69,31 @@ type folderStore interface {
 	Root() *os.Root
 }
 
+// bucketStore is a store on a bucket, which shares its S3 client.
+type bucketStore interface {
+	largo.Store
+	Shared() s3.Shared
+}
+
 // StagingFor returns the staging in store's own state area: on a folder,
-// largo.StateDir/tus through the folder's os.Root. It is an error wrapping
-// largo.ErrUnsupported for a store that offers none.
+// largo.StateDir/tus through the folder's os.Root; on a bucket, the keys
+// under the prefix's largo.StateDir/tus, through the store's own client.
+// It is an error wrapping largo.ErrUnsupported for a store that offers
+// neither.
 func StagingFor(store largo.Store) (Staging, error) {
-	if f, ok := store.(folderStore); ok {
-		return DiskStaging(f.Root(), largo.StateDir+"/tus")
+	switch st := store.(type) {
+	case folderStore:
+		return DiskStaging(st.Root(), largo.StateDir+"/tus")
+	case bucketStore:
+		sh := st.Shared()
+		return S3Staging(S3Config{
+			Client:          sh.Client,
+			Bucket:          sh.Bucket,
+			Prefix:          sh.Prefix + largo.StateDir + "/tus",
+			Staged:          largo.StateDir + "/tus",
+			PartSize:        sh.PartSize,
+			PartConcurrency: sh.PartConcurrency,
+		})
 	}
 	return nil, fmt.Errorf("resumable uploads on this store: %w", largo.ErrUnsupported)
 }

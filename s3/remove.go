@@ -108,8 +108,10 @@ func (s *Store) removeDir(ctx context.Context, name string, opt largo.RemoveOpti
 // largo's state folder, removed afterwards. When the server ignores a
 // condition, writes under a condition are refused (largo.ErrUnsupported)
 // rather than done with a check that would race with other writers.
-// Without PrepareWrites, the server is assumed to apply them.
-func (s *Store) PrepareWrites(ctx context.Context) error {
+// Without PrepareWrites, the server is assumed to apply them. It removes
+// nothing (several instances may be writing: the multipart uploads that
+// interrupted writes leave are Sweep's, by age), and returns 0.
+func (s *Store) PrepareWrites(ctx context.Context) (int, error) {
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	probe := largo.StateDir + "/probe-" + hex.EncodeToString(rnd[:])
@@ -125,7 +127,7 @@ func (s *Store) PrepareWrites(ctx context.Context) error {
 		return err
 	}
 	if err := put(); err != nil {
-		return fmt.Errorf("bucket %q refuses writes: %v", s.bucket, oneLine(errText(err)))
+		return 0, fmt.Errorf("bucket %q refuses writes: %v", s.bucket, oneLine(errText(err)))
 	}
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
@@ -141,10 +143,10 @@ func (s *Store) PrepareWrites(ctx context.Context) error {
 		ok, err = refused(err)
 	}
 	if err != nil {
-		return fmt.Errorf("bucket %q: probing conditional writes: %v", s.bucket, oneLine(errText(err)))
+		return 0, fmt.Errorf("bucket %q: probing conditional writes: %v", s.bucket, oneLine(errText(err)))
 	}
 	s.noCond.Store(!ok)
-	return nil
+	return 0, nil
 }
 
 // ConditionalWrites reports whether the store applies If-None-Match and

@@ -217,7 +217,7 @@ func TestPrepareWrites(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
 	s := newWriteStore(t, srv, map[string]string{"f": "f"}, nil)
 	ctx := context.Background()
-	if err := s.PrepareWrites(ctx); err != nil {
+	if _, err := s.PrepareWrites(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if !s.ConditionalWrites() {
@@ -244,7 +244,7 @@ func TestPrepareWrites(t *testing.T) {
 	// refused with one line.
 	gone := newStore(t, srv, s.bucket, "w")
 	gone.bucket = "no-such-bucket"
-	if err := gone.PrepareWrites(ctx); err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "NoSuchBucket") {
+	if _, err := gone.PrepareWrites(ctx); err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "NoSuchBucket") {
 		t.Errorf("PrepareWrites on a missing bucket: %v", err)
 	}
 }
@@ -276,5 +276,14 @@ func TestSweep(t *testing.T) {
 	}
 	if got := strings.Join(srv.Uploads(t, s.bucket, ""), ","); got != "outside,w/.largo/tus/abc,w/mine.bin" {
 		t.Errorf("multipart uploads after the sweep: %s", got)
+	}
+}
+
+func TestState(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	s := newWriteStore(t, srv, nil, nil)
+	storetest.RunState(t, s.State())
+	if keys := srv.Keys(t, s.bucket, ""); len(keys) != 0 {
+		t.Errorf("keys left: %v", keys)
 	}
 }

@@ -253,7 +253,7 @@ type visible struct {
 // readable returns the store as r's requester sees it.
 func (h *Handler) readable(r *http.Request) largo.Store {
 	id := who(r)
-	if id.share == nil && (h.cfg.Access == nil) {
+	if id.share == nil && (h.cfg.Access == nil || h.cfg.Access.Policy().ReadsAll(id.user)) {
 		return h.cfg.Store
 	}
 	return visible{Store: h.cfg.Store, may: func(name string, perm auth.Perm) bool { return h.may(r, name, perm) == nil }}

@@ -15,11 +15,9 @@ import (
 	"golang.org/x/term"
 
 	"largo"
-	"largo/disk"
 	"largo/encode"
 	"largo/ingest"
 	"largo/precompress"
-	"largo/s3"
 	"largo/serve"
 )
 
@@ -122,7 +120,7 @@ func runPrecompress(ctx context.Context, e *env, cfg *precompressConfig) error {
 		return err
 	}
 	defer store.Close()
-	if err := prepareSidecars(ctx, e, store, where); err != nil {
+	if err := prepareSidecars(ctx, e, store); err != nil {
 		return err
 	}
 
@@ -176,27 +174,23 @@ func runPrecompress(ctx context.Context, e *env, cfg *precompressConfig) error {
 	return nil
 }
 
-// prepareSidecars readies the store for the sidecars' writes: on a
-// folder, it removes the temporary files an interrupted run or server
-// left in the store's staging over an hour ago (a server may be writing
-// the newer ones); on a bucket, it checks that the credentials may write
-// and which conditions the server applies.
-func prepareSidecars(ctx context.Context, e *env, st largo.Store, where string) error {
-	switch store := st.(type) {
-	case *disk.Store:
-		n, err := store.Sweep(ctx, time.Now().Add(-time.Hour))
-		if err != nil {
-			return failed(fmt.Errorf("removing temporary files left in %s: %v", where, pathErrText(err)))
-		}
-		if n > 0 {
-			fmt.Fprintf(e.stdout, "largo: removed %d temporary files left by an interrupted run\n", n)
-		}
-	case *s3.Store:
-		ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
-		defer cancel()
-		if err := store.PrepareWrites(ctx); err != nil {
-			return usageErr(fmt.Errorf("cannot write sidecars to %s: %v", where, err))
-		}
+// prepareSidecars readies the store for the sidecars' writes, as serve
+// does: the store's own checks (a bucket's credentials and conditions),
+// and the removal of what writes of processes that are gone left (a
+// running server's writes are safe).
+func prepareSidecars(ctx context.Context, e *env, st largo.Store) error {
+	p, ok := st.(writePreparer)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+	defer cancel()
+	n, err := p.PrepareWrites(ctx)
+	if err != nil {
+		return usageErr(fmt.Errorf("cannot write sidecars: %v", pathErrText(err)))
+	}
+	if n > 0 {
+		fmt.Fprintf(e.stdout, "largo: removed %d temporary files left by an interrupted run\n", n)
 	}
 	return nil
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"largo/disk"
 )
@@ -21,10 +21,10 @@ func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	return out.String(), errb.String(), err
 }
 
-// TestPrecompressSweeps: what an interrupted write left in the folder's
-// staging over an hour ago is removed before the sidecars are written
-// (what a running server is writing is not), and the sidecars' own
-// writes leave nothing there.
+// TestPrecompressSweeps: what an interrupted write of a process that is
+// gone left in the folder's staging is removed before the sidecars are
+// written (what a running server is writing is not), and the sidecars'
+// own writes leave nothing there.
 func TestPrecompressSweeps(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "app.log"), bytes.Repeat([]byte("GET /index.html 200\n"), 1000), 0o644); err != nil {
@@ -32,19 +32,20 @@ func TestPrecompressSweeps(t *testing.T) {
 	}
 	staging := filepath.Join(dir, filepath.FromSlash(disk.TempDir))
 	os.MkdirAll(staging, 0o755)
-	for name, age := range map[string]time.Duration{"0123abcd.part": 2 * time.Hour, "live.part": 0} {
-		p := filepath.Join(staging, name)
-		if err := os.WriteFile(p, []byte("half a sidecar"), 0o644); err != nil {
+	// One left by a process that is gone, one of a process still
+	// writing (this one).
+	live := fmt.Sprintf("%d-live.part", os.Getpid())
+	for _, name := range []string{"2147483646-0123abcd.part", live} {
+		if err := os.WriteFile(filepath.Join(staging, name), []byte("half a sidecar"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		os.Chtimes(p, time.Now().Add(-age), time.Now().Add(-age))
 	}
 	out, stderr, err := runCLI(t, "precompress", dir, "--level", "fast", "--progress", "none")
 	if err != nil || !strings.Contains(out, "removed 1 temporary files") || !strings.Contains(out, "3 sidecars written") {
 		t.Fatalf("precompress: %v\n%s%s", err, out, stderr)
 	}
-	// A write of a server still running (written to a moment ago) stays.
-	if ents, err := os.ReadDir(staging); err != nil || len(ents) != 1 || ents[0].Name() != "live.part" {
+	// The write of a process still running stays.
+	if ents, err := os.ReadDir(staging); err != nil || len(ents) != 1 || ents[0].Name() != live {
 		t.Errorf("%s holds %d files (%v); want live.part alone", disk.TempDir, len(ents), err)
 	}
 	for _, ext := range []string{".zst", ".br", ".gz"} {

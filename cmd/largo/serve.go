@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"largo"
-	"largo/disk"
 	"largo/encode"
 	"largo/ingest"
 	"largo/limit"
@@ -330,26 +329,21 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	return nil
 }
 
-// prepareWrites readies the store for writes and returns the staging of
-// its resumable uploads: on a folder, after removing what a crash left,
-// tusd's files in its state folder; on a bucket, the bucket itself.
+// prepareWrites readies the store for writes (prepare) and returns the
+// staging of its resumable uploads, in its own state area; the sweep of
+// what stalled writes leave runs until ctx is done.
 func prepareWrites(ctx context.Context, logger *slog.Logger, cfg *serveConfig, st largo.Store) (resumable.Staging, error) {
-	switch store := st.(type) {
-	case *disk.Store:
-		if n, err := store.PrepareWrites(ctx); err != nil {
-			return nil, failed(fmt.Errorf("sweeping temporary uploads: %v", pathErrText(err)))
-		} else if n > 0 {
-			logger.Info("removed temporary files left by an interrupted run", "files", n)
-		}
-		staging, err := resumable.StagingFor(store)
-		if err != nil {
-			return nil, failed(fmt.Errorf("resumable uploads: %v", pathErrText(err)))
-		}
-		return staging, nil
-	case *s3.Store:
-		return prepareBucket(ctx, logger, cfg, store)
+	if err := prepare(ctx, logger, st); err != nil {
+		return nil, err
 	}
-	return nil, usageErr(errors.New("--upload: this store takes no writes"))
+	staging, err := resumable.StagingFor(st)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--upload: %v", pathErrText(err)))
+	}
+	if sw, ok := st.(sweeper); ok {
+		go sweep(ctx, logger, sw, cfg.uploadExpiry)
+	}
+	return staging, nil
 }
 
 // drain stops accepting connections and waits for transfers in flight,

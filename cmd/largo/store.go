@@ -11,7 +11,6 @@ import (
 
 	"largo"
 	"largo/disk"
-	"largo/resumable"
 	"largo/s3"
 )
 
@@ -98,49 +97,58 @@ func firstSet(e *env, v string, names ...string) string {
 	return ""
 }
 
-// prepareBucket readies a bucket for writes: it checks that the
-// credentials may write and which conditions the server applies, starts
-// the sweep of the multipart uploads that interrupted writes leave, and
-// returns the staging of resumable uploads, in the bucket. The sweep runs
-// until ctx is done.
-func prepareBucket(ctx context.Context, logger *slog.Logger, cfg *serveConfig, store *s3.Store) (resumable.Staging, error) {
-	cctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
-	defer cancel()
-	if err := store.PrepareWrites(cctx); err != nil {
-		return nil, usageErr(fmt.Errorf("--upload: %v", err))
+// What a store may offer for writes, asked by interface, never by type.
+type (
+	// writePreparer checks, before writes are taken, that the store can
+	// take them, and removes what writes of processes that are gone
+	// left; it returns how many such leftovers it removed.
+	writePreparer interface {
+		PrepareWrites(ctx context.Context) (int, error)
 	}
-	if !store.ConditionalWrites() {
-		logger.Warn("the S3 server does not apply conditional writes: writes with If-None-Match or If-Match are answered 501")
+	// sweeper removes what writes that stalled since before left.
+	sweeper interface {
+		Sweep(ctx context.Context, before time.Time) (int, error)
 	}
-	sh := store.Shared()
-	staging, err := resumable.S3Staging(resumable.S3Config{
-		Client:          sh.Client,
-		Bucket:          sh.Bucket,
-		Prefix:          sh.Prefix + largo.StateDir + "/tus",
-		Staged:          largo.StateDir + "/tus",
-		PartSize:        sh.PartSize,
-		PartConcurrency: sh.PartConcurrency,
-	})
-	if err != nil {
-		return nil, usageErr(fmt.Errorf("--upload: %v", err))
+	// conditionalWriter tells whether the store applies If-None-Match and
+	// If-Match to writes (an S3 server may not).
+	conditionalWriter interface{ ConditionalWrites() bool }
+)
+
+// prepare readies a store for writes: its own checks and the removal of
+// what a crash left (logged), and a warning when it cannot apply
+// conditions.
+func prepare(ctx context.Context, logger *slog.Logger, st largo.Store) error {
+	if p, ok := st.(writePreparer); ok {
+		ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+		defer cancel()
+		n, err := p.PrepareWrites(ctx)
+		if err != nil {
+			return usageErr(fmt.Errorf("cannot write: %v", pathErrText(err)))
+		}
+		if n > 0 {
+			logger.Info("removed temporary files left by an interrupted run", "files", n)
+		}
 	}
-	go sweepBucket(ctx, logger, store, cfg.uploadExpiry)
-	return staging, nil
+	if c, ok := st.(conditionalWriter); ok && !c.ConditionalWrites() {
+		logger.Warn("the store does not apply conditional writes: writes with If-None-Match or If-Match are answered 501")
+	}
+	return nil
 }
 
-// sweepBucket aborts, every quarter of the expiry (between a second and a
-// quarter of an hour), the multipart uploads older than the expiry that
-// interrupted writes left in the bucket, until ctx is done.
-func sweepBucket(ctx context.Context, logger *slog.Logger, store *s3.Store, expiry time.Duration) {
+// sweep removes, every quarter of the expiry (between a second and a
+// quarter of an hour), what writes stalled for longer than the expiry
+// left in the store (temporary files, a bucket's multipart uploads),
+// until ctx is done.
+func sweep(ctx context.Context, logger *slog.Logger, st sweeper, expiry time.Duration) {
 	t := time.NewTicker(min(max(expiry/4, time.Second), 15*time.Minute))
 	defer t.Stop()
 	for {
-		n, err := store.Sweep(ctx, time.Now().Add(-expiry))
+		n, err := st.Sweep(ctx, time.Now().Add(-expiry))
 		switch {
 		case err != nil && ctx.Err() == nil:
-			logger.Warn("sweeping multipart uploads left in the bucket", "err", err)
+			logger.Warn("sweeping what interrupted writes left", "err", err)
 		case n > 0:
-			logger.Info("aborted multipart uploads left by interrupted writes", "uploads", n)
+			logger.Info("removed what interrupted writes left", "count", n)
 		}
 		select {
 		case <-ctx.Done():

@@ -1,0 +1,111 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"largo"
+)
+
+var _ largo.StateKeeper = (*Store)(nil)
+
+// maxRecord bounds what Get reads of a record: records are small.
+const maxRecord = 1 << 20
+
+// State implements largo.StateKeeper: records are objects under the
+// prefix's largo.StateDir, which every instance serving the bucket sees.
+// A record is written whole by one PUT, so a reader sees the old object or
+// the new one.
+func (s *Store) State() largo.State { return state{s} }
+
+type state struct{ s *Store }
+
+func (st state) key(key string) (string, error) {
+	name, err := largo.ParseName("/" + key)
+	if err != nil || name == "" {
+		return "", fmt.Errorf("state key %q: %w", key, largo.ErrInvalidName)
+	}
+	return st.s.key(largo.StateDir + "/" + name), nil
+}
+
+func (st state) Get(ctx context.Context, key string) ([]byte, error) {
+	k, err := st.key(key)
+	if err != nil {
+		return nil, err
+	}
+	out, err := st.s.api.GetObject(ctx, &awss3.GetObjectInput{Bucket: &st.s.bucket, Key: &k})
+	if err != nil {
+		return nil, mapErr(key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(out.Body, maxRecord+1))
+	if err != nil {
+		return nil, mapErr(key, err)
+	}
+	if len(b) > maxRecord {
+		return nil, fmt.Errorf("state record %s: over %d bytes", key, maxRecord)
+	}
+	return b, nil
+}
+
+func (st state) Put(ctx context.Context, key string, data []byte) error {
+	k, err := st.key(key)
+	if err != nil {
+		return err
+	}
+	_, err = st.s.api.PutObject(ctx, &awss3.PutObjectInput{
+		Bucket:        &st.s.bucket,
+		Key:           &k,
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+	})
+	if err != nil {
+		return mapErr(key, err)
+	}
+	return nil
+}
+
+func (st state) Delete(ctx context.Context, key string) error {
+	k, err := st.key(key)
+	if err != nil {
+		return err
+	}
+	_, err = st.s.api.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &st.s.bucket, Key: &k})
+	if err != nil && !errors.Is(mapErr(key, err), largo.ErrNotFound) {
+		return mapErr(key, err)
+	}
+	return nil
+}
+
+// List yields the records whose key starts with prefix, a page of keys at
+// a time.
+func (st state) List(ctx context.Context, prefix string) iter.Seq2[largo.Record, error] {
+	return func(yield func(largo.Record, error) bool) {
+		base := st.s.key(largo.StateDir + "/")
+		p := awss3.NewListObjectsV2Paginator(st.s.api, &awss3.ListObjectsV2Input{Bucket: &st.s.bucket, Prefix: aws.String(base + prefix)})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				yield(largo.Record{}, mapErr(prefix, err))
+				return
+			}
+			for _, o := range page.Contents {
+				rec := largo.Record{Key: strings.TrimPrefix(aws.ToString(o.Key), base)}
+				if o.LastModified != nil {
+					rec.ModTime = *o.LastModified
+				}
+				if !yield(rec, nil) {
+					return
+				}
+			}
+		}
+	}
+}
