@@ -316,3 +316,47 @@ allow = ["read"]
 		}
 	}
 }
+
+// TestNewShare: a signed-in user makes links to what they may do, and
+// nothing else; the links work.
+func TestNewShare(t *testing.T) {
+	f := newAccessFixture(t)
+	post := func(user, form string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", SharePath, strings.NewReader(form))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.RemoteAddr, req.Host = "127.0.0.1:5555", "127.0.0.1"
+		if user != "" {
+			req.Header.Set("Authorization", "Bearer "+user+"-token-0123456789")
+		}
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, tt := range []struct {
+		user, form string
+		code       int
+	}{
+		{"", "path=/pub&expires=1h", 401},
+		{"bob", "path=/private&expires=1h", 403},
+		{"bob", "path=/pub&expires=1h&write=1", 403},
+		{"bob", "path=/inbox&expires=1h&write=1", 200},
+		{"alice", "path=/private&expires=1h", 200},
+		{"alice", "path=/private/s.txt&expires=1h", 200},
+		{"alice", "path=/private&expires=999999h", 400},
+		{"alice", "path=/private/s.txt&expires=1h&write=1", 400},
+		{"alice", "path=/nope&expires=1h", 404},
+	} {
+		rec := post(tt.user, tt.form)
+		if rec.Code != tt.code {
+			t.Errorf("%s as %q: %d %s; want %d", tt.form, tt.user, rec.Code, strings.TrimSpace(rec.Body.String()), tt.code)
+			continue
+		}
+		if rec.Code == 200 && !strings.Contains(tt.form, "write") {
+			var out struct{ URL string }
+			json.Unmarshal(rec.Body.Bytes(), &out)
+			if got := f.req("GET", out.URL, ""); got.Code != 200 {
+				t.Errorf("the link of %s: %d", tt.form, got.Code)
+			}
+		}
+	}
+}

@@ -212,6 +212,7 @@ func New(cfg Config) *Handler {
 	if cfg.Writes != nil && cfg.Resumable != nil {
 		h.own.Handle(ResumablePrefix, h.resumable(cfg.Resumable))
 	}
+	h.own.Handle("POST "+SharePath, h.adapt(h.newShare))
 	h.own.Handle(Prefix, h.adapt(func(http.ResponseWriter, *http.Request) error {
 		return errNoEndpoint
 	}))
