@@ -165,6 +165,14 @@ func accessRules(t *testing.T, g *target) {
 	if b, _ := os.ReadFile(filepath.Join(dst, "rclone", "deep", "t.txt")); string(b) != "deeper" {
 		t.Errorf("rclone copied %q", b)
 	}
+	if g.srv != nil {
+		// A second instance on the bucket takes the same link: the key
+		// lives in the bucket.
+		s2, _ := accessServer(t, g)
+		if resp, body := send(t, "GET", s2.URL+strings.TrimPrefix(link, s.URL)+"s.txt", nil, 0); resp.StatusCode != 200 || body != "secret" {
+			t.Errorf("the link on a second instance: %d %q", resp.StatusCode, body)
+		}
+	}
 	if resp, _ := send(t, "GET", strings.TrimSuffix(link, "/")+"/../pub/a.txt", nil, 0); resp.StatusCode == 200 {
 		t.Error("a share link reached beside its folder")
 	}
