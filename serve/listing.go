@@ -73,12 +73,15 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 		return enc.Encode(l)
 	}
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
-	hdr.Set("Content-Security-Policy", ui.CSP)
+	nonce := ui.Nonce()
+	hdr.Set("Content-Security-Policy", ui.CSP(nonce))
 	hdr.Set("Referrer-Policy", "same-origin")
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	return h.ui.Folder(w, h.folderPage(r, name, entries))
+	page := h.folderPage(r, name, entries)
+	page.Nonce = nonce
+	return h.ui.Folder(w, page)
 }
 
 // folderPage is what the HTML page of a folder shows.

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"io"
 	"net/url"
 	"slices"
@@ -50,10 +51,17 @@ type Folder struct {
 	// Archives are the formats the folder can be downloaded as, by their
 	// ?archive= values ("zip", "tar"...), in the order to show them.
 	Archives []string
+	// Nonce is the nonce of the policy the page is sent with (CSP, with
+	// a new Nonce for each response); required.
+	Nonce string
 }
 
-// Folder writes the HTML page of f to w.
+// Folder writes the HTML page of f to w. It fails, writing nothing, when
+// f has no Nonce.
 func (u *UI) Folder(w io.Writer, f Folder) error {
+	if f.Nonce == "" {
+		return errors.New("ui: a folder page needs the nonce of its policy")
+	}
 	return u.page.Execute(w, newPage(f))
 }
 
@@ -75,6 +83,7 @@ type page struct {
 	User     string
 	May      string // "read, list and write"
 	SignIn   string
+	Nonce    string
 }
 
 type crumb struct {
@@ -99,7 +108,7 @@ type archiveLink struct{ Format, Href string }
 
 // newPage prepares f for the template.
 func newPage(f Folder) page {
-	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != "", User: f.User, May: sentence(f.May)}
+	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != "", User: f.User, May: sentence(f.May), Nonce: f.Nonce}
 	if f.User == "" {
 		p.SignIn = f.SignIn
 	}

@@ -127,8 +127,12 @@ func TestApply(t *testing.T) {
 	}
 }
 
+// render renders f, with a nonce when it has none.
 func render(t *testing.T, u *UI, f Folder) string {
 	t.Helper()
+	if f.Nonce == "" {
+		f.Nonce = "n0nce"
+	}
 	var b bytes.Buffer
 	if err := u.Folder(&b, f); err != nil {
 		t.Fatal(err)
@@ -258,13 +262,34 @@ func checkPolicy(t *testing.T, page string) {
 			t.Errorf("page has %q, which the policy blocks", m)
 		}
 	}
-	for _, dir := range []string{"script-src 'self'", "style-src 'self'", "default-src 'none'", "frame-ancestors 'none'"} {
-		if !strings.Contains(CSP, dir) {
+	// The page's script and style sheet carry its nonce; nothing else
+	// does.
+	if n := strings.Count(page, ` nonce="n0nce"`); n != 2 || strings.Count(page, "nonce=") != 2 {
+		t.Errorf("%d elements carry the nonce; want the script and the style sheet", n)
+	}
+	policy := CSP("n0nce")
+	for _, dir := range []string{"default-src 'none'; ", "; script-src 'nonce-n0nce'; ", "; style-src 'nonce-n0nce'; ", "; frame-ancestors 'none'", "; base-uri 'none'; "} {
+		if !strings.Contains(policy, dir) {
 			t.Errorf("policy lacks %s", dir)
 		}
 	}
-	if strings.Contains(CSP, "unsafe") {
-		t.Error("policy allows unsafe sources")
+	if strings.Contains(policy, "unsafe") || strings.Contains(policy, "strict-dynamic") || strings.Count(policy, "script-src") != 1 {
+		t.Errorf("policy %s", policy)
+	}
+}
+
+// TestNonce: a page needs one, and each is new.
+func TestNonce(t *testing.T) {
+	if err := New("/x/").Folder(io.Discard, Folder{}); err == nil {
+		t.Error("a page rendered without a nonce")
+	}
+	seen := map[string]bool{}
+	for range 1000 {
+		n := Nonce()
+		if len(n) != 22 || seen[n] || strings.Trim(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+			t.Fatalf("nonce %q", n)
+		}
+		seen[n] = true
 	}
 }
 
