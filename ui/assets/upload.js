@@ -26,9 +26,10 @@ const TICK_MS = 250;
 const RATE_WINDOW_MS = 4000;
 
 // store keeps upload URLs in localStorage; it works, emptily, where
-// storage is refused. An upload URL is no secret: without the credential
-// that created the upload, the server refuses every request to it, so
-// storage any script of the origin could read holds nothing to steal.
+// storage is refused. An upload URL is no secret: every request to it
+// needs a credential that may write (the browser's, never kept here), so
+// storage that any script of the origin could read holds nothing to
+// steal.
 const store = {
 	get(key) {
 		try {
