@@ -29,10 +29,17 @@
 // is needed, and without it no script may add another. An uploaded
 // /evil.js, or a script element slipped into a page, has no nonce and
 // does not run. A host-source with a path (script-src
-// https://HOST/_largo/ui/) would say the same, but only if the server
-// knew the scheme and host name the browser sees, which a proxy in front
-// of it may change; the nonce needs neither. The assets themselves are
-// served under a path no user can write (the reserved prefix, see New).
+// https://HOST/_largo/ui/) would also keep uploads out, but only if the
+// server knew the scheme and host name the browser sees, which a proxy in
+// front of it may change, and browsers ignore a source's path once a
+// request was redirected; the nonce depends on neither. The assets
+// themselves are served under a path no user can write (the reserved
+// prefix, see New).
+//
+// The page holds no credential and asks for none: a visitor signs in with
+// the browser's own Basic auth (Folder.SignIn), and the browser sends that
+// credential with every request, the page's uploads included, from a
+// store no script can read.
 //
 // A UI is safe for concurrent use; its zero value is not usable: make one
 // with New.
