@@ -11,9 +11,10 @@ import (
 
 // TestBrowserAccessibility runs axe-core's WCAG 2.1 A and AA rules (labels,
 // names, contrast, structure) on every kind of page, in the light and the
-// dark theme: a folder, an empty folder, the token form, the unlocked
-// upload area, a phone's width, and a page without JavaScript. The upload
-// rows are checked in TestBrowserUpload, while one is in progress.
+// dark theme: a folder with its "Sign in" link, an empty folder, a folder
+// filtered to nothing, the upload area of a signed-in user, a phone's
+// width, and a page without JavaScript. The upload rows are checked in
+// TestBrowserUpload, while one is in progress.
 func TestBrowserAccessibility(t *testing.T) {
 	dir := listingTree(t)
 	os.MkdirAll(filepath.Join(dir, "empty"), 0o755)
@@ -22,8 +23,8 @@ func TestBrowserAccessibility(t *testing.T) {
 	for _, scheme := range []string{"light", "dark"} {
 		b.setColorScheme(scheme)
 		b.open(s.URL)
-		b.waitJS("the token form", `!document.getElementById("token-form").hidden`, 10*time.Second)
-		b.checkAccessibility(scheme + " folder with the token form")
+		b.waitJS("the page's script", `document.documentElement.classList.contains("js")`, 10*time.Second)
+		b.checkAccessibility(scheme + " folder with the sign-in link")
 
 		b.open(s.URL + "empty/")
 		b.waitJS("the page's script", `document.documentElement.classList.contains("js")`, 10*time.Second)
@@ -35,11 +36,8 @@ func TestBrowserAccessibility(t *testing.T) {
 	}
 	b.setColorScheme("light")
 	b.open(s.URL)
-	b.do(chromedp.SendKeys(chromedp.ID("token"), "wrong"), chromedp.Click(chromedp.CSS("#token-form button")))
-	b.waitJS("the refusal", `document.getElementById("token-error").textContent.includes("refused")`, 10*time.Second)
-	b.checkAccessibility("refused token")
-	b.do(chromedp.SetValue(chromedp.ID("token"), "a11y-token"), chromedp.Click(chromedp.CSS("#token-form button")))
-	b.waitJS("the drop area", `!document.getElementById("drop").hidden`, 10*time.Second)
+	b.signIn("someone", "a11y-token", "token")
+	b.waitJS("the upload area", `!document.getElementById("upload").hidden`, 10*time.Second)
 	for _, scheme := range []string{"light", "dark"} {
 		b.setColorScheme(scheme)
 		b.checkAccessibility(scheme + " upload area")

@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -111,7 +113,7 @@ func (b *browser) collect() {
 			}
 			e := ev.Entry
 			// A 4xx answer the page asked for on purpose (a refused
-			// token) is logged as a network error: not a fault.
+			// sign-in) is logged as a network error: not a fault.
 			if e.Level == log.EntryLevelError && e.Source != log.EntrySourceNetwork {
 				b.problem(fmt.Sprintf("%s: %s %s", e.Source, e.Text, e.URL))
 			}
@@ -142,12 +144,99 @@ func (b *browser) problem(s string) {
 // checkPage fails the test if the page reported problems so far.
 func (b *browser) checkPage() {
 	b.t.Helper()
-	b.page.mu.Lock()
-	defer b.page.mu.Unlock()
-	for _, p := range b.page.problems {
+	for _, p := range b.takeProblems() {
 		b.t.Errorf("page reported: %s", p)
 	}
+}
+
+// takeProblems returns what the page reported as wrong so far, and
+// forgets it: for a test that provoked it on purpose.
+func (b *browser) takeProblems() []string {
+	b.page.mu.Lock()
+	defer b.page.mu.Unlock()
+	p := b.page.problems
 	b.page.problems = nil
+	return p
+}
+
+// signInDialog answers the browser's own sign-in dialog, as a person
+// would, for requests whose URL carries ?login=: the first challenge with
+// a user name and a password, any further one (the credential was
+// refused) by cancelling, which shows the 401 answer.
+type signInDialog struct {
+	b      *browser
+	asked  atomic.Int32
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// answerSignIn starts answering the sign-in dialog with user and password.
+func (b *browser) answerSignIn(user, password string) *signInDialog {
+	b.t.Helper()
+	ctx, cancel := context.WithCancel(b.ctx)
+	d := &signInDialog{b: b, cancel: cancel}
+	paused := chromedp.Events(ctx, fetch.RequestPaused)
+	challenges := chromedp.Events(ctx, fetch.AuthRequired)
+	asked, wg := &d.asked, &d.wg
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for ev, err := range challenges {
+			if err != nil {
+				return
+			}
+			answer := &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseCancelAuth}
+			if asked.Add(1) == 1 {
+				answer = &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials, Username: user, Password: password}
+			}
+			chromedp.Call(ctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID, AuthChallengeResponse: answer})
+		}
+	}()
+	b.call(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, fetch.Enable, fetch.EnableParams{
+			Patterns:           []*fetch.RequestPattern{{URLPattern: "*?login=*"}},
+			HandleAuthRequests: new(true),
+		})
+		return err
+	})
+	return d
+}
+
+// challenges reports how many challenges came so far.
+func (d *signInDialog) challenges() int { return int(d.asked.Load()) }
+
+// stop stops answering, and lets requests through untouched again.
+func (d *signInDialog) stop() {
+	d.b.t.Helper()
+	d.b.call(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, fetch.Disable, cdp.Empty{})
+		return err
+	})
+	d.cancel()
+	d.wg.Wait()
+}
+
+// signIn follows the open page's "Sign in" link, answers the browser's
+// dialog with user and password, and waits to be back on the same page,
+// which now says who is signed in: as, the policy's name for the user (a
+// token signs in as "token", whatever the name given with it). From then
+// on the browser sends the credential with every request to the server
+// by itself.
+func (b *browser) signIn(user, password, as string) {
+	b.t.Helper()
+	back := eval[string](b, "location.pathname")
+	defer b.answerSignIn(user, password).stop()
+	b.do(chromedp.Click(chromedp.CSS(".who a")))
+	b.waitJS("signed in as "+as, `location.pathname === `+jsQuote(back)+` && document.querySelector(".who strong")?.textContent === `+jsQuote(as), 15*time.Second)
 }
 
 // do runs actions, failing the test on an error.

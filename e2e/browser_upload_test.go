@@ -33,13 +33,13 @@ func (b *browser) throttleUploads(bytesPerSecond float64) {
 	})
 }
 
-// unlock opens a folder page and gives it the token.
-func (b *browser) unlock(url, token string) {
+// openToUpload opens a folder page, signs in with user and password (as
+// the user named as), and waits for the upload area.
+func (b *browser) openToUpload(url, user, password, as string) {
 	b.t.Helper()
 	b.open(url)
-	b.waitJS("the token form", `!document.getElementById("token-form").hidden`, 10*time.Second)
-	b.do(chromedp.SetValue(chromedp.ID("token"), token), chromedp.Click(chromedp.CSS("#token-form button")))
-	b.waitJS("the drop area", `!document.getElementById("drop").hidden`, 10*time.Second)
+	b.signIn(user, password, as)
+	b.waitJS("the upload area", `!document.getElementById("upload").hidden`, 10*time.Second)
 }
 
 // rowJS is the upload row of a file, by the name it shows.
@@ -56,26 +56,20 @@ func (b *browser) progress(label string) float64 {
 	return eval[float64](b, `(`+rowJS(label)+`)?.querySelector("progress").value ?? -1`)
 }
 
-// TestBrowserUpload uploads a 200 MiB file through the page's file picker,
-// with the token asked for once, watches the progress bar advance, reloads
-// the page in the middle, chooses the file again and sees the upload
-// resume where the server says it stopped, and finish; the stored file's
-// sha256 matches and the listing shows it.
+// TestBrowserUpload signs in as a user of an access file, uploads a 200
+// MiB file through the page's file picker, watches the progress bar
+// advance, reloads the page in the middle, chooses the file again and sees
+// the upload resume where the server says it stopped, and finish; the
+// stored file's sha256 matches and the listing shows it.
 func TestBrowserUpload(t *testing.T) {
 	root := t.TempDir()
 	seedInbox(t, filepath.Join(root, "inbox"))
 	src := filepath.Join(t.TempDir(), "big.bin")
 	want := writeRandom(t, src, 200<<20, 42)
-	s := startServer(t, root, "--upload", "--token", "tok-123")
+	s := startServer(t, root, "--access", writeAccessFile(t, aliceAccess))
 	b := newBrowser(t)
 	b.throttleUploads(40 << 20)
-
-	// The token: a wrong one is refused in the page, no browser dialog.
-	b.open(s.URL + "inbox/")
-	b.waitJS("the token form", `!document.getElementById("token-form").hidden`, 10*time.Second)
-	b.do(chromedp.SetValue(chromedp.ID("token"), "wrong"), chromedp.Click(chromedp.CSS("#token-form button")))
-	b.waitJS("the refusal", `document.getElementById("token-error").textContent.includes("refused")`, 10*time.Second)
-	b.unlock(s.URL+"inbox/", "tok-123")
+	b.openToUpload(s.URL+"inbox/", "alice", alicePassword, "alice")
 
 	b.screenshot("folder")
 	b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), []string{src}))
@@ -231,10 +225,11 @@ func TestBrowserUploadControls(t *testing.T) {
 		}
 	}
 
-	s := startServer(t, root, "--upload", "--token", "tok")
+	s := startServer(t, root, "--upload", "--token", "tok-for-the-controls")
 	b := newBrowser(t)
 	b.throttleUploads(16 << 20)
-	b.unlock(s.URL+"in/", "tok")
+	// The one-user token signs in as the password, under any name.
+	b.openToUpload(s.URL+"in/", "anyone", "tok-for-the-controls", "token")
 
 	t.Run("drop a folder", func(t *testing.T) {
 		b := b.with(t)
@@ -336,17 +331,17 @@ func TestBrowserUploadLostConnection(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "in"), 0o755)
 	src := filepath.Join(t.TempDir(), "cut.bin")
 	want := writeRandom(t, src, 96<<20, 77)
-	s := startServer(t, root, "--upload", "--token", "tok")
+	s := startServer(t, root, "--upload", "--token", "tok-for-the-lost-one")
 	b := newBrowser(t)
 	b.throttleUploads(24 << 20)
-	b.unlock(s.URL+"in/", "tok")
+	b.openToUpload(s.URL+"in/", "anyone", "tok-for-the-lost-one", "token")
 	b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), []string{src}))
 	b.waitJS("progress", rowJS("cut.bin")+`?.querySelector("progress").value > 0.2`, 20*time.Second)
 
 	s.cmd.Process.Kill()
 	s.wait(10 * time.Second)
 	b.waitJS("the retry", rowJS("cut.bin")+`?.dataset.state === "retrying"`, 20*time.Second)
-	s2 := startServer(t, root, "--upload", "--token", "tok", "--listen", s.Addr)
+	s2 := startServer(t, root, "--upload", "--token", "tok-for-the-lost-one", "--listen", s.Addr)
 	b.waitJS("the end", rowJS("cut.bin")+`?.dataset.state === "done"`, 60*time.Second)
 	if got := fileSHA(t, filepath.Join(root, "in", "cut.bin")); got != want {
 		t.Errorf("stored sha256 %s; want %s", got, want)

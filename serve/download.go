@@ -26,6 +26,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 			redirectSlash(w, r)
 			return nil
 		}
+		if r.URL.Query().Has("login") {
+			return h.login(w, r)
+		}
 		if err := h.may(r, name, auth.List); err != nil {
 			return err
 		}

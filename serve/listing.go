@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -72,12 +73,15 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 		return enc.Encode(l)
 	}
 	hdr.Set("Content-Type", "text/html; charset=utf-8")
-	hdr.Set("Content-Security-Policy", ui.CSP)
+	nonce := ui.Nonce()
+	hdr.Set("Content-Security-Policy", ui.CSP(nonce))
 	hdr.Set("Referrer-Policy", "same-origin")
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	return h.ui.Folder(w, h.folderPage(r, name, entries))
+	page := h.folderPage(r, name, entries)
+	page.Nonce = nonce
+	return h.ui.Folder(w, page)
 }
 
 // folderPage is what the HTML page of a folder shows.
@@ -92,7 +96,31 @@ func (h *Handler) folderPage(r *http.Request, name string, entries []Entry) ui.F
 	if h.cfg.Writes != nil && h.cfg.Resumable != nil && h.may(r, largo.Join(name, "x"), auth.Write) == nil {
 		f.Upload = &ui.Upload{Endpoint: ResumablePrefix}
 	}
+	f.User, f.May, f.SignIn = h.signedIn(r, name)
 	return f
+}
+
+// signedIn is what a page says of its requester: who they are and what
+// they may do on name, or, for an anonymous visitor of a server with
+// users, the link that signs in and comes back to name's folder. A share
+// link's visitor gets neither.
+func (h *Handler) signedIn(r *http.Request, name string) (user string, may []string, signIn string) {
+	id := who(r)
+	switch {
+	case id.share != nil || h.cfg.Access == nil:
+	case id.user != "":
+		if p := h.cfg.Access.Policy().Allowed(id.user, name); p != 0 {
+			may = strings.Split(p.String(), ",")
+		}
+		return id.user, may, ""
+	case h.cfg.Access.Policy().Users() > 0:
+		back := "/"
+		if name != "" {
+			back += name + "/"
+		}
+		return "", nil, "/?login=" + url.QueryEscape(back)
+	}
+	return "", nil, ""
 }
 
 // hideSidecars returns the entries of a folder without the precompressed

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"io"
 	"net/url"
 	"slices"
@@ -20,12 +21,12 @@ type Entry struct {
 	Modified time.Time
 }
 
-// Upload describes the upload area of a page whose server accepts writes.
+// Upload describes the upload area of a page whose requester may write
+// in its folder. The page asks for no credential: uploads carry the one
+// the browser holds for the server (see Folder.SignIn).
 type Upload struct {
 	// Endpoint is the URL path of the tus 1.0 endpoint.
 	Endpoint string
-	// Token reports that writes need the token, which the page asks for.
-	Token bool
 }
 
 // Folder is what a folder page shows.
@@ -37,15 +38,30 @@ type Folder struct {
 	Entries []Entry
 	// View is the order and filter asked for in the query.
 	View View
-	// Upload is the upload area; nil when writes are off.
+	// Upload is the upload area; nil where the requester may not write.
 	Upload *Upload
+	// User is who is signed in; "" for an anonymous visitor.
+	User string
+	// May is what User may do in this folder, by permission name
+	// ("read", "list", "write", "delete"), in that order.
+	May []string
+	// SignIn is the URL of the "Sign in" link shown to an anonymous
+	// visitor where signing in could allow more; "" shows none.
+	SignIn string
 	// Archives are the formats the folder can be downloaded as, by their
 	// ?archive= values ("zip", "tar"...), in the order to show them.
 	Archives []string
+	// Nonce is the nonce of the policy the page is sent with (CSP, with
+	// a new Nonce for each response); required.
+	Nonce string
 }
 
-// Folder writes the HTML page of f to w.
+// Folder writes the HTML page of f to w. It fails, writing nothing, when
+// f has no Nonce.
 func (u *UI) Folder(w io.Writer, f Folder) error {
+	if f.Nonce == "" {
+		return errors.New("ui: a folder page needs the nonce of its policy")
+	}
 	return u.page.Execute(w, newPage(f))
 }
 
@@ -64,6 +80,10 @@ type page struct {
 	Empty    string // what the table says when no row shows
 	Upload   *Upload
 	Archives []archiveLink
+	User     string
+	May      string // "read, list and write"
+	SignIn   string
+	Nonce    string
 }
 
 type crumb struct {
@@ -88,7 +108,10 @@ type archiveLink struct{ Format, Href string }
 
 // newPage prepares f for the template.
 func newPage(f Folder) page {
-	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != ""}
+	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != "", User: f.User, May: sentence(f.May), Nonce: f.Nonce}
+	if f.User == "" {
+		p.SignIn = f.SignIn
+	}
 	if f.Name != "" {
 		p.Path = "/" + f.Name + "/"
 	}
@@ -181,6 +204,15 @@ func summary(shown []Entry, all int) string {
 		s += " (" + itoa(len(shown)) + " of " + itoa(all) + " shown)"
 	}
 	return s
+}
+
+// sentence joins words as a list in a sentence: "a", "a and b", "a, b
+// and c".
+func sentence(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
 }
 
 func plural(n int, word string) string {

@@ -14,9 +14,32 @@
 // are compressed once, when the UI is made, and sent compressed to clients
 // that accept gzip.
 //
-// Pages carry the policy in CSP: scripts, styles, images and connections
-// only from largo's own origin, no inline script or style, no frames, no
-// plugins. Every name on a page goes through html/template's escaping.
+// Pages carry the policy CSP returns: no inline script or style, no
+// frames, no plugins, images and connections only from largo's own
+// origin, and scripts and style sheets only from the elements the page
+// itself was rendered with. Every name on a page goes through
+// html/template's escaping.
+//
+// Scripts are allowed by a nonce, not by origin: 'self' would also allow
+// any .js file a user uploads to the server, which then runs with the
+// origin's rights wherever some page loads it. Each response gets a new
+// nonce (Nonce: 128 random bits), carried by the policy and by the page's
+// one script element (and its style sheet); the modules that script
+// imports inherit the nonce, as module graphs do, so no 'strict-dynamic'
+// is needed, and without it no script may add another. An uploaded
+// /evil.js, or a script element slipped into a page, has no nonce and
+// does not run. A host-source with a path (script-src
+// https://HOST/_largo/ui/) would also keep uploads out, but only if the
+// server knew the scheme and host name the browser sees, which a proxy in
+// front of it may change, and browsers ignore a source's path once a
+// request was redirected; the nonce depends on neither. The assets
+// themselves are served under a path no user can write (the reserved
+// prefix, see New).
+//
+// The page holds no credential and asks for none: a visitor signs in with
+// the browser's own Basic auth (Folder.SignIn), and the browser sends that
+// credential with every request, the page's uploads included, from a
+// store no script can read.
 //
 // A UI is safe for concurrent use; its zero value is not usable: make one
 // with New.
@@ -25,8 +48,10 @@ package ui
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/rand"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"html/template"
@@ -40,9 +65,21 @@ import (
 	"largo"
 )
 
-// CSP is the Content-Security-Policy of every page.
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
-	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+// CSP returns the Content-Security-Policy of a page rendered with nonce
+// (see Folder.Nonce): only the page's own elements load scripts and style
+// sheets.
+func CSP(nonce string) string {
+	return "default-src 'none'; script-src 'nonce-" + nonce + "'; style-src 'nonce-" + nonce + "'; img-src 'self'; " +
+		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+}
+
+// Nonce returns a new nonce for one page: 128 bits from crypto/rand, in
+// URL-safe base64, never the same twice.
+func Nonce() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
 
 // immutable is the Cache-Control of assets of the current version.
 const immutable = "public, max-age=31536000, immutable"

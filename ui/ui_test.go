@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -126,8 +127,12 @@ func TestApply(t *testing.T) {
 	}
 }
 
+// render renders f, with a nonce when it has none.
 func render(t *testing.T, u *UI, f Folder) string {
 	t.Helper()
+	if f.Nonce == "" {
+		f.Nonce = "n0nce"
+	}
 	var b bytes.Buffer
 	if err := u.Folder(&b, f); err != nil {
 		t.Fatal(err)
@@ -147,7 +152,10 @@ func TestFolderPage(t *testing.T) {
 		},
 		View:     View{Sort: SortSize, Desc: true},
 		Archives: []string{"zip", "tar"},
-		Upload:   &Upload{Endpoint: "/_largo/uploads/", Token: true},
+		Upload:   &Upload{Endpoint: "/_largo/uploads/"},
+		User:     `<b>eve</b>`,
+		May:      []string{"read", "list", "write"},
+		SignIn:   "/?login=%2Fdocs%2F",
 	})
 	for _, want := range []string{
 		`&lt;script&gt;alert(1)&lt;/script&gt;`,
@@ -160,7 +168,8 @@ func TestFolderPage(t *testing.T) {
 		`<a href="./../">docs</a>`,
 		`<h1>/docs/&lt;x&gt;/</h1>`,
 		`href="?archive=zip"`,
-		`data-endpoint="/_largo/uploads/" data-token="required"`,
+		`data-endpoint="/_largo/uploads/"`,
+		`Signed in as <strong>&lt;b&gt;eve&lt;/b&gt;</strong><span class="may"> · here you may read, list and write</span>`,
 		`data-folder="docs/&lt;x&gt;"`,
 		`<th scope="col" class="size" aria-sort="descending"><a href="?order=asc&amp;sort=size"`,
 		`<th scope="col" class="name"><a href="?order=asc&amp;sort=name"`,
@@ -173,8 +182,17 @@ func TestFolderPage(t *testing.T) {
 			t.Errorf("page lacks %s", want)
 		}
 	}
-	if strings.Contains(page, "<script>alert") || strings.Contains(page, `q"uote`) {
-		t.Error("a name went into the page unescaped")
+	for _, absent := range []string{"<script>alert", `q"uote`, "<b>eve"} {
+		if strings.Contains(page, absent) {
+			t.Errorf("%s went into the page unescaped", absent)
+		}
+	}
+	// A signed-in user is not offered to sign in, and no page asks for
+	// a credential.
+	for _, absent := range []string{"Sign in<", "login=", `type="password"`, "token"} {
+		if strings.Contains(page, absent) {
+			t.Errorf("page shows %q", absent)
+		}
 	}
 	// Size, descending: the folder, then the larger file.
 	if i, j := strings.Index(page, "a b:c/"), strings.Index(page, "1.5 KiB"); i < 0 || j < i {
@@ -188,7 +206,7 @@ func TestFolderPage(t *testing.T) {
 			t.Errorf("empty root page lacks %s", want)
 		}
 	}
-	for _, absent := range []string{`id="upload"`, "Parent folder", "Download folder"} {
+	for _, absent := range []string{`id="upload"`, "Parent folder", "Download folder", "Signed in", "Sign in"} {
 		if strings.Contains(root, absent) {
 			t.Errorf("empty root page without uploads or archives shows %s", absent)
 		}
@@ -201,9 +219,29 @@ func TestFolderPage(t *testing.T) {
 	if !strings.Contains(bucket, `data-modified="" data-dir=""`) || !strings.Contains(bucket, `<td class="mod"></td>`) {
 		t.Error("a folder without a time shows one")
 	}
-	open := render(t, u, Folder{Upload: &Upload{Endpoint: "/up/"}})
-	if !strings.Contains(open, `data-token="open"`) {
-		t.Error("open uploads not marked")
+	anonymous := render(t, u, Folder{SignIn: "/?login=%2Fa%20b%2F"})
+	if !strings.Contains(anonymous, `<p class="who"><a href="/?login=%2Fa%20b%2F">Sign in</a></p>`) || strings.Contains(anonymous, "Signed in") {
+		t.Error("an anonymous visitor is not offered to sign in")
+	}
+	reader := render(t, u, Folder{User: "bob", May: []string{"list"}})
+	if !strings.Contains(reader, `Signed in as <strong>bob</strong><span class="may"> · here you may list</span>`) {
+		t.Error("a user's permissions are not shown")
+	}
+}
+
+func TestSentence(t *testing.T) {
+	for _, c := range []struct {
+		words []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{"read"}, "read"},
+		{[]string{"read", "list"}, "read and list"},
+		{[]string{"read", "list", "write", "delete"}, "read, list, write and delete"},
+	} {
+		if got := sentence(c.words); got != c.want {
+			t.Errorf("sentence(%q) = %q; want %q", c.words, got, c.want)
+		}
 	}
 }
 
@@ -224,13 +262,34 @@ func checkPolicy(t *testing.T, page string) {
 			t.Errorf("page has %q, which the policy blocks", m)
 		}
 	}
-	for _, dir := range []string{"script-src 'self'", "style-src 'self'", "default-src 'none'", "frame-ancestors 'none'"} {
-		if !strings.Contains(CSP, dir) {
+	// The page's script and style sheet carry its nonce; nothing else
+	// does.
+	if n := strings.Count(page, ` nonce="n0nce"`); n != 2 || strings.Count(page, "nonce=") != 2 {
+		t.Errorf("%d elements carry the nonce; want the script and the style sheet", n)
+	}
+	policy := CSP("n0nce")
+	for _, dir := range []string{"default-src 'none'; ", "; script-src 'nonce-n0nce'; ", "; style-src 'nonce-n0nce'; ", "; frame-ancestors 'none'", "; base-uri 'none'; "} {
+		if !strings.Contains(policy, dir) {
 			t.Errorf("policy lacks %s", dir)
 		}
 	}
-	if strings.Contains(CSP, "unsafe") {
-		t.Error("policy allows unsafe sources")
+	if strings.Contains(policy, "unsafe") || strings.Contains(policy, "strict-dynamic") || strings.Count(policy, "script-src") != 1 {
+		t.Errorf("policy %s", policy)
+	}
+}
+
+// TestNonce: a page needs one, and each is new.
+func TestNonce(t *testing.T) {
+	if err := New("/x/").Folder(io.Discard, Folder{}); err == nil {
+		t.Error("a page rendered without a nonce")
+	}
+	seen := map[string]bool{}
+	for range 1000 {
+		n := Nonce()
+		if len(n) != 22 || seen[n] || strings.Trim(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") != "" {
+			t.Fatalf("nonce %q", n)
+		}
+		seen[n] = true
 	}
 }
 
@@ -294,6 +353,24 @@ func TestAssets(t *testing.T) {
 	for _, p := range []string{cur + "nope.js", cur, "/_largo/ui/app.js", "/elsewhere/app.js", cur + "../ui.go"} {
 		if _, err := serve(p); !errors.Is(err, largo.ErrNotFound) {
 			t.Errorf("%s: %v; want not found", p, err)
+		}
+	}
+}
+
+// TestScriptsHoldNoCredential: the page's scripts never handle a
+// credential; the browser sends the one its user signed in with.
+func TestScriptsHoldNoCredential(t *testing.T) {
+	names, _ := fs.Glob(files, "assets/*.js")
+	if len(names) == 0 {
+		t.Fatal("no scripts")
+	}
+	for _, name := range names {
+		b, _ := files.ReadFile(name)
+		src := strings.ToLower(string(b))
+		for _, word := range []string{"authorization", "token", "password", "withcredentials", "credentials:"} {
+			if strings.Contains(src, word) {
+				t.Errorf("%s mentions %q", name, word)
+			}
 		}
 	}
 }

@@ -1,6 +1,6 @@
 // app.js: the entry module of a folder page. The page works without it;
 // with it, the table sorts and filters in place and answers the arrow
-// keys, and, where the server takes uploads, the upload area appears.
+// keys, and, where the visitor may write, the upload area appears.
 
 import { Listing } from "./listing.js";
 import { Uploader } from "./upload.js";

@@ -8,7 +8,10 @@
 // chosen again after a reload resumes instead of starting over.
 //
 // PATCH goes through XMLHttpRequest because fetch reports no upload
-// progress; the other requests use fetch.
+// progress; the other requests use fetch. No request carries a credential
+// of its own: same-origin requests carry the one the browser holds for
+// the server (fetch's default credentials mode, "same-origin", and
+// XMLHttpRequest's).
 
 export const TUS_VERSION = "1.0.0";
 
@@ -65,7 +68,6 @@ export class Upload {
 		this.file = file;
 		this.endpoint = new URL(opts.endpoint, location.href).href;
 		this.metadata = opts.metadata || {};
-		this.token = opts.token || (() => "");
 		this.chunkSize = opts.chunkSize || DEFAULT_CHUNK;
 		this.store = opts.store;
 		this.key = opts.key;
@@ -87,10 +89,7 @@ export class Upload {
 	}
 
 	headers(extra) {
-		const h = { "Tus-Resumable": TUS_VERSION, ...extra };
-		const t = this.token();
-		if (t) h.Authorization = `Bearer ${t}`;
-		return h;
+		return { "Tus-Resumable": TUS_VERSION, ...extra };
 	}
 
 	// start begins or resumes the upload. It resolves when the upload

@@ -1,18 +1,23 @@
-// upload.js: the upload area of a folder page. It asks for the server's
-// token once (kept in localStorage), takes files from the pickers or from
-// files and folders dropped anywhere on the page, and sends each through
-// the tus client (tus.js), a few at a time, with one row per file: a
-// progress bar, bytes, rate, time left, pause/resume and cancel. Upload
+// upload.js: the upload area of a folder page, which the server renders
+// only where the visitor may write. It takes files from the pickers or
+// from files and folders dropped anywhere on the page, and sends each
+// through the tus client (tus.js), a few at a time, with one row per file:
+// a progress bar, bytes, rate, time left, pause/resume and cancel. Upload
 // URLs are kept in localStorage, so an upload cut by a reload or a lost
 // connection resumes when the same file is chosen or dropped again; the
 // page lists such unfinished uploads. The folder's table refreshes as
 // uploads finish.
+//
+// The page holds no credential and asks for none: the browser sends the
+// one it was given when its user signed in (Basic auth, kept by the
+// browser where no script can read it) with every request to the server,
+// these uploads included.
 
-import { Upload } from "./tus.js";
+import { TUS_VERSION, Upload } from "./tus.js";
 import { formatDuration, formatRate, formatSize } from "./format.js";
 
-const TOKEN_KEY = "largo.token";
 const UPLOAD_PREFIX = "largo.upload ";
+const TUS_HEADERS = { "Tus-Resumable": TUS_VERSION };
 // CONCURRENCY is how many files upload at once.
 const CONCURRENCY = 3;
 // TICK_MS is how often rows and the summary are redrawn.
@@ -21,7 +26,10 @@ const TICK_MS = 250;
 const RATE_WINDOW_MS = 4000;
 
 // store keeps upload URLs in localStorage; it works, emptily, where
-// storage is refused.
+// storage is refused. An upload URL is no secret: every request to it
+// needs a credential that may write (the browser's, never kept here), so
+// storage that any script of the origin could read holds nothing to
+// steal.
 const store = {
 	get(key) {
 		try {
@@ -58,23 +66,6 @@ const store = {
 	},
 };
 
-function readToken() {
-	try {
-		return localStorage.getItem(TOKEN_KEY) || "";
-	} catch {
-		return "";
-	}
-}
-
-function writeToken(t) {
-	try {
-		if (t) localStorage.setItem(TOKEN_KEY, t);
-		else localStorage.removeItem(TOKEN_KEY);
-	} catch {
-		// Kept for this page only.
-	}
-}
-
 // uploadKey names a file and its target: the same file chosen again for
 // the same folder finds its upload.
 function uploadKey(folder, file) {
@@ -92,30 +83,15 @@ export class Uploader {
 		this.section = section;
 		this.listing = listing;
 		this.endpoint = section.dataset.endpoint;
-		this.needsToken = section.dataset.token === "required";
 		this.folder = document.getElementById("main").dataset.folder || "";
-		this.tokenValue = this.needsToken ? readToken() : "";
 		this.jobs = [];
 		this.skipped = 0;
 		this.refreshTimer = 0;
 		this.el = (id) => document.getElementById(id);
 	}
 
-	token() {
-		return this.tokenValue;
-	}
-
-	async init() {
+	init() {
 		this.section.hidden = false;
-		this.el("token-form").addEventListener("submit", (ev) => {
-			ev.preventDefault();
-			this.unlock(this.el("token").value.trim());
-		});
-		this.el("forget-token").addEventListener("click", () => {
-			writeToken("");
-			this.tokenValue = "";
-			this.lock("");
-		});
 		const files = this.el("pick-files");
 		const folder = this.el("pick-folder");
 		this.el("choose-files").addEventListener("click", () => files.click());
@@ -141,83 +117,14 @@ export class Uploader {
 			for (const j of this.jobs) j.upload?.retryNow();
 		});
 		setInterval(() => this.tick(), TICK_MS);
-
-		if (!this.needsToken) {
-			this.open();
-			return;
-		}
-		if (!this.tokenValue) {
-			this.lock("");
-			return;
-		}
-		const status = await this.check(this.tokenValue);
-		if (status === 401) {
-			writeToken("");
-			this.tokenValue = "";
-			this.lock("The saved token was refused: enter the current one.");
-			return;
-		}
-		this.open();
-	}
-
-	// check asks the upload endpoint whether a token is good: OPTIONS
-	// carries it through the same check as every write and changes nothing.
-	async check(token) {
-		try {
-			const res = await fetch(this.endpoint, { method: "OPTIONS", headers: { Authorization: `Bearer ${token}` }, cache: "no-store" });
-			return res.status;
-		} catch {
-			return 0;
-		}
-	}
-
-	async unlock(token) {
-		const err = this.el("token-error");
-		if (!token) return;
-		err.textContent = "";
-		const status = await this.check(token);
-		if (status === 401) {
-			err.textContent = "This token was refused.";
-			this.el("token").select();
-			return;
-		}
-		if (status === 0 || status >= 400) {
-			err.textContent = status === 0 ? "The server cannot be reached." : `The server answered ${status}.`;
-			return;
-		}
-		writeToken(token);
-		this.tokenValue = token;
-		this.el("token").value = "";
-		this.open();
-		this.el("choose-files").focus();
-	}
-
-	// lock shows the token form in place of the drop area.
-	lock(message) {
-		this.unlocked = false;
-		this.el("drop").hidden = true;
-		this.el("token-form").hidden = false;
-		this.el("token-error").textContent = message;
-	}
-
-	// open shows the drop area and the uploads left unfinished here.
-	open() {
-		this.unlocked = true;
-		this.el("token-form").hidden = true;
-		this.el("drop").hidden = false;
-		this.el("forget-token").hidden = !this.needsToken;
 		this.showUnfinished();
-		for (const j of this.jobs) {
-			if (j.state === "failed" && j.error?.status === 401) this.resume(j);
-		}
-		this.pump();
 	}
 
 	wireDrop() {
 		const body = document.body;
 		const hasFiles = (ev) => Array.from(ev.dataTransfer?.types || []).includes("Files");
 		document.addEventListener("dragover", (ev) => {
-			if (!this.unlocked || !hasFiles(ev)) return;
+			if (!hasFiles(ev)) return;
 			ev.preventDefault();
 			ev.dataTransfer.dropEffect = "copy";
 			body.classList.add("dragging");
@@ -227,7 +134,7 @@ export class Uploader {
 		});
 		document.addEventListener("drop", (ev) => {
 			body.classList.remove("dragging");
-			if (!this.unlocked || !hasFiles(ev)) return;
+			if (!hasFiles(ev)) return;
 			ev.preventDefault();
 			// Entries must be taken before the event ends.
 			const items = Array.from(ev.dataTransfer.items || []);
@@ -277,7 +184,6 @@ export class Uploader {
 		job.upload = new Upload(file, {
 			endpoint: this.endpoint,
 			metadata: { filename: file.name, folder },
-			token: () => this.token(),
 			store,
 			key,
 			onProgress: (b) => {
@@ -291,7 +197,6 @@ export class Uploader {
 
 	// pump starts queued uploads while fewer than CONCURRENCY run.
 	pump() {
-		if (!this.unlocked) return;
 		let running = this.jobs.filter((j) => j.state === "uploading" || j.state === "retrying").length;
 		for (const j of this.jobs) {
 			if (running >= CONCURRENCY) break;
@@ -314,14 +219,7 @@ export class Uploader {
 	onState(job, state, detail) {
 		job.state = state;
 		job.samples = [];
-		if (state === "failed") {
-			job.error = detail;
-			if (detail?.status === 401) {
-				writeToken("");
-				this.tokenValue = "";
-				this.lock("The token was refused: enter it again, and the upload resumes.");
-			}
-		}
+		if (state === "failed") job.error = detail;
 		if (state === "retrying") job.retryIn = detail;
 		if (state === "done") job.bytes = job.file.size;
 		// Screen readers hear each file's end, not every tick of the bars.
@@ -376,7 +274,7 @@ export class Uploader {
 			// An unfinished upload from an earlier visit: end it on the server.
 			store.remove(job.key);
 			try {
-				await fetch(job.url, { method: "DELETE", headers: this.authHeaders() });
+				await fetch(job.url, { method: "DELETE", headers: TUS_HEADERS });
 			} catch {
 				// It expires on the server anyway.
 			}
@@ -384,12 +282,6 @@ export class Uploader {
 			this.draw(job);
 		}
 		this.pump();
-	}
-
-	authHeaders() {
-		const h = { "Tus-Resumable": "1.0.0" };
-		if (this.tokenValue) h.Authorization = `Bearer ${this.tokenValue}`;
-		return h;
 	}
 
 	// showUnfinished lists the uploads to this folder and below that an
@@ -400,7 +292,7 @@ export class Uploader {
 			if (!saved || typeof saved.folder !== "string" || !below(saved.folder) || this.jobs.some((j) => j.key === key)) continue;
 			let offset = 0;
 			try {
-				const res = await fetch(saved.url, { method: "HEAD", headers: this.authHeaders(), cache: "no-store" });
+				const res = await fetch(saved.url, { method: "HEAD", headers: TUS_HEADERS, cache: "no-store" });
 				if (res.status === 404 || res.status === 410 || res.status === 403) {
 					store.remove(key);
 					continue;
@@ -476,7 +368,8 @@ export class Uploader {
 
 	reason(err) {
 		if (!err) return "unknown error";
-		if (err.status === 401) return "token refused";
+		if (err.status === 401) return "not signed in: reload the page, sign in and retry";
+		if (err.status === 403) return "not allowed here";
 		return err.message || String(err);
 	}
 
