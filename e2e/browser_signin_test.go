@@ -15,9 +15,9 @@ import (
 	"largo/auth"
 )
 
-// alicePassword is the password of alice in aliceAccess; not ASCII, so
+// aliceBrowserPassword is the password of alice in aliceAccess; not ASCII, so
 // that the challenge's charset is tested too.
-const alicePassword = "alice's pässword"
+const aliceBrowserPassword = "alice's pässword"
 
 // aliceAccess is an access file: everyone reads and lists, alice (who
 // signs in with a password) does everything in /inbox. ALICE_HASH stands
@@ -38,7 +38,7 @@ users = ["alice"]
 allow = ["all"]
 `
 
-var aliceHash = sync.OnceValue(func() string { return auth.HashPassword(alicePassword) })
+var aliceHash = sync.OnceValue(func() string { return auth.HashPassword(aliceBrowserPassword) })
 
 // writeAccessFile writes an access file and returns its path.
 func writeAccessFile(t *testing.T, text string) string {
@@ -91,7 +91,7 @@ func TestBrowserSignIn(t *testing.T) {
 		t.Errorf("after a refused password the page says %q", got)
 	}
 
-	b.signIn("alice", alicePassword, "alice")
+	b.signIn("alice", aliceBrowserPassword, "alice")
 	if got := eval[string](b, whoJS); got != "Signed in as alice · here you may read, list, write and delete" {
 		t.Errorf("the page says %q", got)
 	}
@@ -111,7 +111,7 @@ func TestBrowserSignIn(t *testing.T) {
 		t.Errorf("an upload request went without the credential: %s", m)
 	}
 	kept := eval[string](b, `JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage), document.cookie])`)
-	for _, secret := range []string{alicePassword, base64.StdEncoding.EncodeToString([]byte("alice:" + alicePassword)), "Basic"} {
+	for _, secret := range []string{aliceBrowserPassword, base64.StdEncoding.EncodeToString([]byte("alice:" + aliceBrowserPassword)), "Basic"} {
 		if strings.Contains(kept, secret) {
 			t.Errorf("the browser's script-readable storage holds %q: %s", secret, kept)
 		}
