@@ -360,3 +360,21 @@ func TestNewShare(t *testing.T) {
 		}
 	}
 }
+
+// TestShareForm: the page offers the share form to who may share the
+// folder, and its script is served.
+func TestShareForm(t *testing.T) {
+	f := newAccessFixture(t)
+	p := f.req("GET", "/private/", "alice").Body.String()
+	if !strings.Contains(p, `id="share-form"`) || !strings.Contains(p, `action="/_largo/share"`) {
+		t.Error("no share form for alice in her folder")
+	}
+	_, app, _ := strings.Cut(p, `<script type="module" src="`)
+	app, _, _ = strings.Cut(app, `"`)
+	if p := f.req("GET", "/pub/", "").Body.String(); strings.Contains(p, `id="share-form"`) {
+		t.Error("a share form for an anonymous visitor")
+	}
+	if rec := f.req("GET", strings.Replace(app, "app.js", "share.js", 1), ""); rec.Code != 200 || !strings.Contains(rec.Body.String(), "shareForm") {
+		t.Errorf("share.js: %d", rec.Code)
+	}
+}

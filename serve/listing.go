@@ -97,6 +97,9 @@ func (h *Handler) folderPage(r *http.Request, name string, entries []Entry) ui.F
 		f.Upload = &ui.Upload{Endpoint: ResumablePrefix}
 	}
 	f.User, f.May, f.SignIn = h.signedIn(r, name)
+	if f.User != "" && h.cfg.ShareKey != nil && h.may(r, name, auth.Read|auth.List) == nil {
+		f.Share = &ui.Share{Endpoint: SharePath, Write: f.Upload != nil}
+	}
 	return f
 }
 

@@ -29,6 +29,14 @@ type Upload struct {
 	Endpoint string
 }
 
+// Share describes the share form of a page.
+type Share struct {
+	// Endpoint is the URL path the form posts to.
+	Endpoint string
+	// Write offers a drop box too: the visitor may write here.
+	Write bool
+}
+
 // Folder is what a folder page shows.
 type Folder struct {
 	// Name is the folder's store name: "" for the root, "a/b" below it.
@@ -45,6 +53,9 @@ type Folder struct {
 	// May is what User may do in this folder, by permission name
 	// ("read", "list", "write", "delete"), in that order.
 	May []string
+	// Share, when set, offers the signed-in visitor a form that makes a
+	// share link to this folder.
+	Share *Share
 	// SignIn is the URL of the "Sign in" link shown to an anonymous
 	// visitor where signing in could allow more; "" shows none.
 	SignIn string
@@ -83,6 +94,7 @@ type page struct {
 	User     string
 	May      string // "read, list and write"
 	SignIn   string
+	Share    *Share
 	Nonce    string
 }
 
@@ -108,7 +120,7 @@ type archiveLink struct{ Format, Href string }
 
 // newPage prepares f for the template.
 func newPage(f Folder) page {
-	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != "", User: f.User, May: sentence(f.May), Nonce: f.Nonce}
+	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != "", User: f.User, May: sentence(f.May), Nonce: f.Nonce, Share: f.Share}
 	if f.User == "" {
 		p.SignIn = f.SignIn
 	}
