@@ -69,7 +69,7 @@ func TestBrowserUpload(t *testing.T) {
 	s := startServer(t, root, "--access", writeAccessFile(t, aliceAccess))
 	b := newBrowser(t)
 	b.throttleUploads(40 << 20)
-	b.openToUpload(s.URL+"inbox/", "alice", alicePassword, "alice")
+	b.openToUpload(s.URL+"inbox/", "alice", aliceBrowserPassword, "alice")
 
 	b.screenshot("folder")
 	b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), []string{src}))
