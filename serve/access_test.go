@@ -246,6 +246,10 @@ func TestGuards(t *testing.T) {
 			t.Errorf("PUT with %s: %d; want 403", hdr, rec.Code)
 		}
 	}
+	// A form another site's page posts, as a browser sends it.
+	if rec := f.req("POST", "/private/", "alice", "Origin", "https://evil.example", "Content-Type", "multipart/form-data; boundary=x"); rec.Code != 403 {
+		t.Errorf("cross-site form POST: %d; want 403", rec.Code)
+	}
 	if rec := f.req("PUT", "/private/x.txt", "alice", "Origin", "http://127.0.0.1", "Sec-Fetch-Site", "same-origin"); rec.Code != 201 {
 		t.Errorf("same-origin PUT: %d", rec.Code)
 	}
