@@ -326,16 +326,19 @@ func TestGetTree(t *testing.T) {
 func TestGetTreeUnsafeNames(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"path":"/","entries":[{"name":"../escape","size":1},{"name":"/etc/x","size":1},{"name":"..","dir":true},{"name":"a/b","size":1}]}`))
+		w.Write([]byte(`{"path":"/","entries":[{"name":"../escape","size":1},{"name":"/etc/x","size":1},{"name":"..","dir":true},{"name":"a/b","size":1},{"name":".ssh","dir":true},{"name":".bashrc","size":1},{"name":"esc\u001b[2J","size":1}]}`))
 	})
 	srv := httpServer(t, h)
 	base := t.TempDir()
 	var l logs
 	tr, err := newClient(&l, 0).GetTree(context.Background(), srv.URL+"/", filepath.Join(base, "out"))
-	if err == nil || tr.Failed != 4 || tr.Files != 0 {
+	if err == nil || tr.Failed != 7 || tr.Files != 0 {
 		t.Fatalf("%+v %v", tr, err)
 	}
 	if exists(filepath.Join(base, "escape")) {
 		t.Fatal("a name escaped the target folder")
+	}
+	if exists(filepath.Join(base, "out", ".ssh")) || exists(filepath.Join(base, "out", ".bashrc")) {
+		t.Fatal("a hidden name was written")
 	}
 }

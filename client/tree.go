@@ -81,7 +81,7 @@ func (c *Client) getTree(ctx context.Context, u *url.URL, dir string, depth int,
 		return localError{err}
 	}
 	for _, e := range entries {
-		if !safeName(e.Name) {
+		if !treeName(e.Name) {
 			c.logf("%s: skipping the unsafe name %q", u.Redacted(), e.Name)
 			tr.Failed++
 			continue
@@ -226,4 +226,20 @@ func (c *Client) PutTree(ctx context.Context, dir string, d *Destination) (TreeR
 		err = fmt.Errorf("%d of %d files failed", tr.Failed, tr.Failed+tr.Files+tr.UpToDate)
 	}
 	return tr, err
+}
+
+// treeName reports whether a name a listing gives may become a local file
+// of a recursive download: a safe name (see safeName) that is not hidden
+// (a hostile server must not plant .ssh/ or .bashrc in the target folder)
+// and holds no control byte (no terminal escape in a file name).
+func treeName(name string) bool {
+	if !safeName(name) || strings.HasPrefix(name, ".") {
+		return false
+	}
+	for _, c := range name {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

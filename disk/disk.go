@@ -108,7 +108,9 @@ func (s *Store) Open(_ context.Context, name string) (largo.File, error) {
 }
 
 // List implements largo.Store. Symlinks are resolved inside the root; those
-// that point outside it or nowhere are left out, as are hidden entries and
+// that point outside it or nowhere are left out, as are hidden entries,
+// names no request could name (a backslash, a control byte: what
+// largo.ParseName refuses, and what an archive must never hold) and
 // anything that is neither a regular file nor a folder.
 func (s *Store) List(_ context.Context, name string) iter.Seq2[largo.Info, error] {
 	return func(yield func(largo.Info, error) bool) {
@@ -130,7 +132,7 @@ func (s *Store) List(_ context.Context, name string) iter.Seq2[largo.Info, error
 		for {
 			ents, err := d.ReadDir(256)
 			for _, e := range ents {
-				if strings.HasPrefix(e.Name(), ".") {
+				if strings.HasPrefix(e.Name(), ".") || !validElem(e.Name()) {
 					continue
 				}
 				child := largo.Join(name, e.Name())
@@ -160,6 +162,12 @@ func (s *Store) List(_ context.Context, name string) iter.Seq2[largo.Info, error
 			}
 		}
 	}
+}
+
+// validElem reports whether a folder entry's name can be a name's element.
+func validElem(elem string) bool {
+	name, err := largo.ParseName("/" + elem)
+	return err == nil && name == elem
 }
 
 // open opens name for reading without blocking: opening a named pipe

@@ -208,3 +208,29 @@ func TestState(t *testing.T) {
 	defer s.Close()
 	storetest.RunState(t, s.State())
 }
+
+// TestListLeavesOutBadNames: a file whose name no request can name (a
+// backslash, a control byte) is neither listed nor, so, archived.
+func TestListLeavesOutBadNames(t *testing.T) {
+	dir := makeTree(t, map[string]string{"ok.txt": "ok"})
+	for _, bad := range []string{`a\b.txt`, "bell\x07.txt", "new\nline.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, bad), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var names []string
+	for in, err := range s.List(context.Background(), "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, in.Name)
+	}
+	if len(names) != 1 || names[0] != "ok.txt" {
+		t.Errorf("listed %q", names)
+	}
+}
