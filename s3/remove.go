@@ -3,7 +3,9 @@ package s3
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -195,36 +197,79 @@ func refused(err error) (bool, error) {
 	return false, err
 }
 
-// Sweep aborts the multipart uploads under the prefix begun before
-// before: those a crashed or killed instance left behind, which would
-// otherwise hold their parts' space for ever. It leaves alone this
-// store's uploads in progress and those under largo.StateDir (resumable
-// uploads, which expire by their own clock). An upload of another
-// instance still in progress after that long is aborted too, so before
-// must lie further back than the longest upload. It returns how many it
-// aborted.
+// Sweep aborts the multipart uploads that writes of this store (of any
+// instance) began before before and never completed or aborted: those a
+// crashed or killed instance left behind, which would otherwise hold
+// their parts' space for ever. Each such upload is recorded in the
+// store's state area while it is in progress (see recordUpload), so the
+// sweep knows them by their records, and never touches an upload of
+// another application in the same bucket, whatever the prefix. It leaves
+// alone this store's uploads in progress. An upload of another instance
+// still in progress after that long is aborted too, so before must lie
+// further back than the longest upload. It returns how many it aborted.
 func (s *Store) Sweep(ctx context.Context, before time.Time) (int, error) {
+	st := s.State()
 	n := 0
-	in := &awss3.ListMultipartUploadsInput{Bucket: &s.bucket, Prefix: &s.prefix}
-	for {
-		res, err := s.api.ListMultipartUploads(ctx, in)
+	for rec, err := range st.List(ctx, uploadsKey) {
 		if err != nil {
-			return n, mapErr("multipart uploads", err)
+			return n, err
 		}
-		for _, up := range res.Uploads {
-			key, id := aws.ToString(up.Key), aws.ToString(up.UploadId)
-			if _, mine := s.active.Load(id); mine || !aws.ToTime(up.Initiated).Before(before) ||
-				strings.HasPrefix(key, s.prefix+largo.StateDir+"/") {
-				continue
-			}
-			if _, err := s.api.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &key, UploadId: &id}); err != nil {
-				return n, mapErr(key, err)
-			}
-			n++
+		if !rec.ModTime.Before(before) {
+			continue
 		}
-		if !aws.ToBool(res.IsTruncated) || (res.NextKeyMarker == nil && res.NextUploadIdMarker == nil) {
-			return n, nil
+		b, err := st.Get(ctx, rec.Key)
+		if errors.Is(err, largo.ErrNotFound) {
+			continue // completed meanwhile
 		}
-		in.KeyMarker, in.UploadIdMarker = res.NextKeyMarker, res.NextUploadIdMarker
+		if err != nil {
+			return n, err
+		}
+		var up recordedUpload
+		if json.Unmarshal(b, &up) != nil || up.Key == "" || up.ID == "" {
+			st.Delete(ctx, rec.Key)
+			continue
+		}
+		if _, mine := s.active.Load(up.ID); mine {
+			continue
+		}
+		_, err = s.api.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &up.Key, UploadId: &up.ID})
+		if err != nil && !errors.Is(mapErr(up.Key, err), largo.ErrNotFound) {
+			return n, mapErr(up.Key, err)
+		}
+		if err := st.Delete(ctx, rec.Key); err != nil {
+			return n, err
+		}
+		n++
 	}
+	return n, nil
+}
+
+// uploadsKey is the state folder of the records of multipart uploads in
+// progress.
+const uploadsKey = "multipart/"
+
+// recordedUpload is the record of a multipart upload in progress.
+type recordedUpload struct {
+	Key string `json:"key"`
+	ID  string `json:"id"`
+}
+
+// uploadRecord is the state key of the record of upload id.
+func uploadRecord(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return uploadsKey + hex.EncodeToString(sum[:16])
+}
+
+// recordUpload records a multipart upload just begun, for Sweep.
+func (s *Store) recordUpload(ctx context.Context, key, id string) error {
+	b, _ := json.Marshal(recordedUpload{Key: key, ID: id})
+	return s.State().Put(ctx, uploadRecord(id), b)
+}
+
+// forgetUpload removes the record of a multipart upload that ended. A
+// failure leaves a record whose upload is gone, which Sweep drops.
+func (s *Store) forgetUpload(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
+	defer cancel()
+	s.State().Delete(ctx, uploadRecord(id))
 }

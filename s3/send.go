@@ -175,7 +175,13 @@ func (m *multipart) begin() error {
 	if err != nil {
 		return err
 	}
-	m.id = aws.ToString(out.UploadId)
+	id := aws.ToString(out.UploadId)
+	if err := u.s.recordUpload(u.ctx, u.key, id); err != nil {
+		// Untracked, a crash would leave it for ever: give it up now.
+		u.s.api.AbortMultipartUpload(context.WithoutCancel(u.ctx), &awss3.AbortMultipartUploadInput{Bucket: &u.s.bucket, Key: &u.key, UploadId: &id})
+		return err
+	}
+	m.id = id
 	u.s.active.Store(m.id, struct{}{})
 	return nil
 }
@@ -225,6 +231,7 @@ func (m *multipart) complete(ctx context.Context, cond largo.Condition) (written
 		return written{}, err
 	}
 	u.s.active.Delete(m.id)
+	u.s.forgetUpload(m.id)
 	m.id = ""
 	return writtenBy(out.ETag, out.ResultMetadata), nil
 }
@@ -238,8 +245,11 @@ func (m *multipart) abort() {
 	u := m.u
 	ctx, cancel := context.WithTimeout(context.Background(), abortTimeout)
 	defer cancel()
-	u.s.api.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &u.s.bucket, Key: &u.key, UploadId: &m.id})
+	_, err := u.s.api.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &u.s.bucket, Key: &u.key, UploadId: &m.id})
 	u.s.active.Delete(m.id)
+	if err == nil {
+		u.s.forgetUpload(m.id) // else the record lets Sweep try again
+	}
 	m.id = ""
 }
 

@@ -66,6 +66,9 @@ func noMultipart(t *testing.T, srv *s3test.Server, s *Store) {
 	for _, key := range srv.Uploads(t, s.bucket, "") {
 		t.Errorf("multipart upload left: %s", key)
 	}
+	for _, key := range srv.Keys(t, s.bucket, s.prefix+largo.StateDir+"/"+uploadsKey) {
+		t.Errorf("record of a multipart upload left: %s", key)
+	}
 }
 
 // TestWriteMemory checks the part buffers of a body of unknown length:
@@ -250,31 +253,56 @@ func TestPrepareWrites(t *testing.T) {
 }
 
 // TestSweep aborts the multipart uploads left behind, and only those.
+// TestSweep: the sweep aborts the multipart uploads of writes that a
+// crashed instance left, and no other: not another application's in the
+// same bucket (even under the store's prefix), not an upload still in
+// progress here.
 func TestSweep(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
 	s := newWriteStore(t, srv, nil, func(s *Store) { s.partSize = MinPartSize })
 	ctx := context.Background()
-	for _, k := range []string{"w/left.bin", "w/" + largo.StateDir + "/tus/abc", "outside"} {
+	for _, k := range []string{"w/theirs.bin", "w/" + largo.StateDir + "/tus/abc", "outside"} {
 		if _, err := s.api.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &k}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// An upload of this store in progress, past its first part.
-	u, err := s.Create(ctx, "mine.bin", largo.CreateOptions{Size: -1})
+	// Two uploads of this store, past their first part: one goes on, the
+	// other's instance "crashes" (forgets it without aborting it).
+	part := bytes.Repeat([]byte("m"), MinPartSize+1)
+	mine, err := s.Create(ctx, "mine.bin", largo.CreateOptions{Size: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer u.Abort()
-	u.Write(bytes.Repeat([]byte("m"), MinPartSize+1))
+	defer mine.Abort()
+	mine.Write(part)
+	before := map[any]bool{}
+	s.active.Range(func(id, _ any) bool { before[id] = true; return true })
+	crashed, err := s.Create(ctx, "crashed.bin", largo.CreateOptions{Size: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed.Write(part)
+	for deadline := time.Now().Add(10 * time.Second); len(srv.Uploads(t, s.bucket, "w/crashed.bin")) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the crashed upload never began its multipart upload")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.active.Range(func(id, _ any) bool {
+		if !before[id] {
+			s.active.Delete(id) // what a new process would not know
+		}
+		return true
+	})
 
 	if n, err := s.Sweep(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
 		t.Fatalf("Sweep of uploads an hour old = %d, %v; want 0", n, err)
 	}
 	n, err := s.Sweep(ctx, time.Now().Add(time.Minute))
 	if err != nil || n != 1 {
-		t.Fatalf("Sweep = %d, %v; want 1 (left.bin)", n, err)
+		t.Fatalf("Sweep = %d, %v; want 1 (crashed.bin)", n, err)
 	}
-	if got := strings.Join(srv.Uploads(t, s.bucket, ""), ","); got != "outside,w/.largo/tus/abc,w/mine.bin" {
+	if got := strings.Join(srv.Uploads(t, s.bucket, ""), ","); got != "outside,w/.largo/tus/abc,w/mine.bin,w/theirs.bin" {
 		t.Errorf("multipart uploads after the sweep: %s", got)
 	}
 }
