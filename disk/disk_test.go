@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,5 +234,54 @@ func TestListLeavesOutBadNames(t *testing.T) {
 	}
 	if len(names) != 1 || names[0] != "ok.txt" {
 		t.Errorf("listed %q", names)
+	}
+}
+
+// TestCommitAcrossFilesystems: a folder inside the served one may be
+// another filesystem (a mount), where no rename from the temporary folder
+// reaches: the upload still lands whole, and nothing is left behind.
+func TestCommitAcrossFilesystems(t *testing.T) {
+	dir := makeTree(t, map[string]string{"mnt/.keep": ""})
+	mnt := filepath.Join(dir, "mnt")
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=8m"); err != nil {
+		if os.Getenv("LARGO_TEST_STRICT") == "1" {
+			t.Fatalf("LARGO_TEST_STRICT=1: cannot mount a tmpfs (%v): run as root", err)
+		}
+		t.Skipf("SKIPPED, NOT TESTED: cannot mount a tmpfs (%v): run as root", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	os.WriteFile(filepath.Join(mnt, "old.bin"), []byte("old"), 0o600)
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	for _, name := range []string{"mnt/new.bin", "mnt/old.bin"} {
+		u, err := s.Create(ctx, name, largo.CreateOptions{Size: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Write([]byte("whole"))
+		if _, _, err := u.Commit(ctx, largo.Condition{}); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != "whole" {
+			t.Errorf("%s holds %q", name, b)
+		}
+	}
+	if fi, _ := os.Stat(filepath.Join(mnt, "old.bin")); fi.Mode().Perm() != 0o600 {
+		t.Errorf("the replaced file's mode %v", fi.Mode())
+	}
+	var names []string
+	ents, _ := os.ReadDir(mnt)
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "new.bin,old.bin" {
+		t.Errorf("the mount holds %v", names)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, filepath.FromSlash(TempDir))); len(ents) != 0 {
+		t.Errorf("%d files left in %s", len(ents), TempDir)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -170,7 +171,12 @@ func (u *upload) commit(cond largo.Condition) (largo.Info, bool, error) {
 	if err := u.f.Close(); err != nil {
 		return largo.Info{}, false, writeErr(err)
 	}
-	if err := u.s.root.Rename(u.tmp, u.name); err != nil {
+	if err := u.s.root.Rename(u.tmp, u.name); errors.Is(err, syscall.EXDEV) {
+		err = u.s.moveAcross(u.tmp, u.name, old)
+		if err != nil {
+			return largo.Info{}, false, writeErr(err)
+		}
+	} else if err != nil {
 		return largo.Info{}, false, writeErr(err)
 	}
 	u.done = true
@@ -182,6 +188,48 @@ func (u *upload) commit(cond largo.Condition) (largo.Info, bool, error) {
 		return largo.Info{}, false, mapErr(err)
 	}
 	return info(u.name, fi), !exists, nil
+}
+
+// moveAcross puts the file tmp at name when name's folder is on another
+// filesystem (a mount inside the served folder), where no rename reaches:
+// it copies tmp into a hidden temporary file beside name, syncs it, and
+// renames that over name, so a reader still sees the old file or the
+// whole new one; then it removes tmp. The copy is the kernel's
+// (copy_file_range), with no buffer of largo's. old, when not nil, is the
+// file being replaced, whose permissions the new one keeps.
+func (s *Store) moveAcross(tmp, name string, old fs.FileInfo) error {
+	src, err := s.root.Open(tmp)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	dst := path.Join(path.Dir(name), fmt.Sprintf(".largo-%d-%s.part", os.Getpid(), hex.EncodeToString(rnd[:])))
+	perm := fs.FileMode(0o644)
+	if old != nil {
+		perm = old.Mode().Perm()
+	}
+	f, err := s.root.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, src)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.root.Rename(dst, name)
+	}
+	if err != nil {
+		s.root.Remove(dst)
+		return err
+	}
+	s.root.Remove(tmp)
+	return nil
 }
 
 // infoOrZero is info(name, fi), or the zero Info when fi is nil.
