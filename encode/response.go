@@ -172,6 +172,19 @@ func (r *Response) Compressing() bool { return r.state == compressing }
 // In returns the number of body bytes taken in, before compression.
 func (r *Response) In() int64 { return r.in }
 
+// Abandon releases the response's compression slot without writing
+// anything more, for a response cut short (a panic, an abort): its
+// encoder, whose state is unknown, is dropped. It does nothing after
+// Close.
+func (r *Response) Abandon() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	r.enc = nil
+	r.encs.release()
+}
+
 // Close ends the response: it finishes the compressed stream (its last
 // block and checksum), returns the encoder to the pool and frees the
 // slot. It returns ErrShortBody, and leaves the stream unfinished, when

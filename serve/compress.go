@@ -131,6 +131,8 @@ func (h *Handler) serveDynamic(w http.ResponseWriter, r *http.Request, in largo.
 	if tag := dynamicETag(in.ETag, c); tag != "" {
 		hdr.Set("ETag", tag)
 	}
+	// A panic below (a cut client, a bug) must not keep the slot.
+	defer cw.Abandon()
 	readErr := serveBody(cw, r, in.Name, in.ModTime, f)
 	if err := cw.Close(); errors.Is(err, encode.ErrShortBody) || readErr != nil {
 		h.log.Error("compressed file ended early; connection cut", "path", r.URL.Path, "sent", cw.In(), "size", in.Size)

@@ -2,9 +2,11 @@ package serve
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"largo"
 	"largo/disk"
 	"largo/encode"
 )
@@ -327,5 +330,44 @@ func TestListingHidesSidecars(t *testing.T) {
 	}
 	if got := strings.Join(names, " "); got != "app.js backup.tar.gz data.json.br photo.png photo.png.gz small.txt small.txt.gz" {
 		t.Errorf("listing: %s", got)
+	}
+}
+
+// panicky is a folder whose files panic when read, as a bug in a store
+// would.
+type panicky struct{ largo.Store }
+
+type panickyFile struct{ largo.File }
+
+func (p panicky) Open(ctx context.Context, name string) (largo.File, error) {
+	f, err := p.Store.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return panickyFile{f}, nil
+}
+func (panickyFile) Read([]byte) (int, error) { panic("a bug below") }
+
+// TestPanicFreesCompressionSlot: a response that panics while compressed
+// gives its slot back; with one slot, the next response is compressed.
+func TestPanicFreesCompressionSlot(t *testing.T) {
+	h, _ := newTestHandler(t, map[string]string{"app.js": strings.Repeat("let x = 1;\n", 500)})
+	good := h.cfg.Store
+	h.cfg.Store = panicky{good}
+	h.cfg.Compress = newEncoders(t, 1)
+	h = New(h.cfg)
+	func() {
+		defer func() {
+			// The status line was out: the connection is cut.
+			if v := recover(); v != http.ErrAbortHandler {
+				t.Fatalf("a panicking read: %v; want the connection cut", v)
+			}
+		}()
+		do(h, "GET", "/app.js", "Accept-Encoding", "gzip")
+	}()
+	h.cfg.Store = good
+	h = New(h.cfg)
+	if rec := do(h, "GET", "/app.js", "Accept-Encoding", "gzip"); rec.Header().Get("Content-Encoding") != "gzip" {
+		t.Errorf("after a panic, the next response went out uncompressed: the slot was kept")
 	}
 }
