@@ -29,4 +29,8 @@ var (
 	ErrDigest = errors.New("digest mismatch")
 	// ErrUnsupported: the store cannot perform the operation.
 	ErrUnsupported = errors.New("not supported by this store")
+	// ErrBusy: the store cannot take the operation now, for want of a
+	// resource that frees itself (the process's file descriptors); a
+	// retry later may succeed.
+	ErrBusy = errors.New("busy")
 )

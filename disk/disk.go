@@ -228,6 +228,8 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %w", largo.ErrPermission, err)
 	case errors.As(err, &errno) && (errno == syscall.ENOTDIR || errno == syscall.ELOOP || errno == syscall.ENAMETOOLONG):
 		return fmt.Errorf("%w: %w", largo.ErrNotFound, err)
+	case errors.As(err, &errno) && (errno == syscall.EMFILE || errno == syscall.ENFILE):
+		return fmt.Errorf("%w: out of file descriptors: %w", largo.ErrBusy, err)
 	case escapes(err):
 		return fmt.Errorf("%w: %w", largo.ErrNotFound, err)
 	}

@@ -285,3 +285,43 @@ func TestCommitAcrossFilesystems(t *testing.T) {
 		t.Errorf("%d files left in %s", len(ents), TempDir)
 	}
 }
+
+// TestOutOfDescriptors: when the process has no file descriptor left, an
+// open is ErrBusy (503, try again), not an internal error.
+func TestOutOfDescriptors(t *testing.T) {
+	dir := makeTree(t, map[string]string{"f": "f"})
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Skip(err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+	var held []*os.File
+	defer func() {
+		for _, f := range held {
+			f.Close()
+		}
+	}()
+	lim := syscall.Rlimit{Cur: 256, Max: old.Max}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Skip(err)
+	}
+	for {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			break
+		}
+		held = append(held, f)
+		if len(held) > 300 {
+			t.Fatal("the limit does not hold")
+		}
+	}
+	_, err = s.Open(context.Background(), "f")
+	if !errors.Is(err, largo.ErrBusy) {
+		t.Errorf("Open with no descriptor left: %v; want ErrBusy", err)
+	}
+}

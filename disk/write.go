@@ -304,7 +304,9 @@ func writeErr(err error) error {
 		case syscall.EISDIR:
 			return fmt.Errorf("%w: %w", largo.ErrIsDir, err)
 		case syscall.EROFS:
-			return fmt.Errorf("%w: %w", largo.ErrPermission, err)
+			// The filesystem went read-only (an error remount, a full
+			// journal): the server's trouble, a 500, not the client's.
+			return fmt.Errorf("filesystem read-only: %w", err)
 		}
 	}
 	return mapErr(err)

@@ -85,6 +85,7 @@ var statusTable = []struct {
 	{largo.ErrNoSpace, http.StatusInsufficientStorage, "insufficient storage"},
 	{largo.ErrDigest, http.StatusBadRequest, "digest mismatch"},
 	{largo.ErrUnsupported, http.StatusNotImplemented, "not supported"},
+	{largo.ErrBusy, http.StatusServiceUnavailable, "busy: try again in a moment"},
 	{context.Canceled, 499, "client closed request"},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timed out"},
 }

@@ -360,6 +360,8 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		auth.Challenge(w.Header(), r)
 	case http.StatusTooManyRequests:
 		w.Header().Set("Retry-After", auth.RetryAfter)
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "1")
 	}
 	writeError(w, code, msg)
 }

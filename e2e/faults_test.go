@@ -1,0 +1,156 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// tmpfs mounts a tmpfs of size at dir, or skips the test (fails it under
+// LARGO_TEST_STRICT) where that is not allowed.
+func tmpfs(t *testing.T, dir, size string) {
+	t.Helper()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		msg := fmt.Sprintf("cannot mount a tmpfs (%v): run as root to test a full or read-only disk", err)
+		if strict() {
+			t.Fatal("LARGO_TEST_STRICT=1: " + msg)
+		}
+		t.Skip("SKIPPED, NOT TESTED: " + msg)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+}
+
+// formBody is a multipart form of one file.
+func formBody(name string, r io.Reader) (*bytes.Buffer, string) {
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	fw, _ := mw.CreateFormFile("file", name)
+	io.Copy(fw, r)
+	mw.Close()
+	return &b, mw.FormDataContentType()
+}
+
+// TestWriteFaults: on a full disk and on a read-only one, a write of every
+// protocol (PUT, a form, tus) is refused with 507 or a 500, leaves nothing
+// partial, and gives its space back.
+func TestWriteFaults(t *testing.T) {
+	dir := t.TempDir()
+	tmpfs(t, dir, "24m")
+	os.WriteFile(filepath.Join(dir, "keep.txt"), []byte("old"), 0o644)
+	s := startWriter(t, dir)
+	const big = 32 << 20 // more than the disk
+	chunked := func(n int64) io.Reader { return io.MultiReader(io.LimitReader(zeros{}, n)) }
+	var staged []string // tus uploads: kept for a resume until cancelled
+
+	// Full: the length is refused before the body; a chunked body meets
+	// the full disk mid-way.
+	for _, tt := range []struct {
+		name string
+		send func() int
+	}{
+		{"PUT with a length", func() int {
+			r, _ := put(t, s.URL+"big.bin", io.LimitReader(zeros{}, big), big, bearer...)
+			return r.StatusCode
+		}},
+		{"PUT chunked", func() int {
+			r, _ := put(t, s.URL+"big.bin", chunked(big), -1, bearer...)
+			return r.StatusCode
+		}},
+		{"form", func() int {
+			b, ct := formBody("big.bin", io.LimitReader(zeros{}, big))
+			r, _ := send(t, "POST", s.URL, b, int64(b.Len()), append([]string{"Content-Type", ct}, bearer...)...)
+			return r.StatusCode
+		}},
+		{"tus", func() int {
+			url, resp := tusCreate(t, s, big, map[string]string{"filename": "big.bin"}, bearer...)
+			if resp.StatusCode != 201 {
+				return resp.StatusCode
+			}
+			staged = append(staged, url)
+			return tusPatch(t, url, 0, bytes.Repeat([]byte{0}, big)).StatusCode
+		}},
+		{"tus of unknown length", func() int {
+			resp, _ := send(t, "POST", s.URL+"_largo/uploads/", nil, 0, append([]string{"Tus-Resumable", "1.0.0",
+				"Upload-Defer-Length", "1", "Upload-Metadata", "filename YmlnLmJpbg=="}, bearer...)...)
+			if resp.StatusCode != 201 {
+				return resp.StatusCode
+			}
+			staged = append(staged, resp.Header.Get("Location"))
+			return tusPatch(t, resp.Header.Get("Location"), 0, bytes.Repeat([]byte{0}, big)).StatusCode
+		}},
+	} {
+		if code := tt.send(); code != http.StatusInsufficientStorage {
+			t.Errorf("full disk, %s: %d; want 507", tt.name, code)
+		}
+		absent(t, dir, "big.bin")
+	}
+	noTemp(t, dir)
+	// What a tus upload stored before the disk filled stays for its
+	// resume, until the client cancels it (or it expires).
+	for _, url := range staged {
+		if r, _ := send(t, "DELETE", url, nil, 0, append([]string{"Tus-Resumable", "1.0.0"}, bearer...)...); r.StatusCode != 204 {
+			t.Errorf("cancelling %s: %d", url, r.StatusCode)
+		}
+	}
+	if !waitFor(10*time.Second, func() bool { return free(t, dir) > 20<<20 }) {
+		t.Errorf("space not given back: %d bytes free", free(t, dir))
+	}
+	if r, _ := put(t, s.URL+"small.txt", strings.NewReader("fits"), 4, bearer...); r.StatusCode != 201 {
+		t.Errorf("a small PUT after the full disk: %d", r.StatusCode)
+	}
+
+	// Read-only: every write is a server error, and changes nothing.
+	if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remount read-only: %v", err)
+	}
+	defer syscall.Mount("", dir, "", syscall.MS_REMOUNT, "")
+	for _, tt := range []struct {
+		name string
+		send func() int
+	}{
+		{"PUT", func() int {
+			r, _ := put(t, s.URL+"keep.txt", strings.NewReader("new"), 3, bearer...)
+			return r.StatusCode
+		}},
+		{"form", func() int {
+			b, ct := formBody("keep.txt", strings.NewReader("new"))
+			r, _ := send(t, "POST", s.URL, b, int64(b.Len()), append([]string{"Content-Type", ct}, bearer...)...)
+			return r.StatusCode
+		}},
+		{"tus", func() int {
+			_, resp := tusCreate(t, s, 3, map[string]string{"filename": "keep.txt"}, bearer...)
+			return resp.StatusCode
+		}},
+		{"DELETE", func() int {
+			r, _ := send(t, "DELETE", s.URL+"keep.txt", nil, 0, bearer...)
+			return r.StatusCode
+		}},
+	} {
+		if code := tt.send(); code < 500 || code == http.StatusNotImplemented {
+			t.Errorf("read-only disk, %s: %d; want a server error", tt.name, code)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "keep.txt")); string(b) != "old" {
+		t.Errorf("keep.txt holds %q", b)
+	}
+	if r := get(t, s.URL+"keep.txt"); r.StatusCode != 200 {
+		t.Errorf("reads on a read-only disk: %d", r.StatusCode)
+	}
+}
+
+// free returns the bytes free on dir's filesystem.
+func free(t *testing.T, dir string) int64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Bavail) * st.Bsize
+}
