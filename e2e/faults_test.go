@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -153,4 +155,56 @@ func free(t *testing.T, dir string) int64 {
 		t.Fatal(err)
 	}
 	return int64(st.Bavail) * st.Bsize
+}
+
+// TestFileChangedWhileServed: a file truncated, or replaced, while a slow
+// client downloads it: the download is cut short (never padded or
+// spliced into a complete-looking answer), the server goes on, and the
+// outcome is in the log.
+func TestFileChangedWhileServed(t *testing.T) {
+	for _, change := range []string{"truncated", "replaced"} {
+		t.Run(change, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "f.bin")
+			writeRandom(t, p, 64<<20, 7)
+			s := startServer(t, dir, "--idle-timeout", "10s")
+			c, err := net.Dial("tcp", s.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.(*net.TCPConn).SetReadBuffer(64 << 10)
+			fmt.Fprintf(c, "GET /f.bin HTTP/1.1\r\nHost: localhost\r\n\r\n")
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("GET: %v", err)
+			}
+			head := make([]byte, 4<<20)
+			if _, err := io.ReadFull(resp.Body, head); err != nil {
+				t.Fatal(err)
+			}
+			if change == "truncated" {
+				os.Truncate(p, 8<<20)
+			} else {
+				writeRandom(t, p+".new", 64<<20, 8)
+				os.Rename(p+".new", p)
+			}
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			n, err := io.Copy(io.Discard, resp.Body)
+			if change == "truncated" && (err == nil || 4<<20+n >= 64<<20) {
+				t.Errorf("truncated mid-download: %d more bytes, %v; want the connection cut short", n, err)
+			}
+			if change == "replaced" && (err != nil || 4<<20+n != 64<<20) {
+				// The open file is the old one: it is sent whole.
+				t.Errorf("replaced mid-download: %d more bytes, %v; want the old version whole", n, err)
+			}
+			if r := get(t, s.URL+"f.bin"); r.StatusCode != 200 {
+				t.Errorf("the server after: %d", r.StatusCode)
+			}
+			if change == "truncated" && !waitFor(5*time.Second, func() bool { return strings.Contains(s.stderr.String(), "outcome=error") }) {
+				t.Errorf("no outcome=error logged:\n%s", tail(s.stderr.String(), 2048))
+			}
+		})
+	}
 }
