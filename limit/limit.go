@@ -51,6 +51,9 @@ type Listener struct {
 	mu    sync.Mutex
 	total int
 	byIP  map[string]int
+
+	fdMu  sync.Mutex
+	spare reserve // a descriptor for turning clients away (fds.go)
 }
 
 // Wrap returns a Listener that enforces cfg on l.
@@ -58,7 +61,17 @@ func Wrap(l net.Listener, cfg Config) *Listener {
 	if cfg.RetryAfter <= 0 {
 		cfg.RetryAfter = 5 * time.Second
 	}
-	return &Listener{Listener: l, cfg: cfg, answering: make(chan struct{}, maxAnswering), byIP: map[string]int{}}
+	ll := &Listener{Listener: l, cfg: cfg, answering: make(chan struct{}, maxAnswering), byIP: map[string]int{}}
+	ll.spare.take()
+	return ll
+}
+
+// Close closes the listener and lets its reserve descriptor go.
+func (l *Listener) Close() error {
+	l.fdMu.Lock()
+	l.spare.release()
+	l.fdMu.Unlock()
+	return l.Listener.Close()
 }
 
 // Accept returns the next connection within the caps, turning away those
@@ -67,6 +80,9 @@ func (l *Listener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err != nil {
+			if outOfFiles(err) && l.shed() {
+				continue
+			}
 			return nil, err
 		}
 		ip := hostOf(c.RemoteAddr())
@@ -125,15 +141,15 @@ func (l *Listener) refuse(c net.Conn) {
 	}
 	go func() {
 		defer func() { <-l.answering }()
-		answer503(c, l.cfg.RetryAfter)
+		answer503(c, l.cfg.RetryAfter, 2*time.Second)
 	}()
 }
 
-// answer503 reads the request head, so that closing does not reset the
-// connection under the client's feet, and answers 503.
-func answer503(c net.Conn, retry time.Duration) {
+// answer503 reads the request head for at most wait, so that closing
+// does not reset the connection under the client's feet, and answers 503.
+func answer503(c net.Conn, retry, wait time.Duration) {
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(2 * time.Second))
+	c.SetDeadline(time.Now().Add(wait))
 	buf := make([]byte, 4096)
 	var head []byte
 	for len(head) < 16<<10 {

@@ -2,11 +2,14 @@ package limit
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -113,5 +116,85 @@ func TestReaderFromKept(t *testing.T) {
 	defer c.Close()
 	if _, ok := c.(io.ReaderFrom); !ok {
 		t.Fatal("accepted connection lost io.ReaderFrom")
+	}
+}
+
+// TestOutOfDescriptors: with every descriptor of the process taken, a new
+// client is still answered, 503, instead of waiting unanswered; once
+// descriptors are free again, clients are served.
+func TestOutOfDescriptors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Wrap(ln, Config{Answer503: true})
+	defer l.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				if outOfFiles(err) {
+					time.Sleep(5 * time.Millisecond) // as net/http backs off
+					continue
+				}
+				return
+			}
+			accepted <- c
+		}
+	}()
+
+	var old syscall.Rlimit
+	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old)
+	var held []*os.File
+	func() {
+		defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+		lim := syscall.Rlimit{Cur: 256, Max: old.Max}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			t.Skip(err)
+		}
+		for {
+			f, err := os.Open(os.DevNull)
+			if err != nil {
+				break
+			}
+			held = append(held, f)
+		}
+		// One descriptor for the client's side; the server has none.
+		held[len(held)-1].Close()
+		held = held[:len(held)-1]
+		late, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer late.Close()
+		fmt.Fprintf(late, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		late.SetReadDeadline(time.Now().Add(5 * time.Second))
+		line, err := bufio.NewReader(late).ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 503") {
+			t.Errorf("a client with no descriptor left: %q, %v; want 503", line, err)
+		}
+	}()
+	for _, f := range held {
+		f.Close()
+	}
+	// Descriptors are free again: clients are served (the first may still
+	// meet the reserve being taken back).
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		again, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case c := <-accepted:
+			c.Close()
+			again.Close()
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		again.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("no client accepted once descriptors were free")
+		}
 	}
 }
