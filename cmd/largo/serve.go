@@ -59,6 +59,7 @@ type serveConfig struct {
 	reserve      sizeValue
 	noMkdir      bool
 	uploadExpiry time.Duration
+	ietfVersions string
 }
 
 // Fixed server limits: they protect the server and need no tuning.
@@ -98,8 +99,11 @@ Writes are off unless --upload is given; then PUT stores a file atomically
 (201 or 204, with ETag and Repr-Digest), POST of a multipart form to a
 folder stores each file in it, DELETE removes files and empty folders
 (?recursive=1 for the others), and /_largo/uploads/ speaks tus 1.0 for
-resumable uploads. Every write needs the token (--token, or one generated
-and printed at start-up), as a bearer token or a basic-auth password.
+resumable uploads. A PUT (or a POST to a folder) with Upload-Complete and
+an Upload-Draft-Interop-Version of --ietf-versions is a resumable upload of
+the IETF draft: a 104 gives its upload URL, which takes HEAD, PATCH and
+DELETE. Every write needs the token (--token, or one generated and printed
+at start-up), as a bearer token or a basic-auth password.
 
 largo's own endpoints live under /_largo/: healthz, readyz and metrics.
 SIGINT or SIGTERM stops accepting connections and lets transfers in flight
@@ -156,6 +160,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.maxUpload, "max-upload", "largest file a write may store, such as 500MB or 10GiB (default 0: no limit)")
 	f.Var(&cfg.reserve, "reserve", "free space writes must leave on the disk, such as 1GiB (default 0; a bucket has no free space to check)")
 	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
+	f.StringVar(&cfg.ietfVersions, "ietf-versions", joinInts(resumable.DefaultVersions()), "interop versions of the IETF resumable-upload draft that make a PUT or POST resumable (Upload-Draft-Interop-Version), comma-separated, or off")
 	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
 	documentEnv(f)
 	return cmd
@@ -320,6 +325,17 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	})
 	if err != nil {
 		return failed(fmt.Errorf("resumable uploads: %v", pathErrText(err)))
+	}
+	if cfg.ietfVersions != "off" {
+		vs, err := parseInts(cfg.ietfVersions)
+		if err != nil {
+			return usageErr(fmt.Errorf("--ietf-versions: %v", err))
+		}
+		ietf, err := rh.IETF(resumable.IETFConfig{BasePath: serve.ResumerPrefix, Versions: vs})
+		if err != nil {
+			return usageErr(err)
+		}
+		hcfg.Resumer = ietf
 	}
 	go rh.Run(ctx)
 	hcfg.Writes = writes
