@@ -278,3 +278,82 @@ func TestS3IETFTwoInstances(t *testing.T) {
 		t.Errorf("%d multipart uploads left", n)
 	}
 }
+
+// TestTusJSClientIETF: tus-js-client, speaking the IETF draft (-05, and
+// -03) instead of tus, uploads to a folder's URL; the server is killed
+// mid-upload and started again on the same address, and the client
+// resumes by itself from the offset the new server reports.
+func TestTusJSClientIETF(t *testing.T) {
+	for _, proto := range []string{"ietf-draft-05", "ietf-draft-03"} {
+		t.Run(proto, func(t *testing.T) { tusJSClientIETF(t, proto) })
+	}
+}
+
+func tusJSClientIETF(t *testing.T, proto string) {
+	const size, chunk, killAt = 48 << 20, 4 << 20, 16 << 20
+	src := filepath.Join(t.TempDir(), "clip.bin")
+	want := writeRandom(t, src, size, 47)
+	dir := t.TempDir()
+	s := startWriter(t, dir)
+	client := nodeScript(t, "tus-upload.mjs", "--endpoint", s.URL+"videos/", "--file", src, "--name", "clip.bin",
+		"--token", testToken, "--chunk", strconv.Itoa(chunk), "--protocol", proto, "--retries", "200,500,1000,2000,4000,8000,8000")
+	out, err := client.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.Stderr = os.Stderr
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Process.Kill(); client.Wait() })
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// next returns the client's next line that starts with prefix,
+	// failing on an error, an early end, or a minute of silence.
+	next := func(prefix string) string {
+		t.Helper()
+		timeout := time.After(time.Minute)
+		for {
+			select {
+			case line, ok := <-lines:
+				switch {
+				case !ok:
+					t.Fatalf("the client ended without %q", prefix)
+				case strings.HasPrefix(line, "error "):
+					t.Fatalf("client: %s", line)
+				case strings.HasPrefix(line, prefix):
+					return strings.TrimPrefix(line, prefix)
+				}
+			case <-timeout:
+				t.Fatalf("no %q from the client in a minute", prefix)
+			}
+		}
+	}
+	var accepted int64
+	for accepted < killAt {
+		fmt.Sscan(next("chunk "), &accepted)
+	}
+	s.cmd.Process.Kill()
+	s.wait(5 * time.Second)
+	absent(t, dir, "videos/clip.bin")
+	s2 := startWriter(t, dir, "--listen", s.Addr)
+	next("done ")
+	if got := fileSHA(t, filepath.Join(dir, "videos", "clip.bin")); got != want {
+		t.Fatalf("stored sha %s; want %s", got, want)
+	}
+	if r := metric(t, s2, "largo_bytes_received_total"); r > float64(size-accepted+2*chunk) {
+		t.Errorf("the restarted server received %v bytes of the %d left: not resumed", r, size-accepted)
+	}
+	if p := metric(t, s2, "largo_upload_pending_bytes"); p != 0 {
+		t.Errorf("pending bytes %v after the upload", p)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, ".largo", "tus")); len(ents) != 0 {
+		t.Errorf("%d staged files left", len(ents))
+	}
+}

@@ -343,7 +343,7 @@ func (x *IETF) offset(w http.ResponseWriter, r *http.Request, id string) error {
 		x.answerDone(w, x.doneVersion(r), d, http.StatusNoContent)
 		return nil
 	}
-	_, info, err := x.load(ctx, id)
+	up, info, err := x.load(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -351,6 +351,16 @@ func (x *IETF) offset(w http.ResponseWriter, r *http.Request, id string) error {
 	if v <= 6 && (r.Header.Get("Upload-Offset") != "" || r.Header.Get("Upload-Length") != "" ||
 		r.Header.Get("Upload-Complete") != "" || r.Header.Get("Upload-Incomplete") != "") {
 		return errStateFields // as drafts -01 to -05 ask
+	}
+	if v.completesAtLength() && !info.SizeIsDeferred && info.Offset == info.Size {
+		// Complete, though a server that stopped before placing it
+		// left it here: placed before any answer says so.
+		d, err := x.finish(ctx, r, v, up, info)
+		if err != nil {
+			return err
+		}
+		x.answerDone(w, v, d, http.StatusNoContent)
+		return nil
 	}
 	x.answerState(w, r, v, info, id)
 	w.WriteHeader(http.StatusNoContent)

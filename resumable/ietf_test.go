@@ -357,6 +357,28 @@ func TestIETFVersions(t *testing.T) {
 	if f.read("v6") != "abcd" {
 		t.Errorf("v6 holds %q", f.read("v6"))
 	}
+
+	// Up to version 6, reaching the declared length completes an upload,
+	// as tusd does (tus-js-client counts on it); from 7 on it does not.
+	ex = f.do(t, "POST", "/dir/", nil, with(v(6), "Upload-Complete", "?0", "Upload-Length", "4", "Upload-Metadata", "filename dzYuYmlu")...)
+	ex.want(t, "v6 POST", 201)
+	loc = ex.resp.Header.Get("Location")
+	ex = f.do(t, "PATCH", loc, strings.NewReader("abcd"), with(v(6), "Upload-Offset", "0", "Upload-Complete", "?0", "Content-Type", "application/partial-upload")...)
+	ex.want(t, "v6 append to the length", 201, "Upload-Complete", "?1", "Upload-Offset", "4")
+	if f.read("dir/w6.bin") != "abcd" {
+		t.Errorf("w6.bin holds %q", f.read("dir/w6.bin"))
+	}
+	ex = f.do(t, "PUT", "/w9", strings.NewReader("abc"), with(v(9), "Upload-Complete", "?0", "Upload-Length", "3")...)
+	ex.want(t, "v9 create to the length", 201, "Upload-Complete", "?0", "Upload-Offset", "3")
+	loc = ex.resp.Header.Get("Location")
+	if got := f.read("w9"); !strings.HasPrefix(got, "<") {
+		t.Errorf("version 9 completed an upload its client did not: %q", got)
+	}
+	// Asked in version 6, the same upload is complete: placed first.
+	f.do(t, "HEAD", loc, nil, v(6)...).want(t, "v6 HEAD at the length", 204, "Upload-Complete", "?1", "Upload-Offset", "3")
+	if f.read("w9") != "abc" {
+		t.Errorf("w9 holds %q", f.read("w9"))
+	}
 }
 
 // TestIETFLimits: a length over the limit is refused before the 104,

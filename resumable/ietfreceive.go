@@ -42,6 +42,9 @@ func (x *IETF) receive(ctx context.Context, f *flight, r *http.Request, up tusd.
 // resource answers once the upload is placed.
 func (x *IETF) conclude(ctx context.Context, w http.ResponseWriter, r *http.Request, v version, up tusd.Upload, info tusd.FileInfo, err error, complete, creation bool) {
 	hdr := w.Header()
+	if err == nil && v.completesAtLength() && !info.SizeIsDeferred && info.Offset == info.Size {
+		complete = true
+	}
 	switch {
 	case errors.Is(err, errStopped):
 		// Its client gave up on it: the connection is cut, unanswered.
@@ -83,23 +86,31 @@ func (x *IETF) conclude(ctx context.Context, w http.ResponseWriter, r *http.Requ
 // complete, unless the failure was the server's, which a retry of the
 // last request may overcome.
 func (x *IETF) complete(ctx context.Context, w http.ResponseWriter, r *http.Request, v version, up tusd.Upload, info tusd.FileInfo) {
-	if err := x.declare(ctx, up, &info, info.Offset); err != nil {
-		x.discard(ctx, up, info, "completed short of its length")
-		x.fail(w, r, lengthMismatch(v, "the upload is complete at "+strconv.FormatInt(info.Offset, 10)+" bytes, short of its length "+strconv.FormatInt(info.Size, 10)+"; the upload is removed"))
-		return
-	}
-	if err := up.FinishUpload(ctx); err != nil {
-		x.fail(w, r, x.h.storeErr("finish", err))
-		return
-	}
-	d, err := x.h.place(ctx, info, r.Header)
+	d, err := x.finish(ctx, r, v, up, info)
 	if err != nil {
-		code, _ := statusOf(err)
-		v.setComplete(w.Header(), code < 500)
+		var p *problem
+		if code, _ := statusOf(err); !errors.As(err, &p) {
+			v.setComplete(w.Header(), code < 500)
+		}
 		x.fail(w, r, err)
 		return
 	}
 	x.answerDone(w, v, d, 0)
+}
+
+// finish places an upload that is complete at its offset, under its
+// lock. An upload short of the length it declared can never complete: it
+// is removed.
+func (x *IETF) finish(ctx context.Context, r *http.Request, v version, up tusd.Upload, info tusd.FileInfo) (done, error) {
+	if err := x.declare(ctx, up, &info, info.Offset); err != nil {
+		x.discard(ctx, up, info, "completed short of its length")
+		return done{}, lengthMismatch(v, "the upload is complete at "+strconv.FormatInt(info.Offset, 10)+
+			" bytes, short of its length "+strconv.FormatInt(info.Size, 10)+"; the upload is removed")
+	}
+	if err := up.FinishUpload(ctx); err != nil {
+		return done{}, x.h.storeErr("finish", err)
+	}
+	return x.h.place(ctx, info, r.Header)
 }
 
 // discard removes an upload that can never complete.

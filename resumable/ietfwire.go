@@ -31,6 +31,15 @@ import (
 //	9        -12         Upload-Complete     partial-upload        max-age=
 //
 // A later version, if configured, is spoken as 9.
+//
+// One more difference is largo's own: in versions 3 to 6, the drafts that
+// tusd and tus-js-client implement, an upload whose offset reaches the
+// length its client declared is complete, as tusd makes it, although the
+// drafts ask for the client's Upload-Complete: ?1. tus-js-client (4.x)
+// sends the last chunk of a file with Upload-Complete: ?0 and counts the
+// upload done when the offset reaches the length: without this, its
+// uploads would never be placed. From version 7 on, only the client
+// completes an upload.
 
 // version is an interop version of the draft.
 type version int
@@ -65,6 +74,10 @@ func (v version) complete(hdr http.Header) bool {
 	}
 	return complete
 }
+
+// completesAtLength reports whether an upload is complete once its offset
+// reaches a declared length (see above).
+func (v version) completesAtLength() bool { return v < 7 }
 
 // typedAppends reports whether an append must be application/partial-upload.
 func (v version) typedAppends() bool { return v >= 6 }
