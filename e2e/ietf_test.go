@@ -357,3 +357,45 @@ func tusJSClientIETF(t *testing.T, proto string) {
 		t.Errorf("%d staged files left", len(ents))
 	}
 }
+
+// TestPutIETFKilled: largo put --protocol ietf is killed (SIGKILL) while
+// the server stores its PUT, and run again: it resumes at the upload URL
+// the 104 gave, and the stored bytes match.
+func TestPutIETFKilled(t *testing.T) {
+	const size = 256 << 20
+	src := filepath.Join(t.TempDir(), "up.bin")
+	want := writeRandom(t, src, size, 49)
+	dir := t.TempDir()
+	s := startWriter(t, dir)
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "LARGO_TOKEN=" + testToken}
+	c := startClientEnv(t, env, "put", "--protocol", "ietf", src, s.URL+"videos/", "-q")
+	// staged returns the bytes the server holds for the upload.
+	staged := func() int64 {
+		ents, _ := os.ReadDir(filepath.Join(dir, ".largo", "tus"))
+		for _, e := range ents {
+			if fi, err := e.Info(); err == nil && !strings.Contains(e.Name(), ".") {
+				return fi.Size()
+			}
+		}
+		return 0
+	}
+	if !waitFor(60*time.Second, func() bool { return staged() >= 32<<20 }) {
+		t.Fatalf("the server never held 32 MiB of the upload\n%s", c.stderr.String())
+	}
+	c.cmd.Process.Kill()
+	c.wait(t, 30*time.Second)
+	if held := staged(); held >= size {
+		t.Fatalf("the server holds %d bytes after the kill; want part of %d", held, size)
+	}
+	absent(t, dir, "videos/up.bin")
+	c = startClientEnv(t, env, "put", "--protocol", "ietf", src, s.URL+"videos/")
+	if code := c.wait(t, 120*time.Second); code != 0 || !strings.Contains(c.stderr.String(), "resumed") {
+		t.Fatalf("re-run: exit %d: %s", code, c.stderr.String())
+	}
+	if got := fileSHA(t, filepath.Join(dir, "videos", "up.bin")); got != want {
+		t.Fatalf("stored sha %s; want %s", got, want)
+	}
+	if p := metric(t, s, "largo_upload_pending_bytes"); p != 0 {
+		t.Errorf("pending bytes %v after the upload", p)
+	}
+}
