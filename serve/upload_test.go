@@ -428,6 +428,9 @@ func TestResumer(t *testing.T) {
 	if rec := send(h, "PUT", "/f", untouchable{t}, 5, append(v9, auth...)...); rec.Code != 201 {
 		t.Errorf("taken PUT: %d %s", rec.Code, rec.Body.String())
 	}
+	if rec := send(h, "PUT", "/newdir/", untouchable{t}, 5, append(v9, auth...)...); rec.Code != 409 {
+		t.Errorf("taken PUT to a folder path: %d %s", rec.Code, rec.Body.String())
+	}
 	if rec := send(h, "POST", "/dir/", untouchable{t}, 5, append(v9, auth...)...); rec.Code != 201 {
 		t.Errorf("taken POST: %d %s", rec.Code, rec.Body.String())
 	}

@@ -1,8 +1,11 @@
 package serve
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 
+	"largo"
 	"largo/ingest"
 	"largo/transfer"
 )
@@ -62,6 +65,9 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) err
 	}
 	if err := h.authorize(r); err != nil {
 		return err
+	}
+	if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/") {
+		return fmt.Errorf("%s: PUT to a folder path: %w", name, largo.ErrIsDir)
 	}
 	if r.Method != http.MethodDelete {
 		if h.cfg.Resumer != nil && h.cfg.Resumer.Takes(r) {
