@@ -177,6 +177,9 @@ func TestIETFWhole(t *testing.T) {
 	if got := f.read("exists.txt"); got != "new" {
 		t.Errorf("exists.txt holds %q", got)
 	}
+	if fmt.Sprint(f.obs.outcomes) != "[complete complete]" || f.obs.pending != 0 {
+		t.Errorf("outcomes %v, pending %d", f.obs.outcomes, f.obs.pending)
+	}
 }
 
 // TestIETFResume: an upload made in parts, its offset asked, appended to
@@ -466,21 +469,19 @@ func TestIETFDigest(t *testing.T) {
 	}
 }
 
-// TestIETFTakeover: an offset retrieval while an append is still being
-// received stops the append, and answers the offset of what it stored,
-// which the next append is accepted at.
-func TestIETFTakeover(t *testing.T) {
-	f := newIETF(t, nil)
-	ex := f.do(t, "PUT", "/t", nil, with(v(9), "Upload-Complete", "?0")...)
-	ex.want(t, "create", 201)
-	loc := ex.resp.Header.Get("Location")
+// inflight starts an append to the upload at loc from offset, whose body
+// keeps coming until the server stops reading it, and returns once the
+// server has stored some of it. wait returns the append's exchange once
+// it has ended.
+func (f *ietfFixture) inflight(t *testing.T, loc string, offset int64) (wait func() *exchange) {
+	t.Helper()
 	id := strings.TrimPrefix(loc, serve.ResumerPrefix)
-
 	pr, pw := io.Pipe()
 	var wg sync.WaitGroup
-	var stale *exchange
+	var ex *exchange
 	wg.Go(func() {
-		stale = f.do(t, "PATCH", loc, pr, with(v(9), "Upload-Offset", "0", "Upload-Complete", "?1", "Content-Type", "application/partial-upload")...)
+		ex = f.do(t, "PATCH", loc, pr, with(v(9), "Upload-Offset", fmt.Sprint(offset), "Upload-Complete", "?1", "Content-Type", "application/partial-upload")...)
+		pr.CloseWithError(io.ErrClosedPipe)
 	})
 	chunk := bytes.Repeat([]byte("a"), 64<<10)
 	staged := filepath.Join(f.dir, ".largo", "tus", id)
@@ -489,32 +490,45 @@ func TestIETFTakeover(t *testing.T) {
 		if _, err := pw.Write(chunk); err != nil {
 			t.Fatal(err)
 		}
-		if fi, err := os.Stat(staged); err == nil && fi.Size() > 0 {
-			break // the server is writing what it received
+		if fi, err := os.Stat(staged); err == nil && fi.Size() > offset {
+			break // the server is writing what it receives
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the append never reached the staging")
 		}
 	}
-	// The writer keeps sending until the server stops reading.
-	wg.Go(func() {
+	wg.Go(func() { // until the server stops reading
 		for {
 			if _, err := pw.Write(chunk); err != nil {
 				return
 			}
 		}
 	})
+	return func() *exchange {
+		wg.Wait()
+		return ex
+	}
+}
+
+// TestIETFTakeover: an offset retrieval while an append is still being
+// received stops the append, and answers the offset of what it stored,
+// which the next append is accepted at; a cancellation stops one too.
+func TestIETFTakeover(t *testing.T) {
+	f := newIETF(t, nil)
+	ex := f.do(t, "PUT", "/t", nil, with(v(9), "Upload-Complete", "?0")...)
+	ex.want(t, "create", 201)
+	loc := ex.resp.Header.Get("Location")
+	staged := filepath.Join(f.dir, ".largo", "tus", strings.TrimPrefix(loc, serve.ResumerPrefix))
+
+	wait := f.inflight(t, loc, 0)
 	ex = f.do(t, "HEAD", loc, nil, v(9)...)
 	ex.want(t, "HEAD during an append", 204, "Upload-Complete", "?0")
 	var offset int64
 	fmt.Sscan(ex.resp.Header.Get("Upload-Offset"), &offset)
-	fi, err := os.Stat(staged)
-	if err != nil || fi.Size() != offset || offset == 0 {
+	if fi, err := os.Stat(staged); err != nil || fi.Size() != offset || offset == 0 {
 		t.Fatalf("offset %d, staged %v (%v)", offset, fi, err)
 	}
-	pw.CloseWithError(io.ErrClosedPipe)
-	wg.Wait()
-	if stale.err == nil {
+	if stale := wait(); stale.err == nil {
 		t.Errorf("the stopped append was answered: %d %s", stale.resp.StatusCode, stale.body)
 	}
 	rest := strings.Repeat("b", 10)
@@ -522,5 +536,18 @@ func TestIETFTakeover(t *testing.T) {
 	ex.want(t, "append at the offset", 201)
 	if got := f.read("t"); int64(len(got)) != offset+10 || got[offset:] != rest || strings.Trim(got[:offset], "a") != "" {
 		t.Errorf("t holds %d bytes", len(got))
+	}
+
+	ex = f.do(t, "PUT", "/u", nil, with(v(9), "Upload-Complete", "?0")...)
+	ex.want(t, "create", 201)
+	loc = ex.resp.Header.Get("Location")
+	wait = f.inflight(t, loc, 0)
+	f.do(t, "DELETE", loc, nil, v(9)...).want(t, "DELETE during an append", 204)
+	if stale := wait(); stale.err == nil {
+		t.Errorf("the stopped append was answered: %d %s", stale.resp.StatusCode, stale.body)
+	}
+	f.do(t, "HEAD", loc, nil, v(9)...).want(t, "HEAD after", 404)
+	if f.staged() != 0 || f.obs.pending != 0 {
+		t.Errorf("%d staged files, %d pending bytes left", f.staged(), f.obs.pending)
 	}
 }

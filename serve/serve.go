@@ -263,7 +263,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !own {
 		h.obs.TransferEnded(string(outcome))
-		if r.Method == http.MethodPut || r.Method == http.MethodPost {
+		if (r.Method == http.MethodPut || r.Method == http.MethodPost) && !h.resumed(r) {
 			h.up.UploadEnded(string(outcome))
 		}
 	}
@@ -273,6 +273,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// the connection, which net/http does for this value, quietly.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// resumed reports whether a write went to the Resumer, whose uploads
+// count their own end (once, when they finish or are abandoned), not the
+// end of each request.
+func (h *Handler) resumed(r *http.Request) bool {
+	return h.cfg.Writes != nil && h.cfg.Resumer != nil && h.cfg.Resumer.Takes(r)
 }
 
 // serve routes the request and recovers from a panic in it. abort reports a

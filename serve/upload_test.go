@@ -419,7 +419,7 @@ func TestResumer(t *testing.T) {
 	res := &fakeResumer{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Upload", r.URL.Path)
 	})}
-	h, dir, _ := newWriteHandler(t, map[string]string{"dir/x": "x"}, Config{Resumer: res})
+	h, dir, obs := newWriteHandler(t, map[string]string{"dir/x": "x"}, Config{Resumer: res})
 	auth := []string{"Authorization", "Bearer " + token}
 	v9 := []string{"Upload-Complete", "?0", "Upload-Draft-Interop-Version", "9"}
 	if rec := send(h, "PUT", "/f", untouchable{t}, 5, v9...); rec.Code != 401 {
@@ -436,6 +436,10 @@ func TestResumer(t *testing.T) {
 	}
 	if want := []string{"PUT f", "POST dir"}; fmt.Sprint(res.created) != fmt.Sprint(want) {
 		t.Errorf("created %v; want %v", res.created, want)
+	}
+	// The resumer's uploads count their own ends, not each request's.
+	if len(obs.outcomes) != 0 {
+		t.Errorf("outcomes %v for writes the resumer took", obs.outcomes)
 	}
 	// Version 8 is not taken: the whole file is a plain PUT, a part is refused.
 	v8 := []string{"Upload-Draft-Interop-Version", "8", "Upload-Complete"}
