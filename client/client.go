@@ -16,7 +16,9 @@
 // checked.
 //
 // Uploads (Put, PutTree) use tus 1.0 (core and creation; the checksum
-// extension when the server offers sha256 or sha1; termination to cancel).
+// extension when the server offers sha256 or sha1; termination to cancel),
+// or, with DiscoverIETF, the IETF resumable-upload draft at the file's own
+// URL (ietf.go), which keeps the same state and the same digest check.
 // The file's sha-256 is computed on another goroutine while its bytes go,
 // and sent as Repr-Digest with the last bytes, in a request of their own,
 // which largo checks before the upload takes its place: the file is read

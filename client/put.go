@@ -23,9 +23,11 @@ const UploadsPath = "/_largo/uploads/"
 type Destination struct {
 	// URL is the URL the user gave.
 	URL *url.URL
-	// Plain is true for single PUTs to URL; false for tus uploads to
-	// Endpoint.
+	// Plain is true for single PUTs to URL; false for resumable uploads.
 	Plain bool
+	// IETF is true for resumable uploads in the IETF protocol, at URL
+	// itself (DiscoverIETF); false for tus uploads to Endpoint.
+	IETF bool
 	// Endpoint is the tus creation URL: URL itself when it is a tus
 	// endpoint, else largo's UploadsPath on URL's origin.
 	Endpoint string
@@ -137,8 +139,9 @@ func hasToken(v, tok string) bool {
 	return false
 }
 
-// Put uploads the local file to d: as one PUT, or with tus, resuming the
-// upload an earlier run of the same file to the same place began. rel is
+// Put uploads the local file to d: as one PUT, or resumably (tus, or the
+// IETF protocol), resuming the upload an earlier run of the same file to
+// the same place began. rel is
 // the file's path below the folder d names ("" for the file's own name).
 func (c *Client) Put(ctx context.Context, file string, d *Destination, rel string) (Result, error) {
 	res := Result{Path: file}
@@ -153,8 +156,11 @@ func (c *Client) Put(ctx context.Context, file string, d *Destination, rel strin
 	rel = d.rel(file, rel)
 	prog := c.progress()
 	defer prog.End()
-	if d.Plain {
+	switch {
+	case d.Plain:
 		return c.putPlain(ctx, file, fi.Size(), d.plainURL(rel), prog)
+	case d.IETF:
+		return c.putIETF(ctx, file, fi, d, rel, prog)
 	}
 	return c.putTus(ctx, file, fi, d, rel, prog)
 }

@@ -182,7 +182,7 @@ func (c *Client) PutTree(ctx context.Context, dir string, d *Destination) (TreeR
 	var tr TreeResult
 	if d.Name != "" {
 		d.Folder = strings.Trim(d.Folder+"/"+d.Name, "/")
-		if d.Plain {
+		if d.Plain || d.IETF {
 			d.URL = d.URL.JoinPath("/")
 		}
 		d.Name = ""

@@ -319,16 +319,19 @@ func (c *Client) chunkSize() int64 {
 	return 64 << 20
 }
 
-// Cancel terminates the remembered tus upload of file to d, if any, and
-// forgets it. It reports whether there was one.
+// Cancel terminates the remembered resumable upload of file to d, if
+// any, and forgets it. It reports whether there was one.
 func (c *Client) Cancel(ctx context.Context, file string, d *Destination, rel string) (bool, error) {
 	fi, err := os.Stat(file)
 	if err != nil {
 		return false, localError{err}
 	}
-	_, _, _, key, err := d.place(file, fi, d.rel(file, rel))
+	abs, _, _, key, err := d.place(file, fi, d.rel(file, rel))
 	if err != nil {
 		return false, err
+	}
+	if d.IETF {
+		key = uploadKey(abs, fi, "ietf", d.plainURL(d.rel(file, rel)))
 	}
 	up, err := c.loadUpload(key)
 	if err != nil || up == nil {
@@ -338,7 +341,11 @@ func (c *Client) Cancel(ctx context.Context, file string, d *Destination, rel st
 	if err != nil {
 		return false, err
 	}
-	req.Header.Set("Tus-Resumable", tusVersion)
+	if d.IETF {
+		req.Header.Set("Upload-Draft-Interop-Version", ietfVersion)
+	} else {
+		req.Header.Set("Tus-Resumable", tusVersion)
+	}
 	resp, err := c.do(req)
 	if err != nil {
 		return false, err

@@ -55,3 +55,28 @@ func Digest(h http.Header) ([]byte, error) {
 	}
 	return want, nil
 }
+
+// UploadComplete reads whether a request of the resumable-upload protocol
+// (draft-ietf-httpbis-resumable-upload) carries the end of its file:
+// Upload-Complete, or, in the draft's interop version 3, its inverse
+// Upload-Incomplete. stated is false when neither field holds a Boolean
+// (a field of another value is ignored, as the draft asks).
+func UploadComplete(h http.Header) (complete, stated bool) {
+	if v := h.Values("Upload-Complete"); len(v) > 0 {
+		return largo.ParseBoolItem(strings.Join(v, ","))
+	}
+	if v := h.Values("Upload-Incomplete"); len(v) > 0 {
+		incomplete, ok := largo.ParseBoolItem(strings.Join(v, ","))
+		return ok && !incomplete, ok
+	}
+	return false, false
+}
+
+// Incomplete reports whether a request says its body is not the whole
+// file (Upload-Complete: ?0, Upload-Incomplete: ?1): a write front end
+// that does not make it resumable must refuse it, never store the part as
+// the whole.
+func Incomplete(h http.Header) bool {
+	complete, stated := UploadComplete(h)
+	return stated && !complete
+}

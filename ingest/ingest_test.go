@@ -256,3 +256,30 @@ func sumOf(s string) []byte {
 	sum := sha256.Sum256([]byte(s))
 	return sum[:]
 }
+
+// TestUploadComplete: both generations of the field, and values that
+// say nothing.
+func TestUploadComplete(t *testing.T) {
+	for _, c := range []struct {
+		hdr                  []string
+		complete, stated, in bool
+	}{
+		{nil, false, false, false},
+		{[]string{"Upload-Complete", "?1"}, true, true, false},
+		{[]string{"Upload-Complete", "?0"}, false, true, true},
+		{[]string{"Upload-Complete", "yes"}, false, false, false},
+		{[]string{"Upload-Incomplete", "?1"}, false, true, true},
+		{[]string{"Upload-Incomplete", "?0"}, true, true, false},
+		{[]string{"Upload-Complete", "?1", "Upload-Incomplete", "?1"}, true, true, false},
+		{[]string{"Upload-Complete", "?1", "Upload-Complete", "?0"}, false, false, false},
+	} {
+		h := http.Header{}
+		for i := 0; i < len(c.hdr); i += 2 {
+			h.Add(c.hdr[i], c.hdr[i+1])
+		}
+		complete, stated := UploadComplete(h)
+		if complete != c.complete || stated != c.stated || Incomplete(h) != c.in {
+			t.Errorf("%v: %v, %v, incomplete %v", c.hdr, complete, stated, Incomplete(h))
+		}
+	}
+}

@@ -32,7 +32,10 @@ type diskStaging struct {
 	dir  string // the folder, as a name in root: largo.StateDir + "/tus"
 }
 
-var _ Staging = (*diskStaging)(nil)
+var (
+	_ Staging    = (*diskStaging)(nil)
+	_ lastWriter = (*diskStaging)(nil)
+)
 
 // DiskStaging keeps uploads in the folder dir of root (a name such as
 // ".largo/tus", under largo.StateDir), created if needed.
@@ -154,6 +157,19 @@ func (d *diskStaging) Idle(_ context.Context, before time.Time) iter.Seq2[IdleUp
 			}
 		}
 	}
+}
+
+// LastWrite returns when the upload's bytes or info were last written.
+func (d *diskStaging) LastWrite(_ context.Context, id string) (time.Time, error) {
+	var last time.Time
+	for _, n := range []string{d.infoName(id), d.binName(id)} {
+		fi, err := d.root.Stat(n)
+		if err != nil {
+			return last, err
+		}
+		last = maxTime(last, fi.ModTime())
+	}
+	return last, nil
 }
 
 // Pending removes what a crash left half-made (bytes without their info,

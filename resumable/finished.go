@@ -43,10 +43,11 @@ func doneKey(id string) string {
 
 // done is the record of a finished upload.
 type done struct {
-	Name   string `json:"name"`
-	Size   int64  `json:"size"`
-	ETag   string `json:"etag"`
-	Digest string `json:"digest"`
+	Name    string `json:"name"`
+	Size    int64  `json:"size"`
+	ETag    string `json:"etag"`
+	Digest  string `json:"digest"`
+	Created bool   `json:"created,omitempty"` // no file was there before
 }
 
 // header is what a response about a finished upload carries.
@@ -107,7 +108,7 @@ func (h *Handler) place(ctx context.Context, info tusd.FileInfo, hdr http.Header
 		h.log.Warn("resumable upload not stored", "id", info.ID, "name", t.Name, "err", err)
 		return done{}, err
 	}
-	d := done{Name: t.Name, Size: res.Info.Size, ETag: res.Info.ETag, Digest: res.Digest()}
+	d := done{Name: t.Name, Size: res.Info.Size, ETag: res.Info.ETag, Digest: res.Digest(), Created: res.Created}
 	if h.state != nil {
 		b, _ := json.Marshal(d)
 		if err := h.state.Put(ctx, doneKey(info.ID), b); err != nil {

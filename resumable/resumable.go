@@ -49,6 +49,13 @@
 // what the store offers (StagingFor), never by its concrete type: the
 // staging is tusd's DataStore, a type the stores themselves do not know.
 //
+// A second front end, IETF (ietf.go), speaks the IETF protocol
+// (draft-ietf-httpbis-resumable-upload) over the same uploads: the same
+// staging, admission, hashing, expiry, records and placing; only the wire
+// and what completes an upload differ. Within one server a new request on
+// an upload stops the one in flight (ietfflight.go); across servers
+// sharing a bucket the same limits hold as for tus.
+//
 // A Handler is safe for concurrent use.
 package resumable
 

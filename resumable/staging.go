@@ -62,6 +62,12 @@ type IdleUpload struct {
 	Last time.Time
 }
 
+// lastWriter is a Staging that tells when an upload last received a
+// byte (or was created), for the lifetime the IETF protocol announces.
+type lastWriter interface {
+	LastWrite(ctx context.Context, id string) (time.Time, error)
+}
+
 // folderStore is a store on a local folder, which lends its os.Root to
 // the packages that keep state inside the folder.
 type folderStore interface {

@@ -2,12 +2,14 @@
 # bench-transfers.sh: the client and upload figures of docs/BENCHMARKS.md
 # that `largo bench` does not take: `largo get` (one stream and -j 4)
 # beside curl against largo and nginx, and a 1 GiB upload by plain PUT and
-# by tus beside dd writing the same bytes to the same disk.
+# by tus and by the IETF resumable-upload protocol beside dd writing the
+# same bytes to the same disk.
 #
-#   make build && scripts/bench-transfers.sh [REPS [downloads|uploads]]
+#   make build && scripts/bench-transfers.sh [REPS [downloads|uploads|ietf]]
 #
 # Every case runs REPS times (default 3) against a fresh server; each line
-# printed is one run. Wall, user and system seconds and peak RSS come from
+# printed is one run. "ietf" runs only a plain PUT and the same PUT made
+# resumable in the IETF protocol, REPS pairs in alternating order. Wall, user and system seconds and peak RSS come from
 # GNU time for the client; the server's peak is VmHWM at the end less VmRSS
 # before the request. Needs curl, nginx and GNU time; traffic stays on
 # 127.0.0.1.
@@ -102,7 +104,7 @@ check() {
 	rm -f "$1"
 }
 
-[ "$only" = uploads ] || {
+[ "$only" = uploads ] || [ "$only" = ietf ] || {
 echo "# downloads of 1 GiB ($reps runs each)"
 for server in largo nginx; do
 	for r in $(seq "$reps"); do
@@ -117,31 +119,59 @@ for server in largo nginx; do
 done
 }
 
+# upload HOW: one 1 GiB upload to a fresh server, its line and the
+# server's memory; the stored file is checked.
+upload() {
+	start_largo "$work/up" --upload --upload-open
+	idle=$(kib "$pid" VmRSS)
+	case $1 in
+	put)
+		timed "largo: curl -T (PUT)" curl -s -f -o /dev/null -T "$work/data/file.bin" "http://127.0.0.1:$port/f.bin" ;;
+	ietf)
+		# The same PUT made resumable (IETF draft): a 104, the bytes in
+		# the resumable staging, then placed.
+		timed "largo: curl -T (PUT, IETF ?1)" curl -s -f -o /dev/null -T "$work/data/file.bin" \
+			-H "Upload-Complete: ?1" -H "Upload-Draft-Interop-Version: 9" "http://127.0.0.1:$port/f.bin" ;;
+	patch)
+		# The server's tus path alone: one creation, one PATCH.
+		loc=$(curl -s -f -D - -o /dev/null -X POST -H "Tus-Resumable: 1.0.0" \
+			-H "Upload-Length: $size" -H "Upload-Metadata: filename $(printf f.bin | base64)" \
+			"http://127.0.0.1:$port/_largo/uploads/" | tr -d '\r' | awk 'tolower($1) == "location:" { print $2 }')
+		timed "largo: curl tus PATCH" curl -s -f -o /dev/null -X PATCH -H "Tus-Resumable: 1.0.0" \
+			-H "Content-Type: application/offset+octet-stream" -H "Upload-Offset: 0" \
+			-T "$work/data/file.bin" "$loc" ;;
+	tus)
+		timed "largo: largo put (tus)" "$largo" put -q "$work/data/file.bin" "http://127.0.0.1:$port/f.bin" ;;
+	ietfput)
+		timed "largo: largo put --protocol ietf" "$largo" put -q --protocol ietf "$work/data/file.bin" "http://127.0.0.1:$port/f.bin" ;;
+	esac
+	peak=$(kib "$pid" VmHWM)
+	cpu=$(awk '{ print ($14 + $15) / 100 }' "/proc/$pid/stat")
+	awk -v i="$idle" -v p="$peak" -v c="$cpu" 'BEGIN { printf "    server CPU %.2f s, idle %.1f MiB, peak %.1f MiB, peak above idle %.1f MiB\n", c, i / 1024, p / 1024, (p - i) / 1024 }'
+	stop
+	check "$work/up/f.bin"
+}
+
 [ "$only" = downloads ] && exit
+if [ "$only" = ietf ]; then
+	# A plain PUT beside the same PUT through the IETF path, in turns
+	# whose order alternates (a run after another one's 1 GiB is slower).
+	echo "# uploads of 1 GiB, PUT beside IETF ($reps pairs)"
+	for r in $(seq "$reps"); do
+		order="put ietf"
+		[ $((r % 2)) = 1 ] || order="ietf put"
+		for how in $order; do
+			sync
+			upload $how
+		done
+	done
+	exit
+fi
 echo "# uploads of 1 GiB ($reps runs each)"
 for r in $(seq "$reps"); do
 	timed "dd (bs=1M, conv=fsync)" dd if="$work/data/file.bin" of="$work/up/dd.bin" bs=1M conv=fsync status=none
 	check "$work/up/dd.bin"
-	for how in put patch tus; do
-		start_largo "$work/up" --upload --upload-open
-		idle=$(kib "$pid" VmRSS)
-		case $how in
-		put)
-			timed "largo: curl -T (PUT)" curl -s -f -o /dev/null -T "$work/data/file.bin" "http://127.0.0.1:$port/f.bin" ;;
-		patch)
-			# The server's tus path alone: one creation, one PATCH.
-			loc=$(curl -s -f -D - -o /dev/null -X POST -H "Tus-Resumable: 1.0.0" \
-				-H "Upload-Length: $size" -H "Upload-Metadata: filename $(printf f.bin | base64)" \
-				"http://127.0.0.1:$port/_largo/uploads/" | tr -d '\r' | awk 'tolower($1) == "location:" { print $2 }')
-			timed "largo: curl tus PATCH" curl -s -f -o /dev/null -X PATCH -H "Tus-Resumable: 1.0.0" \
-				-H "Content-Type: application/offset+octet-stream" -H "Upload-Offset: 0" \
-				-T "$work/data/file.bin" "$loc" ;;
-		tus)
-			timed "largo: largo put (tus)" "$largo" put -q "$work/data/file.bin" "http://127.0.0.1:$port/f.bin" ;;
-		esac
-		peak=$(kib "$pid" VmHWM)
-		awk -v i="$idle" -v p="$peak" 'BEGIN { printf "    server idle %.1f MiB, peak %.1f MiB, peak above idle %.1f MiB\n", i / 1024, p / 1024, (p - i) / 1024 }'
-		stop
-		check "$work/up/f.bin"
+	for how in put ietf patch tus ietfput; do
+		upload $how
 	done
 done

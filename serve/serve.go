@@ -21,8 +21,12 @@
 // answered 500; it never takes the process down.
 //
 // Writes (Config.Writes) are PUT (upload.go), multipart POST to a folder
-// (multipart.go), DELETE (delete.go) and resumable uploads mounted under
-// ResumablePrefix, all through the one write pipeline (package ingest).
+// (multipart.go), DELETE (delete.go) and resumable uploads: tus mounted
+// under ResumablePrefix, and the IETF protocol (Config.Resumer), which
+// takes a PUT or POST that asks for it and serves its upload resources
+// under ResumerPrefix; all go through the one write pipeline (package
+// ingest). A write whose body says it is only part of the file
+// (Content-Range, Upload-Complete: ?0) is never stored as the whole.
 // Each is checked in an order that never reads the body of a refused
 // request, so a client that sent Expect: 100-continue never sends it:
 // writes on (405 otherwise), the token (401 with WWW-Authenticate), then
@@ -124,6 +128,11 @@ type Config struct {
 	// Resumable serves resumable uploads under Prefix+"uploads/", behind
 	// the same auth. Nil answers 404 there.
 	Resumable http.Handler
+	// Resumer takes the writes that ask to be resumable in the IETF
+	// protocol, and serves their upload resources under ResumerPrefix,
+	// behind the same auth. Nil stores such writes like any other when
+	// they carry the whole file, and refuses them (400) when they do not.
+	Resumer Resumer
 	// Uploads receives upload metrics events. Nil ignores them.
 	Uploads UploadObserver
 	// Compression receives compression metrics events. Nil ignores them.
@@ -212,6 +221,9 @@ func New(cfg Config) *Handler {
 	if cfg.Writes != nil && cfg.Resumable != nil {
 		h.own.Handle(ResumablePrefix, h.resumable(cfg.Resumable))
 	}
+	if cfg.Writes != nil && cfg.Resumer != nil {
+		h.own.Handle(ResumerPrefix, h.resumable(cfg.Resumer))
+	}
 	h.own.Handle("POST "+SharePath, h.adapt(h.newShare))
 	h.own.Handle(Prefix, h.adapt(func(http.ResponseWriter, *http.Request) error {
 		return errNoEndpoint
@@ -266,7 +278,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !own {
 		h.obs.TransferEnded(string(outcome))
-		if r.Method == http.MethodPut || r.Method == http.MethodPost {
+		if (r.Method == http.MethodPut || r.Method == http.MethodPost) && !h.resumed(r) {
 			h.up.UploadEnded(string(outcome))
 		}
 	}
@@ -276,6 +288,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// the connection, which net/http does for this value, quietly.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// resumed reports whether a write went to the Resumer, whose uploads
+// count their own end (once, when they finish or are abandoned), not the
+// end of each request.
+func (h *Handler) resumed(r *http.Request) bool {
+	return h.cfg.Writes != nil && h.cfg.Resumer != nil && h.cfg.Resumer.Takes(r)
 }
 
 // serve routes the request and recovers from a panic in it. abort reports a
@@ -384,6 +403,9 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 		return h.get(w, r, name)
 	case http.MethodOptions:
 		w.Header().Set("Allow", h.allow())
+		if h.cfg.Writes != nil && h.cfg.Resumer != nil {
+			w.Header().Set("Upload-Limit", h.cfg.Resumer.Limits())
+		}
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}

@@ -2,11 +2,8 @@ package serve
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"strings"
 
-	"largo"
 	"largo/ingest"
 )
 
@@ -16,9 +13,6 @@ import (
 // for a new file, 204 for a replacement, both with the ETag and
 // Repr-Digest.
 func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error {
-	if strings.HasSuffix(r.URL.Path, "/") {
-		return fmt.Errorf("%s: PUT to a folder path: %w", name, largo.ErrIsDir)
-	}
 	if r.Header.Get("Content-Range") != "" {
 		// RFC 9110, 14.5: the body is likely a part mistaken for the whole.
 		return errPartialPut

@@ -175,6 +175,8 @@ func TestPutRefused(t *testing.T) {
 		{"under a file", "/file/x", untouchable{t}, 5, auth, 409, "a parent is a file"},
 		{"not utf-8", "/\xff\xfe", untouchable{t}, 5, auth, 400, "invalid path"},
 		{"content-range", "/exists", untouchable{t}, 5, append([]string{"Content-Range", "bytes 0-4/10"}, auth...), 400, "Content-Range on a PUT"},
+		{"incomplete", "/new", untouchable{t}, 5, append([]string{"Upload-Complete", "?0", "Upload-Draft-Interop-Version", "6"}, auth...), 400, "the request says its body is not the whole file"},
+		{"incomplete, version 3", "/new", untouchable{t}, 5, append([]string{"Upload-Incomplete", "?1", "Upload-Draft-Interop-Version", "3"}, auth...), 400, "the request says its body is not the whole file"},
 	} {
 		rec := send(h, "PUT", tt.path, tt.body, tt.size, tt.hdr...)
 		if rec.Code != tt.code || !strings.HasPrefix(rec.Body.String(), tt.reason) {
@@ -384,5 +386,80 @@ func TestConditionsUnsupported(t *testing.T) {
 	}
 	if rec := send(h, "PUT", "/new", strings.NewReader("hello"), 5, auth...); rec.Code != 201 {
 		t.Errorf("PUT without a condition: %d", rec.Code)
+	}
+}
+
+// fakeResumer takes the writes that carry Upload-Draft-Interop-Version: 9.
+type fakeResumer struct {
+	http.Handler
+	created []string
+}
+
+func (f *fakeResumer) Takes(r *http.Request) bool {
+	return r.Header.Get("Upload-Draft-Interop-Version") == "9"
+}
+
+func (f *fakeResumer) Create(w http.ResponseWriter, r *http.Request, name string) error {
+	f.created = append(f.created, r.Method+" "+name)
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
+func (f *fakeResumer) Limits() string { return "max-age=60" }
+
+// TestResumer: the writes a Resumer takes go to it after the write
+// checks, those it does not take are plain writes, or refused when their
+// body is a part; write targets announce its limits, and its upload
+// resources are behind the same auth.
+func TestResumer(t *testing.T) {
+	res := &fakeResumer{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Upload", r.URL.Path)
+	})}
+	h, dir, obs := newWriteHandler(t, map[string]string{"dir/x": "x"}, Config{Resumer: res})
+	auth := []string{"Authorization", "Bearer " + token}
+	v9 := []string{"Upload-Complete", "?0", "Upload-Draft-Interop-Version", "9"}
+	if rec := send(h, "PUT", "/f", untouchable{t}, 5, v9...); rec.Code != 401 {
+		t.Errorf("without the token: %d", rec.Code)
+	}
+	if rec := send(h, "PUT", "/f", untouchable{t}, 5, append(v9, auth...)...); rec.Code != 201 {
+		t.Errorf("taken PUT: %d %s", rec.Code, rec.Body.String())
+	}
+	if rec := send(h, "PUT", "/newdir/", untouchable{t}, 5, append(v9, auth...)...); rec.Code != 409 {
+		t.Errorf("taken PUT to a folder path: %d %s", rec.Code, rec.Body.String())
+	}
+	if rec := send(h, "POST", "/dir/", untouchable{t}, 5, append(v9, auth...)...); rec.Code != 201 {
+		t.Errorf("taken POST: %d %s", rec.Code, rec.Body.String())
+	}
+	if want := []string{"PUT f", "POST dir"}; fmt.Sprint(res.created) != fmt.Sprint(want) {
+		t.Errorf("created %v; want %v", res.created, want)
+	}
+	// The resumer's uploads count their own ends, not each request's.
+	if len(obs.outcomes) != 0 {
+		t.Errorf("outcomes %v for writes the resumer took", obs.outcomes)
+	}
+	// Version 8 is not taken: the whole file is a plain PUT, a part is refused.
+	v8 := []string{"Upload-Draft-Interop-Version", "8", "Upload-Complete"}
+	if rec := send(h, "PUT", "/g", strings.NewReader("whole"), 5, append(append(v8, "?1"), auth...)...); rec.Code != 201 {
+		t.Errorf("complete, not taken: %d %s", rec.Code, rec.Body.String())
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "g")); string(b) != "whole" {
+		t.Errorf("g holds %q", b)
+	}
+	if rec := send(h, "PUT", "/h", untouchable{t}, 5, append(append(v8, "?0"), auth...)...); rec.Code != 400 {
+		t.Errorf("incomplete, not taken: %d %s", rec.Code, rec.Body.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "h")); !os.IsNotExist(err) {
+		t.Errorf("an incomplete PUT stored h: %v", err)
+	}
+	rec := send(h, "OPTIONS", "/dir/x", nil, 0)
+	if rec.Header().Get("Upload-Limit") != "max-age=60" {
+		t.Errorf("OPTIONS: Upload-Limit %q", rec.Header().Get("Upload-Limit"))
+	}
+	if rec := send(h, "HEAD", ResumerPrefix+"abc", nil, 0); rec.Code != 401 {
+		t.Errorf("upload resource without the token: %d", rec.Code)
+	}
+	rec = send(h, "HEAD", ResumerPrefix+"abc", nil, 0, auth...)
+	if rec.Header().Get("X-Upload") != ResumerPrefix+"abc" {
+		t.Errorf("upload resource not served by the resumer: %d %v", rec.Code, rec.Header())
 	}
 }

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -14,6 +15,28 @@ import (
 // ResumablePrefix is where Config.Resumable is mounted.
 const ResumablePrefix = Prefix + "uploads/"
 
+// ResumerPrefix is where Config.Resumer serves its upload resources.
+const ResumerPrefix = ResumablePrefix + "ietf/"
+
+// Resumer makes writes resumable: the IETF resumable-upload protocol
+// (package resumable), which turns a PUT to a file, or a POST to a
+// folder, into an upload that can go on after an interruption.
+// Implementations must be safe for concurrent use.
+type Resumer interface {
+	// ServeHTTP serves the upload resources under ResumerPrefix.
+	http.Handler
+	// Takes reports whether the PUT or POST r asks for a resumable upload
+	// in a form the resumer speaks. It reads only headers.
+	Takes(r *http.Request) bool
+	// Create serves a write that Takes took, after the write checks
+	// (writes on, the token): name is the file of a PUT, the folder of a
+	// POST. Nothing of r's body has been read.
+	Create(w http.ResponseWriter, r *http.Request, name string) error
+	// Limits returns the Upload-Limit field that the write targets
+	// announce (OPTIONS).
+	Limits() string
+}
+
 // writeMethods are the methods the file tree answers with writes on.
 const writeMethods = readMethods + ", PUT, POST, DELETE"
 
@@ -23,6 +46,7 @@ var (
 	errNotForm      = ingest.Refuse(http.StatusUnsupportedMediaType, "expected multipart/form-data")
 	errPartialPut   = ingest.Refuse(http.StatusBadRequest, "Content-Range on a PUT: partial writes are not accepted; send the whole file, or resume through /_largo/uploads/ (tus)")
 	errBadForm      = ingest.Refuse(http.StatusBadRequest, "bad multipart form")
+	errIncomplete   = ingest.Refuse(http.StatusBadRequest, "the request says its body is not the whole file (Upload-Complete: ?0 or Upload-Incomplete: ?1) in no resumable-upload version this server speaks: nothing stored; send the whole file, or resume with tus at "+ResumablePrefix)
 )
 
 // allow is the Allow header of the file tree.
@@ -57,6 +81,18 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) err
 	}
 	if err := h.may(r, target, perm); err != nil {
 		return err
+	}
+	if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/") {
+		return fmt.Errorf("%s: PUT to a folder path: %w", name, largo.ErrIsDir)
+	}
+	if r.Method != http.MethodDelete {
+		if h.cfg.Resumer != nil && h.cfg.Resumer.Takes(r) {
+			return h.cfg.Resumer.Create(w, r, name)
+		}
+		if ingest.Incomplete(r.Header) {
+			// A part stored as the whole would be data lost.
+			return errIncomplete
+		}
 	}
 	switch r.Method {
 	case http.MethodPut:

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"largo"
 )
@@ -55,3 +56,25 @@ func (c *choiceValue) Set(v string) error {
 
 func (c *choiceValue) String() string { return c.value }
 func (c *choiceValue) Type() string   { return "string" }
+
+// parseInts reads a comma-separated list of integers.
+func parseInts(v string) ([]int, error) {
+	var ns []int
+	for f := range strings.SplitSeq(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a comma-separated list of numbers", v)
+		}
+		ns = append(ns, n)
+	}
+	return ns, nil
+}
+
+// joinInts writes a list of integers for parseInts.
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}

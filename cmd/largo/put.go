@@ -15,12 +15,13 @@ import (
 // putConfig is everything `largo put` is told.
 type putConfig struct {
 	transferConfig
-	plain  bool
-	cancel bool
+	plain    bool
+	cancel   bool
+	protocol choiceValue
 }
 
 func newPut(e *env) *cobra.Command {
-	cfg := &putConfig{}
+	cfg := &putConfig{protocol: choiceValue{value: "tus", choices: []string{"tus", "ietf"}}}
 	cmd := &cobra.Command{
 		Use:   "put FILE URL",
 		Short: "Upload a file (or, with -r, a folder) resumably",
@@ -39,6 +40,13 @@ path, size and modification time and by URL: running the same command again
 resumes the upload; a changed file starts a new one. --cancel terminates the
 remembered upload on the server instead.
 
+--protocol ietf speaks the IETF resumable-upload draft (interop version 9)
+instead of tus: the file is PUT to URL itself, which a largo server turns
+into a resumable upload, all but its last 4 MiB in that request; the rest,
+with the sha-256, goes to the upload URL the server gave (in a 104 interim
+response), where an interrupted upload resumes. It is remembered and
+cancelled like a tus upload.
+
 --plain sends one PUT to URL instead (for servers without tus), with
 Content-Length and a Repr-Digest (sha-256, computed before the upload); it
 cannot resume, only start again. -r uploads the files below the folder FILE,
@@ -52,6 +60,7 @@ The token comes from --token or LARGO_TOKEN.` + exitCodesHelp,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&cfg.plain, "plain", false, "send one PUT instead of a resumable tus upload")
+	f.Var(&cfg.protocol, "protocol", "resumable upload protocol: tus, or ietf (the IETF draft, at the file's own URL)")
 	f.BoolVar(&cfg.cancel, "cancel", false, "terminate the remembered upload of FILE to URL on the server, and forget it")
 	cfg.flags(f)
 	documentEnv(f)
@@ -72,6 +81,10 @@ func runPut(ctx context.Context, e *env, cfg *putConfig, file, rawURL string) er
 	if cfg.cancel && (cfg.plain || cfg.recursive) {
 		return usageErr(errors.New("--cancel goes with a single resumable upload, not --plain or -r"))
 	}
+	ietf := cfg.protocol.value == "ietf"
+	if ietf && cfg.plain {
+		return usageErr(errors.New("--plain sends one PUT: it takes no --protocol"))
+	}
 	c, err := cfg.client(e)
 	if err != nil {
 		return err
@@ -82,8 +95,14 @@ func runPut(ctx context.Context, e *env, cfg *putConfig, file, rawURL string) er
 	if cfg.plain {
 		resume += " --plain"
 	}
+	var dest *client.Destination
 	start := time.Now()
-	dest, err := c.Discover(ctx, rawURL, cfg.plain)
+	if ietf {
+		resume += " --protocol ietf"
+		dest, err = c.DiscoverIETF(rawURL)
+	} else {
+		dest, err = c.Discover(ctx, rawURL, cfg.plain)
+	}
 	if err != nil {
 		return transferErr(err, resume)
 	}

@@ -56,6 +56,7 @@ type serveConfig struct {
 	reserve      sizeValue
 	noMkdir      bool
 	uploadExpiry time.Duration
+	ietfVersions string
 
 	access accessConfig
 }
@@ -97,8 +98,11 @@ Writes are off unless --upload is given; then PUT stores a file atomically
 (201 or 204, with ETag and Repr-Digest), POST of a multipart form to a
 folder stores each file in it, DELETE removes files and empty folders
 (?recursive=1 for the others), and /_largo/uploads/ speaks tus 1.0 for
-resumable uploads. Every write needs the token (--token, --token-file, or
-one generated and printed at start-up), as a bearer token or a basic-auth
+resumable uploads. A PUT (or a POST to a folder) with Upload-Complete and
+an Upload-Draft-Interop-Version of --ietf-versions is a resumable upload of
+the IETF draft: a 104 gives its upload URL, which takes HEAD, PATCH and
+DELETE. Every write needs the token (--token, --token-file, or one
+generated and printed at start-up), as a bearer token or a basic-auth
 password. For users, passwords and per-path rules of who may read, list,
 write and delete, give an access file (--access; see largo passwd and
 largo share for passwords and share links).
@@ -163,6 +167,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.StringSliceVar(&cfg.access.corsOrigins, "cors-origin", nil, "origins (https://app.example) whose pages may read and write here from a browser, tus uploads included (default none: only this server's own pages)")
 	f.StringSliceVar(&cfg.access.hosts, "host", nil, "host names this server answers besides, on a loopback address, localhost, 127.0.0.1 and ::1 (421 for others)")
 	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
+	f.StringVar(&cfg.ietfVersions, "ietf-versions", joinInts(resumable.DefaultVersions()), "interop versions of the IETF resumable-upload draft that make a PUT or POST resumable (Upload-Draft-Interop-Version), comma-separated, or off")
 	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
 	documentEnv(f)
 	return cmd
@@ -321,6 +326,17 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	})
 	if err != nil {
 		return failed(fmt.Errorf("resumable uploads: %v", pathErrText(err)))
+	}
+	if cfg.ietfVersions != "off" {
+		vs, err := parseInts(cfg.ietfVersions)
+		if err != nil {
+			return usageErr(fmt.Errorf("--ietf-versions: %v", err))
+		}
+		ietf, err := rh.IETF(resumable.IETFConfig{BasePath: serve.ResumerPrefix, Versions: vs})
+		if err != nil {
+			return usageErr(err)
+		}
+		hcfg.Resumer = ietf
 	}
 	go rh.Run(ctx)
 	hcfg.Writes = writes

@@ -4,11 +4,17 @@
 //
 //   node tus-upload.mjs --endpoint URL --file PATH --name NAME [--token T]
 //        [--chunk BYTES] [--stop-at BYTES] [--url UPLOAD_URL]
+//        [--protocol tus-v1|ietf-draft-03|ietf-draft-05] [--retries MS,MS,...]
 //
 // --stop-at makes the client, once the server has accepted that many
 // bytes, cut its request in flight and hang until the process is killed;
 // --url resumes an upload made earlier, from the offset the server
-// reports. The file's sha256 goes in the upload's metadata. Lines on
+// reports. --protocol chooses the wire: tus (the default) or the IETF
+// draft -03 or -05 (interop versions 5 and 6), whose endpoint is a folder
+// that uploads are POSTed to. --retries lets the client retry a failed
+// request after each of the delays, resuming from the offset the server
+// reports (the default is no retry). The file's sha256 goes in the
+// upload's metadata. Lines on
 // stdout: "url URL", "chunk ACCEPTED TOTAL" after each chunk,
 // "stopped ACCEPTED", "done URL"; on failure "error MESSAGE" and exit
 // code 1.
@@ -52,7 +58,8 @@ async function main() {
       chunkSize,
       headers,
       metadata: { filename: opts.name, sha256: sum },
-      retryDelays: null,
+      protocol: opts.protocol || 'tus-v1',
+      retryDelays: opts.retries ? opts.retries.split(',').map(Number) : null,
       storeFingerprintForResuming: false,
       onUploadUrlAvailable() {
         console.log(`url ${upload.url}`)
