@@ -225,8 +225,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tw := transfer.NewResponse(w, opt)
 	tw.Header().Set("X-Content-Type-Options", "nosniff")
 	var body *transfer.Body
-	if hasBody(r) {
-		body = transfer.NewBody(tw, r.Body, transfer.BodyOptions{
+	if r.Body != nil && r.Body != http.NoBody {
+		// Every body, read or not: one the handler does not read is given
+		// up, and its connection closed after the answer, rather than
+		// waited for (see package transfer).
+		body = tw.Body(r, transfer.BodyOptions{
 			IdleTimeout: h.cfg.IdleTimeout, MinRate: h.cfg.MinRate, Now: h.cfg.Now,
 			Received: h.up.BytesReceived,
 		})
@@ -244,7 +247,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	outcome := tw.Outcome(r.Method)
 	if body != nil {
 		body.Close()
-		outcome = writeOutcome(tw, body)
+		if hasBody(r) {
+			outcome = writeOutcome(tw, body)
+		}
 	}
 	switch {
 	case panicked && outcome == transfer.Complete:
