@@ -115,3 +115,21 @@ func TestReaderFromKept(t *testing.T) {
 		t.Fatal("accepted connection lost io.ReaderFrom")
 	}
 }
+
+func TestBudget(t *testing.T) {
+	b := NewBudget(100)
+	if !b.TryTake(60) || b.TryTake(41) || !b.TryTake(40) || b.TryTake(1) {
+		t.Fatal("budget not kept")
+	}
+	b.Give(60)
+	if b.InUse() != 40 || !b.TryTake(60) {
+		t.Fatalf("in use %d after giving back", b.InUse())
+	}
+	var none *Budget
+	if !none.TryTake(1<<62) || none.InUse() != 0 {
+		t.Fatal("a nil budget caps")
+	}
+	if NewBudget(0) != nil {
+		t.Fatal("a zero budget is not nil")
+	}
+}
