@@ -48,6 +48,8 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/encode"
+	"largo/limit"
+	"largo/listing"
 	"largo/transfer"
 	"largo/ui"
 )
@@ -90,6 +92,12 @@ type Config struct {
 	// MinRate, in bytes per second, cuts a client slower than this on
 	// average once the first IdleTimeout has passed. Zero means none.
 	MinRate int64
+	// Listing bounds the memory of folder listings: each holds at most
+	// Listing.Max (listing.DefaultMax when zero) and all together at most
+	// Listing.Budget, beyond which a listing is answered 503 with a
+	// Retry-After; what does not fit spills to Listing.Dir (os.TempDir()
+	// when empty). A nil Budget means one of DefaultListingMemory.
+	Listing listing.Config
 	// Compress compresses compressible files on the fly for clients that
 	// accept it. Nil turns dynamic compression off; precompressed
 	// sidecars are served either way.
@@ -181,6 +189,9 @@ func New(cfg Config) *Handler {
 	}
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
+	}
+	if h.cfg.Listing.Budget == nil {
+		h.cfg.Listing.Budget = limit.NewBudget(DefaultListingMemory)
 	}
 	h.ui = ui.New(UIPrefix)
 	h.own = http.NewServeMux()
