@@ -40,6 +40,24 @@ func (b *Budget) TryTake(n int64) bool {
 	return true
 }
 
+// TryGrow takes n more bytes for a request that holds some already, if a
+// quarter of the budget stays free after: requests in flight may grow
+// into three quarters of it, and the last quarter is kept for newcomers
+// to start with, so that a few large requests never lock everyone else
+// out.
+func (b *Budget) TryGrow(n int64) bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.total-b.total/4 {
+		return false
+	}
+	b.used += n
+	return true
+}
+
 // Give returns n bytes taken before.
 func (b *Budget) Give(n int64) {
 	if b == nil {

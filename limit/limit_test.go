@@ -125,6 +125,11 @@ func TestBudget(t *testing.T) {
 	if b.InUse() != 40 || !b.TryTake(60) {
 		t.Fatalf("in use %d after giving back", b.InUse())
 	}
+	b.Give(100)
+	if !b.TryGrow(75) || b.TryGrow(1) || !b.TryTake(25) {
+		t.Fatalf("growing past three quarters, or starting in the last: in use %d", b.InUse())
+	}
+	b.Give(100)
 	var none *Budget
 	if !none.TryTake(1<<62) || none.InUse() != 0 {
 		t.Fatal("a nil budget caps")

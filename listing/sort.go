@@ -9,6 +9,7 @@ import (
 	"iter"
 	"os"
 	"slices"
+	"unsafe"
 
 	"largo"
 )
@@ -32,10 +33,11 @@ type Sorter struct {
 	max  int64
 	held int64 // taken from the budget
 
-	chunks [][]byte // the arena; chunks[:used] hold records
-	used   int
-	offs   []uint32 // chunk<<16 | offset, of every record in the arena
-	n      int      // entries added
+	chunks  [][]byte // the arena; chunks[:used] hold records
+	used    int
+	offs    []uint32 // chunk<<16 | offset, of every record in the arena
+	offsMem []byte   // the memory of offs
+	n       int      // entries added
 
 	spill *os.File
 	w     *bufio.Writer
@@ -64,10 +66,14 @@ func (c Config) NewSorter(cmp Compare) (*Sorter, error) {
 }
 
 // take grows what s holds to at least n bytes, in steps, within its
-// maximum and the budget.
+// maximum and the budget: the first step from anywhere in the budget,
+// the next ones only while they leave room for other listings to start.
 func (s *Sorter) take(n int64) bool {
 	for s.held < n {
-		if s.held+step > s.max || !s.cfg.Budget.TryTake(step) {
+		if s.held+step > s.max {
+			return false
+		}
+		if s.held == 0 && !s.cfg.Budget.TryTake(step) || s.held > 0 && !s.cfg.Budget.TryGrow(step) {
 			return false
 		}
 		s.held += step
@@ -123,7 +129,7 @@ func (s *Sorter) room(need int) bool {
 		if !s.take(s.footprint() + int64(grown-cap(s.offs))*4) {
 			return false
 		}
-		s.offs = slices.Grow(s.offs, grown-len(s.offs))
+		s.growOffs(grown)
 	}
 	if s.used > 0 && len(s.chunks[s.used-1])+need <= chunkSize {
 		return true
@@ -136,9 +142,31 @@ func (s *Sorter) room(need int) bool {
 	if len(s.chunks) >= 1<<16 || !s.take(s.footprint()+chunkSize) {
 		return false
 	}
-	s.chunks = append(s.chunks, make([]byte, 0, chunkSize))
+	s.chunks = append(s.chunks, alloc(chunkSize)[:0])
 	s.used++
 	return true
+}
+
+// growOffs gives the index a capacity of n entries.
+func (s *Sorter) growOffs(n int) {
+	mem := alloc(n * 4)
+	offs := unsafe.Slice((*uint32)(unsafe.Pointer(&mem[0])), n)[:len(s.offs)]
+	copy(offs, s.offs)
+	if s.offsMem != nil {
+		free(s.offsMem)
+	}
+	s.offs, s.offsMem = offs, mem
+}
+
+// freeMemory gives the arena and the index back to the system.
+func (s *Sorter) freeMemory() {
+	for _, c := range s.chunks {
+		free(c)
+	}
+	if s.offsMem != nil {
+		free(s.offsMem)
+	}
+	s.chunks, s.offs, s.offsMem, s.used = nil, nil, nil, 0
 }
 
 // record returns the record at index entry o.
@@ -256,7 +284,7 @@ func (s *Sorter) finish() (*merger, error) {
 // freeArena drops the arena once everything is on disk, and gives back
 // what merging will not need.
 func (s *Sorter) freeArena() {
-	s.chunks, s.offs, s.used = nil, nil, 0
+	s.freeMemory()
 	want := int64(min(len(s.runs), maxFanIn))*runBuffer + runBuffer
 	keep := max(step, (want+step-1)/step*step)
 	if s.held > keep {
@@ -315,7 +343,8 @@ func (s *Sorter) Close() error {
 		s.cfg.Budget.Give(s.held)
 		s.held = 0
 	}
-	s.chunks, s.offs, s.w = nil, nil, nil
+	s.freeMemory()
+	s.w = nil
 	if s.err == nil {
 		s.err = errors.New("listing: closed")
 	}
