@@ -230,19 +230,6 @@ func sidecarFilter() func(largo.Info) bool {
 	}
 }
 
-// hideSidecars returns the entries of a folder, sorted by name, without
-// the precompressed sidecars (see sidecarFilter).
-func hideSidecars(infos []largo.Info) []largo.Info {
-	keep := sidecarFilter()
-	out := infos[:0]
-	for _, in := range infos {
-		if keep(in) {
-			out = append(out, in)
-		}
-	}
-	return out
-}
-
 func sidecarType(ct string) bool { return ct == "" || encode.Compressible(ct) }
 
 // wantsJSON reports whether the client asked for the JSON listing.

@@ -100,7 +100,9 @@ type Config struct {
 	Listing listing.Config
 	// Compress compresses compressible files on the fly for clients that
 	// accept it. Nil turns dynamic compression off; precompressed
-	// sidecars are served either way.
+	// sidecars are served either way. Its slots also bound tar.zst
+	// archives (without it, encoders of the handler's own, with the
+	// default bound, make them).
 	Compress *encode.Encoders
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -168,6 +170,9 @@ type Handler struct {
 	own      *http.ServeMux // the reserved prefix
 	ui       *ui.UI
 	draining atomic.Bool
+	// archiveEnc compresses tar.zst archives: Config.Compress, or with
+	// dynamic compression off encoders of the handler's own.
+	archiveEnc *encode.Encoders
 }
 
 // New returns a Handler for cfg.
@@ -189,6 +194,10 @@ func New(cfg Config) *Handler {
 	}
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
+	}
+	h.archiveEnc = cfg.Compress
+	if h.archiveEnc == nil {
+		h.archiveEnc, _ = encode.NewEncoders(encode.Config{}) // the defaults are valid
 	}
 	if h.cfg.Listing.Budget == nil {
 		h.cfg.Listing.Budget = limit.NewBudget(DefaultListingMemory)
