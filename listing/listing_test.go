@@ -272,3 +272,24 @@ func TestList(t *testing.T) {
 		t.Fatalf("cancelled listing: %v", err)
 	}
 }
+
+// TestSmallListingGivesBack checks that a listing that fits in memory,
+// once sorted, holds only what its arena uses, so that the listings an
+// archive keeps open on its way down cost little.
+func TestSmallListingGivesBack(t *testing.T) {
+	budget := limit.NewBudget(64 << 20)
+	s, err := Config{Budget: budget}.NewSorter(ByName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, e := range entries(100, 10, 5) {
+		s.Add(e)
+	}
+	for range s.All() {
+		break
+	}
+	if used := budget.InUse(); used > chunkSize+firstOffs*4 {
+		t.Fatalf("a sorted listing of 100 entries holds %d bytes", used)
+	}
+}

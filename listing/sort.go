@@ -265,6 +265,10 @@ func (s *Sorter) finish() (*merger, error) {
 	s.sorted = true
 	if len(s.runs) == 0 {
 		s.sortArena()
+		// Nothing more will be added: keep only what the arena uses, for
+		// the listings that stay open while others run (an archive's
+		// folders on the way down).
+		s.keep(s.footprint())
 		return nil, nil
 	}
 	if err := s.spillRun(); err != nil {
@@ -285,11 +289,14 @@ func (s *Sorter) finish() (*merger, error) {
 // what merging will not need.
 func (s *Sorter) freeArena() {
 	s.freeMemory()
-	want := int64(min(len(s.runs), maxFanIn))*runBuffer + runBuffer
-	keep := max(step, (want+step-1)/step*step)
-	if s.held > keep {
-		s.cfg.Budget.Give(s.held - keep)
-		s.held = keep
+	s.keep(max(step, int64(min(len(s.runs), maxFanIn))*runBuffer+runBuffer))
+}
+
+// keep gives back what s holds beyond n bytes.
+func (s *Sorter) keep(n int64) {
+	if s.held > n {
+		s.cfg.Budget.Give(s.held - n)
+		s.held = n
 	}
 }
 
