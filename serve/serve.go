@@ -17,8 +17,18 @@
 // folder) answer 404. Every response goes through a transfer.Response, which
 // keeps sendfile, moves the write deadline as the client makes progress,
 // and reports the bytes sent and the outcome to the access log and the
-// Observer. A panic in one request is recovered, logged, counted and
-// answered 500; it never takes the process down.
+// Observer; every request body goes through its transfer.Body, so that a
+// body the handler does not read is given up and the connection closed
+// after the answer, never waited for. A panic in one request is
+// recovered, logged, counted and answered 500; it never takes the process
+// down.
+//
+// Work that grows with the number of files has a budget: a listing, and
+// each folder of an archive, is sorted by package listing within a fixed
+// memory per request and a budget shared by all requests (Config.Listing),
+// spilling to disk beyond them, and answered 503 with a Retry-After when
+// the shared budget has nothing left; a tar.zst takes one of the slots of
+// dynamic compression.
 //
 // Writes (Config.Upload) are PUT (upload.go), multipart POST to a folder
 // (multipart.go), DELETE (delete.go) and resumable uploads mounted under
