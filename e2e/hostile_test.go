@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -109,5 +111,45 @@ func TestHostileConnections(t *testing.T) {
 	}
 	if log := s.stderr.String(); strings.Contains(log, "panic") {
 		t.Fatalf("server log:\n%s", tail(log, 2048))
+	}
+}
+
+// TestHTTP2Limits reads the SETTINGS the server opens an HTTP/2
+// connection with: its limits are largo's own, not the library's
+// defaults (250 streams, 1 MiB frames).
+func TestHTTP2Limits(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t)
+	s := startServer(t, dir, "--tls-cert", certFile, "--tls-key", keyFile)
+	c, err := tls.Dial("tcp", s.Addr, &tls.Config{RootCAs: pool, NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if p := c.ConnectionState().NegotiatedProtocol; p != "h2" {
+		t.Fatalf("negotiated %q", p)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	// The client preface and an empty SETTINGS frame.
+	io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+	var head [9]byte
+	if _, err := io.ReadFull(c, head[:]); err != nil {
+		t.Fatal(err)
+	}
+	n := int(head[0])<<16 | int(head[1])<<8 | int(head[2])
+	if head[3] != 4 || n%6 != 0 {
+		t.Fatalf("first frame: type %d, %d bytes; want SETTINGS", head[3], n)
+	}
+	payload := make([]byte, n)
+	if _, err := io.ReadFull(c, payload); err != nil {
+		t.Fatal(err)
+	}
+	got := map[uint16]uint32{}
+	for i := 0; i < n; i += 6 {
+		got[binary.BigEndian.Uint16(payload[i:])] = binary.BigEndian.Uint32(payload[i+2:])
+	}
+	const maxStreams, maxFrame, maxHeaderList = 3, 5, 6
+	if got[maxStreams] != 100 || got[maxFrame] != 64<<10 || got[maxHeaderList] == 0 || got[maxHeaderList] > 128<<10 {
+		t.Errorf("SETTINGS %v; want 100 streams, 64 KiB frames, a header list under 128 KiB", got)
 	}
 }

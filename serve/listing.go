@@ -168,7 +168,9 @@ func writeListing(w *bufio.Writer, path string, entries iter.Seq2[largo.Info, er
 			w.WriteString(",\n      \"etag\": ")
 			writeJSONString(w, in.ETag)
 		}
-		w.WriteString("\n    }")
+		if _, err := w.WriteString("\n    }"); err != nil {
+			return err // the client is gone: stop merging for nobody
+		}
 	}
 	if n > 0 {
 		w.WriteString("\n  ")
