@@ -1,31 +1,35 @@
 // Package archive streams a folder of a largo.Store as one zip, tar or
 // tar.zst archive, straight into a writer: nothing is produced ahead of the
-// reader, so memory stays bounded whatever the folder's size (a zip's
-// central directory, one small record per file, is the only thing that
-// grows with the number of files).
+// reader, and memory stays bounded whatever the folder's size. Each
+// folder is listed through package listing, sorted within its memory
+// budget; a zip's central directory, one record per file, is written to a
+// temporary file past a few hundred kilobytes, not kept in memory.
 //
 // The order is deterministic (depth-first, by name), hidden names are
 // never included (stores do not list them), and folders reached through a
 // symbolic link are not descended into, so a link cannot make a cycle.
 //
-// Where the length is knowable before the first byte (tar, and zip with
-// stored entries) Size computes it exactly, by writing the archive's
-// structure once without the file contents. A file that changed or
-// vanished between that walk and the copy ends Write with an error, so a
-// client sees a short archive rather than a silently wrong one.
+// Where the length is knowable before the first byte (tar, and zip, whose
+// entries are stored and whose CRC-32 goes in a data descriptor after the
+// data), Size computes it exactly by arithmetic over the walk: header
+// lengths and file sizes, no file is opened, so the length of a terabyte
+// folder costs its listing. A file that changed or vanished between that
+// walk and the copy ends Write with an error, so a client sees a short
+// archive rather than a silently wrong one. Both stop when their context
+// is done.
 package archive
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
-	"slices"
+	"os"
 	"time"
 
 	"largo"
+	"largo/listing"
 )
 
 // Format is an archive format.
@@ -80,48 +84,59 @@ type Entry struct {
 	Info largo.Info
 }
 
-// Filter may drop entries of one folder's listing (sidecar files, say). It
-// receives the folder's entries sorted by name and returns those to keep.
-type Filter func(entries []largo.Info) []largo.Info
+// Filter makes the test of one folder's entries: given each entry in name
+// order (byte by byte), it says whether the entry is kept. A new test is
+// made for every folder, so it may keep state across one folder's
+// entries (a sidecar's original comes before it).
+type Filter func() func(largo.Info) bool
 
 // Walk yields the entries below the folder dir, under a top folder named
-// top, depth-first with each folder's entries sorted by name. keep, if not
-// nil, filters each folder's listing.
-func Walk(ctx context.Context, s largo.Store, dir, top string, keep Filter) iter.Seq2[Entry, error] {
+// top, depth-first with each folder's entries sorted by name, each folder
+// listed within the memory lc allows. keep, if not nil, filters each
+// folder's listing.
+func Walk(ctx context.Context, s largo.Store, dir, top string, lc listing.Config, keep Filter) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
 		in, err := s.Stat(ctx, dir)
 		if err != nil {
 			yield(Entry{}, err)
 			return
 		}
-		walk(ctx, s, dir, top+"/", in, keep, yield)
+		walk(ctx, s, lc, dir, top+"/", in, keep, yield)
 	}
 }
 
 // walk yields the folder dir and everything below it; false means stop.
-func walk(ctx context.Context, s largo.Store, dir, prefix string, in largo.Info, keep Filter, yield func(Entry, error) bool) bool {
+// The sorted listing of each folder on the way down stays open while its
+// subfolders are walked: in memory if it was small, else as runs on disk
+// and a few kilobytes of buffers.
+func walk(ctx context.Context, s largo.Store, lc listing.Config, dir, prefix string, in largo.Info, keep Filter, yield func(Entry, error) bool) bool {
 	if !yield(Entry{Path: prefix, Name: dir, Info: in}, nil) {
 		return false
 	}
-	var list []largo.Info
-	for e, err := range s.List(ctx, dir) {
+	sorted, err := lc.List(ctx, s, dir, listing.ByName, nil)
+	if err != nil {
+		yield(Entry{}, err)
+		return false
+	}
+	defer sorted.Close()
+	var kept func(largo.Info) bool
+	if keep != nil {
+		kept = keep()
+	}
+	for e, err := range sorted.All() {
 		if err != nil {
 			yield(Entry{}, err)
 			return false
 		}
-		list = append(list, e)
-	}
-	slices.SortFunc(list, func(a, b largo.Info) int { return cmp.Compare(a.Name, b.Name) })
-	if keep != nil {
-		list = keep(list)
-	}
-	for _, e := range list {
+		if kept != nil && !kept(e) {
+			continue
+		}
 		name := largo.Join(dir, e.Name)
 		switch {
 		case e.IsDir && e.Link:
 			continue // a linked folder could lead back up: a cycle
 		case e.IsDir:
-			if !walk(ctx, s, name, prefix+e.Name+"/", e, keep, yield) {
+			if !walk(ctx, s, lc, name, prefix+e.Name+"/", e, keep, yield) {
 				return false
 			}
 		default:
@@ -135,14 +150,30 @@ func walk(ctx context.Context, s largo.Store, dir, prefix string, in largo.Info,
 
 // Size returns the exact length of the archive of entries in format, or -1
 // when it cannot be known before compressing (tar.zst). It costs one walk
-// and the headers, not the contents.
-func Size(format Format, entries iter.Seq2[Entry, error]) (int64, error) {
-	if format == TarZst {
+// and arithmetic over the headers: no file is read.
+func Size(ctx context.Context, format Format, entries iter.Seq2[Entry, error]) (int64, error) {
+	switch format {
+	case TarZst:
 		return -1, nil
+	case Tar:
+		return tarSize(ctx, entries)
+	case Zip:
+		return zipSize(ctx, entries)
 	}
-	var cw countWriter
-	err := write(context.Background(), &cw, format, entries, nil)
-	return cw.n, err
+	return 0, fmt.Errorf("unknown archive format %q", format)
+}
+
+// Options are what writing an archive needs besides its entries. The zero
+// value compresses tar.zst with an encoder of its own and puts temporary
+// files in os.TempDir().
+type Options struct {
+	// Compress returns the compressor of a tar.zst archive writing to w.
+	// Its Close ends the stream; on failure the archive only calls
+	// abandon, if it is not nil.
+	Compress func(w io.Writer) (zw io.WriteCloser, abandon func(), err error)
+	// TempDir is the folder of temporary files (a zip's central
+	// directory, past a few hundred kilobytes); "" means os.TempDir().
+	TempDir string
 }
 
 // Write writes the archive of entries to w in format, reading each file
@@ -151,13 +182,24 @@ func Size(format Format, entries iter.Seq2[Entry, error]) (int64, error) {
 // fails with an error wrapping ErrChanged (at the latest at its end, before
 // a last byte that would make a wrong archive look complete). A file that
 // changes between the walk and its copy fails the same way.
-func Write(ctx context.Context, w io.Writer, format Format, entries iter.Seq2[Entry, error], s largo.Store, size int64) error {
+func Write(ctx context.Context, w io.Writer, format Format, entries iter.Seq2[Entry, error], s largo.Store, size int64, opt Options) error {
 	var lw *limitWriter
 	if size >= 0 {
 		lw = &limitWriter{w: w, left: size}
 		w = lw
 	}
-	err := write(ctx, w, format, entries, func(e Entry, dst io.Writer) error { return copyFile(ctx, s, e, dst) })
+	data := func(e Entry, dst io.Writer) error { return copyFile(ctx, s, e, dst) }
+	var err error
+	switch format {
+	case Zip:
+		err = writeZip(ctx, w, entries, data, opt.TempDir)
+	case Tar:
+		err = writeTar(ctx, w, entries, data)
+	case TarZst:
+		err = writeTarZst(ctx, w, entries, data, opt.Compress)
+	default:
+		err = fmt.Errorf("unknown archive format %q", format)
+	}
 	if err == nil && lw != nil && lw.left != 0 {
 		err = fmt.Errorf("archive %d bytes shorter than announced: %w", lw.left, ErrChanged)
 	}
@@ -165,7 +207,7 @@ func Write(ctx context.Context, w io.Writer, format Format, entries iter.Seq2[En
 }
 
 // limitWriter refuses to write past the announced length. The archive
-// writers buffer their last bytes until they close, so a shorter archive
+// writers hold their last bytes until they close, so a shorter archive
 // is caught before its final byte is sent.
 type limitWriter struct {
 	w    io.Writer
@@ -211,7 +253,11 @@ func copyFile(ctx context.Context, s largo.Store, e Entry, dst io.Writer) error 
 	if got := f.Info(); got.Size != e.Info.Size || got.ETag != e.Info.ETag {
 		return fmt.Errorf("%s: %w", e.Name, ErrChanged)
 	}
-	n, err := io.Copy(dst, io.LimitReader(f, e.Info.Size))
+	var src io.Reader = f
+	if of, ok := f.(largo.OSFile); ok {
+		src = of.OSFile() // what sendfile recognises
+	}
+	n, err := io.Copy(dst, io.LimitReader(src, e.Info.Size))
 	if err != nil {
 		return err
 	}
@@ -221,38 +267,11 @@ func copyFile(ctx context.Context, s largo.Store, e Entry, dst io.Writer) error 
 	return nil
 }
 
-// contents writes one file's bytes into an archive; nil writes zeros of
-// the file's length, which is how Size measures.
+// contents writes one file's bytes into an archive.
 type contents func(e Entry, dst io.Writer) error
 
-func write(ctx context.Context, w io.Writer, format Format, entries iter.Seq2[Entry, error], data contents) error {
-	if data == nil {
-		data = zeros
-	}
-	switch format {
-	case Zip:
-		return writeZip(ctx, w, entries, data)
-	case Tar:
-		return writeTar(ctx, w, entries, data)
-	case TarZst:
-		return writeTarZst(ctx, w, entries, data)
-	}
-	return fmt.Errorf("unknown archive format %q", format)
-}
-
+// zeroBlock is a source of zeros, for padding.
 var zeroBlock = make([]byte, 64<<10)
-
-// zeros writes as many zero bytes as the entry's size.
-func zeros(e Entry, dst io.Writer) error {
-	for n := e.Info.Size; n > 0; {
-		k := min(n, int64(len(zeroBlock)))
-		if _, err := dst.Write(zeroBlock[:k]); err != nil {
-			return err
-		}
-		n -= k
-	}
-	return nil
-}
 
 // modTime is the time an entry records: whole seconds, in UTC, so that
 // every format stores the same value and sizes never depend on precision.
@@ -264,9 +283,10 @@ func modTime(in largo.Info) time.Time {
 	return t
 }
 
-type countWriter struct{ n int64 }
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	c.n += int64(len(p))
-	return len(p), nil
+// tempDir is the folder of temporary files.
+func tempDir(dir string) string {
+	if dir == "" {
+		return os.TempDir()
+	}
+	return dir
 }

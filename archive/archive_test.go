@@ -16,6 +16,7 @@ import (
 
 	"largo"
 	"largo/disk"
+	"largo/listing"
 )
 
 var tree = map[string]string{
@@ -67,13 +68,13 @@ func TestFormats(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range Formats {
 		t.Run(string(f), func(t *testing.T) {
-			entries := Walk(ctx, s, "", "top", nil)
-			size, err := Size(f, entries)
+			entries := Walk(ctx, s, "", "top", listing.Config{}, nil)
+			size, err := Size(ctx, f, entries)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var buf bytes.Buffer
-			if err := Write(ctx, &buf, f, entries, s, size); err != nil {
+			if err := Write(ctx, &buf, f, entries, s, size, Options{}); err != nil {
 				t.Fatal(err)
 			}
 			if f != TarZst && int64(buf.Len()) != size {
@@ -99,7 +100,7 @@ func TestFormats(t *testing.T) {
 			}
 			// Deterministic: a second archive is the same bytes.
 			var again bytes.Buffer
-			Write(ctx, &again, f, entries, s, size)
+			Write(ctx, &again, f, entries, s, size, Options{})
 			if !bytes.Equal(buf.Bytes(), again.Bytes()) {
 				t.Error("two archives of the same tree differ")
 			}
@@ -170,22 +171,22 @@ func TestChangedTree(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range []Format{Zip, Tar} {
 		s, dir := newStore(t)
-		entries := Walk(ctx, s, "b", "b", nil)
-		size, err := Size(f, entries)
+		entries := Walk(ctx, s, "b", "b", listing.Config{}, nil)
+		size, err := Size(ctx, f, entries)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := filepath.Join(dir, "b", "c.bin")
 		os.WriteFile(p, []byte("shorter now"), 0o644)
-		if err := Write(ctx, io.Discard, f, entries, s, size); !errors.Is(err, ErrChanged) {
+		if err := Write(ctx, io.Discard, f, entries, s, size, Options{}); !errors.Is(err, ErrChanged) {
 			t.Errorf("%s: changed file: %v; want ErrChanged", f, err)
 		}
 		os.Remove(p)
-		if err := Write(ctx, io.Discard, f, entries, s, size); !errors.Is(err, ErrChanged) {
+		if err := Write(ctx, io.Discard, f, entries, s, size, Options{}); !errors.Is(err, ErrChanged) {
 			t.Errorf("%s: vanished file: %v; want ErrChanged", f, err)
 		}
 		os.WriteFile(p, []byte(strings.Repeat("x", 300000)), 0o644)
-		if err := Write(ctx, io.Discard, f, entries, s, size); !errors.Is(err, ErrChanged) {
+		if err := Write(ctx, io.Discard, f, entries, s, size, Options{}); !errors.Is(err, ErrChanged) {
 			t.Errorf("%s: grown file: %v; want ErrChanged", f, err)
 		}
 	}
@@ -207,7 +208,7 @@ func TestFileChangedBeforeCopy(t *testing.T) {
 	s, dir := newStore(t)
 	ctx := context.Background()
 	for _, f := range Formats {
-		err := Write(ctx, io.Discard, f, Walk(ctx, s, "b", "b", nil), swapStore{s, dir}, -1)
+		err := Write(ctx, io.Discard, f, Walk(ctx, s, "b", "b", listing.Config{}, nil), swapStore{s, dir}, -1, Options{})
 		if !errors.Is(err, ErrChanged) {
 			t.Errorf("%s: %v; want ErrChanged", f, err)
 		}
@@ -216,16 +217,10 @@ func TestFileChangedBeforeCopy(t *testing.T) {
 
 func TestFilter(t *testing.T) {
 	s, _ := newStore(t)
-	noTxt := func(l []largo.Info) []largo.Info {
-		var keep []largo.Info
-		for _, e := range l {
-			if !strings.HasSuffix(e.Name, ".txt") {
-				keep = append(keep, e)
-			}
-		}
-		return keep
+	noTxt := func() func(largo.Info) bool {
+		return func(e largo.Info) bool { return !strings.HasSuffix(e.Name, ".txt") }
 	}
-	for e, err := range Walk(context.Background(), s, "", "top", noTxt) {
+	for e, err := range Walk(context.Background(), s, "", "top", listing.Config{}, noTxt) {
 		if err != nil {
 			t.Fatal(err)
 		}

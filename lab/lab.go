@@ -216,16 +216,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := &runner{cfg: cfg, data: data, progress: cfg.Progress}
 	var steps int
 	for _, name := range cfg.Scenarios {
-		steps += len(findScenario(name).cases(cfg)) * len(cfg.Servers) * cfg.Reps
+		sc := findScenario(name)
+		steps += len(sc.cases(cfg)) * len(cfg.Servers) * sc.reps(cfg)
 	}
 	step := 0
 	for _, name := range cfg.Scenarios {
 		sc := findScenario(name)
-		for rp := range cfg.Reps {
+		for rp := range sc.reps(cfg) {
 			for _, cs := range sc.cases(cfg) {
 				for _, srv := range cfg.Servers {
 					step++
-					fmt.Fprintf(r.progress, "[%d/%d] %s %s · %s · rep %d/%d\n", step, steps, sc.name, cs, srv.Name, rp+1, cfg.Reps)
+					fmt.Fprintf(r.progress, "[%d/%d] %s %s · %s · rep %d/%d\n", step, steps, sc.name, cs, srv.Name, rp+1, sc.reps(cfg))
 					start := time.Now()
 					res := sc.run(ctx, r, srv, cs)
 					res.Scenario, res.Server, res.Case, res.Rep = sc.name, srv.Name, cs, rp+1

@@ -22,12 +22,24 @@ type scenario struct {
 	cases    func(Config) []string
 	columns  []column
 	run      func(ctx context.Context, r *runner, srv Server, cs string) Result
+	// once runs the scenario in the first repetition only: its case is
+	// too long to repeat (a folder of a million files).
+	once bool
 }
 
 // scenarios are every scenario, in the order they run.
 var scenarios = []*scenario{
 	downloadScenario, ceilingScenario, stalledScenario, dripScenario,
 	abortScenario, resumeScenario, uploadScenario, compressScenario,
+	listingScenario, archiveHeadScenario,
+}
+
+// reps is how many repetitions of the scenario a run makes.
+func (sc *scenario) reps(cfg Config) int {
+	if sc.once {
+		return 1
+	}
+	return cfg.Reps
 }
 
 // brief is the progress line's summary of a result: its first figures.

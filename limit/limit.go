@@ -10,6 +10,10 @@
 //
 // Accepted connections keep the io.ReaderFrom of the connection they wrap,
 // so net/http still hands files to sendfile.
+//
+// Budget caps the other thing many clients at once could exhaust: the
+// memory of requests whose work grows with the data (a listing of a huge
+// folder), shared by all of them, with no waiting either.
 package limit
 
 import (

@@ -198,3 +198,26 @@ func TestOutOfDescriptors(t *testing.T) {
 		}
 	}
 }
+
+func TestBudget(t *testing.T) {
+	b := NewBudget(100)
+	if !b.TryTake(60) || b.TryTake(41) || !b.TryTake(40) || b.TryTake(1) {
+		t.Fatal("budget not kept")
+	}
+	b.Give(60)
+	if b.InUse() != 40 || !b.TryTake(60) {
+		t.Fatalf("in use %d after giving back", b.InUse())
+	}
+	b.Give(100)
+	if !b.TryGrow(75) || b.TryGrow(1) || !b.TryTake(25) {
+		t.Fatalf("growing past three quarters, or starting in the last: in use %d", b.InUse())
+	}
+	b.Give(100)
+	var none *Budget
+	if !none.TryTake(1<<62) || none.InUse() != 0 {
+		t.Fatal("a nil budget caps")
+	}
+	if NewBudget(0) != nil {
+		t.Fatal("a zero budget is not nil")
+	}
+}

@@ -1,21 +1,33 @@
 package serve
 
 import (
+	"io"
 	"mime"
 	"net/http"
 	"path"
+	"strconv"
 
+	"largo"
 	"largo/archive"
+	"largo/encode"
 	"largo/ingest"
+	"largo/limit"
 )
 
 // rootArchiveName names the archive of the whole served folder.
 const rootArchiveName = "files"
 
 // serveArchive answers GET folder/?archive=FORMAT with the whole folder as
-// one streamed archive, without precompressed sidecars (as in listings). Its length is computed first where the format
-// allows, so browsers show progress; a failure after the first byte cuts
-// the connection, so the client sees a short archive, never a wrong one.
+// one streamed archive, without precompressed sidecars (as in listings).
+// Its length is computed first where the format allows, by arithmetic
+// over a walk of the folder, so browsers show progress and HEAD costs the
+// listings, never the data; a failure after the first byte cuts the
+// connection, so the client sees a short archive, never a wrong one.
+//
+// The walks list each folder through the listing budget (503 with a
+// Retry-After when it has nothing left), and a tar.zst takes one of the
+// compression slots every compressed response shares (503 when none is
+// free, or when compression is off).
 func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, format string) error {
 	f, err := archive.ParseFormat(format)
 	if err != nil {
@@ -26,10 +38,21 @@ func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, for
 		top = path.Base(name)
 	}
 	store := h.readable(r)
-	entries := archive.Walk(r.Context(), store, name, top, hideSidecars)
-	size, err := archive.Size(f, entries)
+	entries := archive.Walk(r.Context(), store, name, top, h.cfg.Listing, func() func(largo.Info) bool { return sidecarFilter() })
+	size, err := archive.Size(r.Context(), f, entries)
 	if err != nil {
-		return err
+		return busy(w, err)
+	}
+	opt := archive.Options{TempDir: h.cfg.Listing.Dir}
+	if f == archive.TarZst && r.Method != http.MethodHead {
+		zw, err := h.zstdWriter(w)
+		if err != nil {
+			return err
+		}
+		defer zw.Abandon() // nothing, once the archive closed it
+		// A tar.zst has no length to hold it to: archive.Write sends it
+		// to w itself, the writer this compressor was made for.
+		opt.Compress = func(io.Writer) (io.WriteCloser, func(), error) { return zw, zw.Abandon, nil }
 	}
 	hdr := w.Header()
 	hdr.Set("Content-Type", f.ContentType())
@@ -42,5 +65,18 @@ func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, for
 	if r.Method == http.MethodHead {
 		return nil
 	}
-	return archive.Write(r.Context(), w, f, entries, store, size)
+	return archive.Write(r.Context(), w, f, entries, store, size, opt)
+}
+
+// zstdWriter takes a compression slot for a tar.zst sent to w, from the
+// encoders of dynamic compression (so that every compressor counts
+// against --compress-streams), or from the handler's own when dynamic
+// compression is off; 503 with a Retry-After when all are taken.
+func (h *Handler) zstdWriter(w http.ResponseWriter) (*encode.Writer, error) {
+	zw, ok := h.archiveEnc.Writer(w, encode.Zstd)
+	if !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(limit.RetryAfter.Seconds())))
+		return nil, ingest.Refuse(http.StatusServiceUnavailable, "busy: every compression slot is taken; retry later")
+	}
+	return zw, nil
 }

@@ -1,11 +1,14 @@
 package serve
 
 import (
-	"cmp"
+	"bufio"
 	"encoding/json"
+	"errors"
+	"io"
+	"iter"
 	"net/http"
 	"net/url"
-	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +16,9 @@ import (
 	"largo/archive"
 	"largo/auth"
 	"largo/encode"
+	"largo/ingest"
+	"largo/limit"
+	"largo/listing"
 	"largo/ui"
 )
 
@@ -32,64 +38,163 @@ type Listing struct {
 	Entries []Entry `json:"entries"`
 }
 
+// DefaultListingMemory is the memory all listings together may hold when
+// Config.Listing.Budget is nil.
+const DefaultListingMemory = 32 << 20
+
 // list answers a folder: JSON for clients that ask for it (an Accept
 // header naming application/json, or ?format=json), HTML otherwise.
-// Folders come first, then files, each by name.
+//
+// A listing is complete and sorted however large the folder: package
+// listing sorts it within a fixed memory per request and a budget shared
+// by all (spilling sorted runs to disk past them), and it is written as
+// it comes out of the sort, never collected. The JSON listing is in one
+// order, folders first, then files, each by name byte by byte; the page
+// in the order and with the filter its query asks for (package ui), which
+// takes a second sort. A listing that cannot get its first share of the
+// budget is answered 503 with a Retry-After. HEAD lists nothing beyond
+// checking that the folder can be read.
 func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) error {
-	var infos []largo.Info
-	for in, err := range h.readable(r).List(r.Context(), name) {
-		if err != nil {
-			return err
-		}
-		infos = append(infos, in)
-	}
-	entries := []Entry{}
-	for _, in := range hideSidecars(infos) {
-		entries = append(entries, Entry{Name: in.Name, Dir: in.IsDir, Size: in.Size, Modified: in.ModTime.UTC(), ETag: in.ETag})
-	}
-	slices.SortFunc(entries, func(a, b Entry) int {
-		if a.Dir != b.Dir {
-			if a.Dir {
-				return -1
-			}
-			return 1
-		}
-		return cmp.Compare(a.Name, b.Name)
-	})
-	l := Listing{Path: "/" + name + "/", Entries: entries}
-	if name == "" {
-		l.Path = "/"
-	}
 	hdr := w.Header()
 	hdr.Set("Cache-Control", "no-cache")
 	hdr.Set("Vary", "Accept")
-	if wantsJSON(r) {
-		hdr.Set("Content-Type", "application/json")
-		if r.Method == http.MethodHead {
-			return nil
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(l)
-	}
-	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	asJSON := wantsJSON(r)
 	nonce := ui.Nonce()
-	hdr.Set("Content-Security-Policy", ui.CSP(nonce))
-	hdr.Set("Referrer-Policy", "same-origin")
-	if r.Method == http.MethodHead {
-		return nil
+	if asJSON {
+		hdr.Set("Content-Type", "application/json")
+	} else {
+		hdr.Set("Content-Type", "text/html; charset=utf-8")
+		hdr.Set("Content-Security-Policy", ui.CSP(nonce))
+		hdr.Set("Referrer-Policy", "same-origin")
 	}
-	page := h.folderPage(r, name, entries)
-	page.Nonce = nonce
-	return h.ui.Folder(w, page)
+	store := h.readable(r)
+	if r.Method == http.MethodHead {
+		var err error
+		for _, err = range store.List(r.Context(), name) {
+			break // the first entry, or the error that stops the listing
+		}
+		return err
+	}
+	sorted, err := h.cfg.Listing.List(r.Context(), store, name, listing.DirsFirst, nil)
+	if err != nil {
+		return busy(w, err)
+	}
+	defer sorted.Close()
+	bw := bufio.NewWriterSize(w, 32<<10)
+	if asJSON {
+		path := "/" + name + "/"
+		if name == "" {
+			path = "/"
+		}
+		if err := writeListing(bw, path, sorted.All(), sidecarFilter()); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	view := ui.ParseView(r.URL.Query())
+	match, hide := view.Matcher(), sidecarFilter()
+	total := 0
+	page, err := sorted.Resort(viewOrder(view), func(in largo.Info) bool {
+		if !hide(in) {
+			return false
+		}
+		total++
+		return match(in.Name)
+	})
+	if err != nil {
+		return busy(w, err)
+	}
+	defer page.Close()
+	rows := func(yield func(ui.Entry, error) bool) {
+		for in, err := range page.All() {
+			if !yield(ui.Entry{Name: in.Name, Dir: in.IsDir, Size: in.Size, Modified: in.ModTime}, err) {
+				return
+			}
+		}
+	}
+	fp := h.folderPage(r, name)
+	fp.Nonce = nonce
+	if err := h.ui.FolderRows(bw, fp, total, rows); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
-// folderPage is what the HTML page of a folder shows.
-func (h *Handler) folderPage(r *http.Request, name string, entries []Entry) ui.Folder {
-	f := ui.Folder{Name: name, View: ui.ParseView(r.URL.Query()), Entries: make([]ui.Entry, len(entries))}
-	for i, e := range entries {
-		f.Entries[i] = ui.Entry{Name: e.Name, Dir: e.Dir, Size: e.Size, Modified: e.Modified}
+// busy turns a listing refused for want of memory into a 503 with a
+// Retry-After; other errors pass.
+func busy(w http.ResponseWriter, err error) error {
+	if !errors.Is(err, listing.ErrBusy) {
+		return err
 	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(limit.RetryAfter.Seconds())))
+	return ingest.Refuse(http.StatusServiceUnavailable, "busy: too many large listings at once; retry later")
+}
+
+// viewOrder is the order of a page's view, over listing items.
+func viewOrder(v ui.View) listing.Compare {
+	return func(a, b *listing.Item) int {
+		return v.Compare(ui.Entry{Name: a.Name, Dir: a.Dir, Size: a.Size, Modified: a.ModTime},
+			ui.Entry{Name: b.Name, Dir: b.Dir, Size: b.Size, Modified: b.ModTime})
+	}
+}
+
+// writeListing writes the JSON listing of the folder at path, with the
+// entries keep accepts, as they come: the same bytes encoding/json gives
+// a Listing with two-space indentation.
+func writeListing(w *bufio.Writer, path string, entries iter.Seq2[largo.Info, error], keep func(largo.Info) bool) error {
+	w.WriteString("{\n  \"path\": ")
+	writeJSONString(w, path)
+	w.WriteString(",\n  \"entries\": [")
+	n := 0
+	var num []byte
+	for in, err := range entries {
+		if err != nil {
+			return err
+		}
+		if !keep(in) {
+			continue
+		}
+		if n > 0 {
+			w.WriteByte(',')
+		}
+		n++
+		w.WriteString("\n    {\n      \"name\": ")
+		writeJSONString(w, in.Name)
+		w.WriteString(",\n      \"dir\": ")
+		w.WriteString(strconv.FormatBool(in.IsDir))
+		w.WriteString(",\n      \"size\": ")
+		num = strconv.AppendInt(num[:0], in.Size, 10)
+		w.Write(num)
+		if !in.ModTime.IsZero() {
+			w.WriteString(",\n      \"modified\": \"")
+			num = in.ModTime.UTC().AppendFormat(num[:0], time.RFC3339Nano)
+			w.Write(num)
+			w.WriteByte('"')
+		}
+		if in.ETag != "" {
+			w.WriteString(",\n      \"etag\": ")
+			writeJSONString(w, in.ETag)
+		}
+		if _, err := w.WriteString("\n    }"); err != nil {
+			return err // the client is gone: stop merging for nobody
+		}
+	}
+	if n > 0 {
+		w.WriteString("\n  ")
+	}
+	_, err := w.WriteString("]\n}\n")
+	return err
+}
+
+// writeJSONString writes s as encoding/json does.
+func writeJSONString(w io.Writer, s string) {
+	b, _ := json.Marshal(s) // a string always marshals
+	w.Write(b)
+}
+
+// folderPage is what the HTML page of a folder shows besides its rows.
+func (h *Handler) folderPage(r *http.Request, name string) ui.Folder {
+	f := ui.Folder{Name: name, View: ui.ParseView(r.URL.Query())}
 	for _, format := range archive.Formats {
 		f.Archives = append(f.Archives, string(format))
 	}
@@ -126,31 +231,39 @@ func (h *Handler) signedIn(r *http.Request, name string) (user string, may []str
 	return "", nil, ""
 }
 
-// hideSidecars returns the entries of a folder without the precompressed
-// sidecars: NAME.zst, NAME.br or NAME.gz is a sidecar when NAME is a file
+// sidecarFilter returns a test that hides the precompressed sidecars of
+// a folder: NAME.zst, NAME.br or NAME.gz is a sidecar when NAME is a file
 // in the same folder that the compression policy would send it for. A
 // lone backup.tar.gz, or one beside a folder named backup.tar, stays. A
-// file whose type is only known from its first bytes (no extension) may be
-// text, so its sidecars are hidden too.
-func hideSidecars(infos []largo.Info) []largo.Info {
-	files := make(map[string]largo.Info, len(infos))
-	for _, in := range infos {
-		if !in.IsDir {
-			files[in.Name] = in
+// file whose type is only known from its first bytes (no extension) may
+// be text, so its sidecars are hidden too.
+//
+// The test is given the folder's entries with the files in name order
+// (byte by byte; folders anywhere among them), as listings and archives
+// come out of their sort. Every name between NAME and NAME.gz in that
+// order begins with NAME, so the test only keeps the chain of files seen
+// whose names begin the current one: its memory is bounded by the length
+// of a name, not by the size of the folder.
+func sidecarFilter() func(largo.Info) bool {
+	var chain []largo.Info
+	return func(in largo.Info) bool {
+		if in.IsDir {
+			return true
 		}
-	}
-	out := infos[:0]
-	for _, in := range infos {
-		if !in.IsDir {
-			if base, _, ok := encode.SidecarBase(in.Name); ok {
-				if orig, ok := files[base]; ok && orig.Size >= encode.MinSize && sidecarType(contentType(orig)) {
-					continue
+		for len(chain) > 0 && !strings.HasPrefix(in.Name, chain[len(chain)-1].Name) {
+			chain = chain[:len(chain)-1]
+		}
+		show := true
+		if base, _, ok := encode.SidecarBase(in.Name); ok {
+			for _, orig := range chain {
+				if orig.Name == base && orig.Size >= encode.MinSize && sidecarType(contentType(orig)) {
+					show = false
 				}
 			}
 		}
-		out = append(out, in)
+		chain = append(chain, in)
+		return show
 	}
-	return out
 }
 
 func sidecarType(ct string) bool { return ct == "" || encode.Compressible(ct) }

@@ -17,8 +17,18 @@
 // folder) answer 404. Every response goes through a transfer.Response, which
 // keeps sendfile, moves the write deadline as the client makes progress,
 // and reports the bytes sent and the outcome to the access log and the
-// Observer. A panic in one request is recovered, logged, counted and
-// answered 500; it never takes the process down.
+// Observer; every request body goes through its transfer.Body, so that a
+// body the handler does not read is given up and the connection closed
+// after the answer, never waited for. A panic in one request is
+// recovered, logged, counted and answered 500; it never takes the process
+// down.
+//
+// Work that grows with the number of files has a budget: a listing, and
+// each folder of an archive, is sorted by package listing within a fixed
+// memory per request and a budget shared by all requests (Config.Listing),
+// spilling to disk beyond them, and answered 503 with a Retry-After when
+// the shared budget has nothing left; a tar.zst takes one of the slots of
+// dynamic compression.
 //
 // Writes (Config.Writes) are PUT (upload.go), multipart POST to a folder
 // (multipart.go), DELETE (delete.go) and resumable uploads: tus mounted
@@ -57,6 +67,8 @@ import (
 	"largo/auth"
 	"largo/encode"
 	"largo/ingest"
+	"largo/limit"
+	"largo/listing"
 	"largo/transfer"
 	"largo/ui"
 )
@@ -99,9 +111,17 @@ type Config struct {
 	// MinRate, in bytes per second, cuts a client slower than this on
 	// average once the first IdleTimeout has passed. Zero means none.
 	MinRate int64
+	// Listing bounds the memory of folder listings: each holds at most
+	// Listing.Max (listing.DefaultMax when zero) and all together at most
+	// Listing.Budget, beyond which a listing is answered 503 with a
+	// Retry-After; what does not fit spills to Listing.Dir (os.TempDir()
+	// when empty). A nil Budget means one of DefaultListingMemory.
+	Listing listing.Config
 	// Compress compresses compressible files on the fly for clients that
 	// accept it. Nil turns dynamic compression off; precompressed
-	// sidecars are served either way.
+	// sidecars are served either way. Its slots also bound tar.zst
+	// archives (without it, encoders of the handler's own, with the
+	// default bound, make them).
 	Compress *encode.Encoders
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -170,6 +190,9 @@ type Handler struct {
 	own      *http.ServeMux // the reserved prefix
 	ui       *ui.UI
 	draining atomic.Bool
+	// archiveEnc compresses tar.zst archives: Config.Compress, or with
+	// dynamic compression off encoders of the handler's own.
+	archiveEnc *encode.Encoders
 }
 
 // New returns a Handler for cfg.
@@ -191,6 +214,13 @@ func New(cfg Config) *Handler {
 	}
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
+	}
+	h.archiveEnc = cfg.Compress
+	if h.archiveEnc == nil {
+		h.archiveEnc, _ = encode.NewEncoders(encode.Config{}) // the defaults are valid
+	}
+	if h.cfg.Listing.Budget == nil {
+		h.cfg.Listing.Budget = limit.NewBudget(DefaultListingMemory)
 	}
 	h.ui = ui.New(UIPrefix)
 	h.own = http.NewServeMux()
@@ -247,8 +277,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	tw := transfer.NewResponse(w, opt)
 	tw.Header().Set("X-Content-Type-Options", "nosniff")
 	var body *transfer.Body
-	if hasBody(r) {
-		body = transfer.NewBody(tw, r.Body, transfer.BodyOptions{
+	if r.Body != nil && r.Body != http.NoBody {
+		// Every body, read or not: one the handler does not read is given
+		// up, and its connection closed after the answer, rather than
+		// waited for (see package transfer).
+		body = tw.Body(r, transfer.BodyOptions{
 			IdleTimeout: h.cfg.IdleTimeout, MinRate: h.cfg.MinRate, Now: h.cfg.Now,
 			Received: h.up.BytesReceived,
 		})
@@ -266,7 +299,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	outcome := tw.Outcome(r.Method)
 	if body != nil {
 		body.Close()
-		outcome = writeOutcome(tw, body)
+		if hasBody(r) {
+			outcome = writeOutcome(tw, body)
+		}
 	}
 	switch {
 	case panicked && outcome == transfer.Complete:

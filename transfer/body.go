@@ -109,9 +109,19 @@ func (b *Body) checkRate() error {
 	return nil
 }
 
-// Close closes the body and clears the deadline.
+// Close closes the body. A body read to its end leaves the connection
+// without a deadline, as it found it. A body not read to its end is given
+// up: the read deadline is moved into the past before the wrapped body is
+// closed, so that net/http, which would otherwise read up to 256 KiB of
+// what is left with no deadline at all, finds the connection failing at
+// once and closes it after the answer. Nothing of the rest is waited for.
 func (b *Body) Close() error {
-	b.clear()
+	if b.eof {
+		b.clear()
+	} else {
+		b.rc.SetReadDeadline(time.Unix(1, 0))
+		b.dirty = true
+	}
 	return b.body.Close()
 }
 

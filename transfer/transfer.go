@@ -19,6 +19,32 @@
 // Body is the same for the other direction: it wraps a request body, moves
 // the connection's read deadline as bytes arrive, counts them and says how
 // the upload ended.
+//
+// A body the handler does not read is never waited for. net/http, left to
+// itself, reads what remains of an unread body (up to 256 KiB) before it
+// writes the status line, and again when the handler returns, with no read
+// deadline at all: its ReadTimeout is off, by design, and it clears the
+// header deadline once the head is read. A GET that announces a body and
+// never sends it, or a refused PUT whose body never comes, would hold its
+// connection for ever, past every timeout. So a Response made with
+// Response.Body knows the request's body: when its answer begins before
+// the body was read to its end (the handler will not read it after
+// answering), it says Connection: close, which is what keeps net/http
+// from draining before the status line; and closing the Body moves the
+// read deadline into the past before the wrapped body is closed, so the
+// drain at the end fails at once and the connection closes after the
+// answer. A body read to its end leaves a kept-alive connection as it
+// was. Over HTTP/2 only the stream ends; the connection stays.
+//
+// Header reads are bounded by the server's ReadHeaderTimeout, and idle
+// kept-alive connections by its IdleTimeout; with those, every moment a
+// connection waits for its client is governed: the head, a body being
+// read (by progress), a body not read (not at all), the answer (by
+// progress), and the wait for the next request. A wrapper of the
+// net.Conn, moving a read deadline on every Read, could not do this
+// alone: net/http reads in the background while a handler runs to notice
+// a client that leaves, and a deadline there would cancel long downloads
+// whose clients rightly send nothing.
 package transfer
 
 import (
@@ -73,6 +99,9 @@ type Response struct {
 	mu       sync.Mutex // guards the deadline state against the watchdog
 	dirty    bool       // a deadline was set on the connection
 	extended time.Time  // when it was last set
+
+	body  *Body // the request's body, when Body made it
+	http1 bool  // the request came over HTTP/1.x
 }
 
 // NewResponse wraps w.
@@ -91,12 +120,33 @@ var (
 // Header implements http.ResponseWriter.
 func (r *Response) Header() http.Header { return r.rw.Header() }
 
+// Body returns the body of req, the request r answers, wrapped as NewBody
+// wraps it, and ties it to r: once r begins its answer while the body is
+// not read to its end, that body will never be read, so an HTTP/1.x answer
+// says Connection: close (which also keeps net/http from draining the
+// body before the status line), and Body.Close gives the rest up instead
+// of letting net/http wait for it. Over HTTP/2 an unread body ends its
+// stream alone, and the connection stays.
+func (r *Response) Body(req *http.Request, opt BodyOptions) *Body {
+	r.body = NewBody(r, req.Body, opt)
+	r.http1 = req.ProtoMajor == 1
+	return r.body
+}
+
 // WriteHeader implements http.ResponseWriter.
 func (r *Response) WriteHeader(code int) {
 	if r.status == 0 && code >= 200 {
-		r.status = code
+		r.answer(code)
 	}
 	r.rw.WriteHeader(code)
+}
+
+// answer records the final status, as the answer begins.
+func (r *Response) answer(code int) {
+	r.status = code
+	if r.body != nil && r.http1 && !r.body.Done() {
+		r.rw.Header().Set("Connection", "close")
+	}
 }
 
 // Write implements http.ResponseWriter, extending the write deadline first.
@@ -105,7 +155,7 @@ func (r *Response) Write(p []byte) (int, error) {
 		return 0, r.err
 	}
 	if r.status == 0 {
-		r.status = http.StatusOK
+		r.answer(http.StatusOK)
 	}
 	r.extend()
 	n, err := r.rw.Write(p)
@@ -134,7 +184,7 @@ func (r *Response) ReadFrom(src io.Reader) (int64, error) {
 		return 0, r.err
 	}
 	if r.status == 0 {
-		r.status = http.StatusOK
+		r.answer(http.StatusOK)
 	}
 	rf, ok := r.rw.(io.ReaderFrom)
 	lr, limited := src.(*io.LimitedReader)
@@ -256,8 +306,11 @@ func (r *Response) fail(err error) {
 	}
 }
 
-// Flush implements http.Flusher.
+// Flush implements http.Flusher. Like a write, it begins the answer.
 func (r *Response) Flush() {
+	if r.status == 0 {
+		r.answer(http.StatusOK)
+	}
 	r.extend()
 	if err := r.rc.Flush(); err != nil {
 		r.fail(err)

@@ -3,8 +3,8 @@ package ui
 import (
 	"errors"
 	"io"
+	"iter"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,10 +70,50 @@ type Folder struct {
 // Folder writes the HTML page of f to w. It fails, writing nothing, when
 // f has no Nonce.
 func (u *UI) Folder(w io.Writer, f Folder) error {
+	shown := f.View.Apply(f.Entries)
+	return u.FolderRows(w, f, len(f.Entries), func(yield func(Entry, error) bool) {
+		for _, e := range shown {
+			if !yield(e, nil) {
+				return
+			}
+		}
+	})
+}
+
+// FolderRows writes the HTML page of f to w with the rows of shown, which
+// are already filtered and ordered as f.View says, out of a folder of
+// total entries; f.Entries is not used. The rows are written as they come,
+// so a page of any length costs one row's memory; the counts under the
+// table are made on the way. An error from shown ends the page there and
+// is returned.
+func (u *UI) FolderRows(w io.Writer, f Folder, total int, shown iter.Seq2[Entry, error]) error {
 	if f.Nonce == "" {
 		return errors.New("ui: a folder page needs the nonce of its policy")
 	}
-	return u.page.Execute(w, newPage(f))
+	p := newPage(f)
+	if err := u.page.ExecuteTemplate(w, "head", p); err != nil {
+		return err
+	}
+	var sum counts
+	var r row
+	for e, err := range shown {
+		if err != nil {
+			return err
+		}
+		sum.add(e)
+		r.set(e)
+		if err := u.page.ExecuteTemplate(w, "row", &r); err != nil {
+			return err
+		}
+	}
+	p.Summary = sum.summary(total)
+	switch {
+	case total == 0:
+		p.Empty = "This folder is empty."
+	case sum.shown() == 0:
+		p.Empty = "No name matches the filter."
+	}
+	return u.page.ExecuteTemplate(w, "foot", p)
 }
 
 // page is the data the template renders: every value already formatted,
@@ -84,7 +124,6 @@ type page struct {
 	Folder   string // the store name, for the upload metadata
 	Crumbs   []crumb
 	Columns  []column
-	Rows     []row
 	Parent   bool
 	View     View
 	Summary  string
@@ -116,9 +155,22 @@ type row struct {
 	Bytes                                  int64
 }
 
+// set fills r with e, formatted.
+func (r *row) set(e Entry) {
+	*r = row{Name: e.Name, Href: Href(e.Name, e.Dir), Dir: e.Dir, Bytes: e.Size}
+	if !e.Modified.IsZero() { // a bucket's folders have no time
+		r.Modified = FormatTime(e.Modified)
+		r.ISO = e.Modified.UTC().Format(time.RFC3339)
+		r.Stamp = e.Modified.UTC().Format(time.RFC3339Nano)
+	}
+	if !e.Dir {
+		r.Size = largo.FormatSize(e.Size)
+	}
+}
+
 type archiveLink struct{ Format, Href string }
 
-// newPage prepares f for the template.
+// newPage prepares what f shows above and below the rows.
 func newPage(f Folder) page {
 	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != "", User: f.User, May: sentence(f.May), Nonce: f.Nonce, Share: f.Share}
 	if f.User == "" {
@@ -129,27 +181,7 @@ func newPage(f Folder) page {
 	}
 	p.Title = p.Path
 	p.Crumbs = crumbs(f.Name)
-	shown := f.View.Apply(f.Entries)
-	for _, e := range shown {
-		r := row{Name: e.Name, Href: Href(e.Name, e.Dir), Dir: e.Dir, Bytes: e.Size}
-		if !e.Modified.IsZero() { // a bucket's folders have no time
-			r.Modified = FormatTime(e.Modified)
-			r.ISO = e.Modified.UTC().Format(time.RFC3339)
-			r.Stamp = e.Modified.UTC().Format(time.RFC3339Nano)
-		}
-		if !e.Dir {
-			r.Size = largo.FormatSize(e.Size)
-		}
-		p.Rows = append(p.Rows, r)
-	}
 	p.Columns = columns(f.View)
-	p.Summary = summary(shown, len(f.Entries))
-	switch {
-	case len(f.Entries) == 0:
-		p.Empty = "This folder is empty."
-	case len(shown) == 0:
-		p.Empty = "No name matches the filter."
-	}
 	for _, format := range f.Archives {
 		p.Archives = append(p.Archives, archiveLink{Format: format, Href: "?archive=" + url.QueryEscape(format)})
 	}
@@ -198,22 +230,29 @@ func columns(v View) []column {
 	return cols
 }
 
-// summary is the line under the table: counts and the total size of the
-// files shown.
-func summary(shown []Entry, all int) string {
-	var dirs, files int
-	var bytes int64
-	for _, e := range shown {
-		if e.Dir {
-			dirs++
-		} else {
-			files++
-			bytes += e.Size
-		}
+// counts are the tallies of the rows shown, for the line under the table.
+type counts struct {
+	dirs, files int
+	bytes       int64
+}
+
+func (c *counts) add(e Entry) {
+	if e.Dir {
+		c.dirs++
+	} else {
+		c.files++
+		c.bytes += e.Size
 	}
-	s := plural(dirs, "folder") + ", " + plural(files, "file") + ", " + largo.FormatSize(bytes)
-	if len(shown) < all {
-		s += " (" + itoa(len(shown)) + " of " + itoa(all) + " shown)"
+}
+
+func (c *counts) shown() int { return c.dirs + c.files }
+
+// summary is the line under the table: counts and the total size of the
+// files shown, and how many of all were shown when a filter hid some.
+func (c *counts) summary(all int) string {
+	s := plural(c.dirs, "folder") + ", " + plural(c.files, "file") + ", " + largo.FormatSize(c.bytes)
+	if c.shown() < all {
+		s += " (" + itoa(c.shown()) + " of " + itoa(all) + " shown)"
 	}
 	return s
 }
@@ -249,38 +288,6 @@ func Href(name string, dir bool) string {
 
 // FormatTime is how a page shows a modification time: UTC, to the minute.
 func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") }
-
-// sortEntries sorts entries in place: folders first, then by key, ties
-// by name ascending.
-func sortEntries(entries []Entry, key string, desc bool) {
-	slices.SortStableFunc(entries, func(a, b Entry) int {
-		if a.Dir != b.Dir {
-			if a.Dir {
-				return -1
-			}
-			return 1
-		}
-		c := 0
-		switch key {
-		case SortSize:
-			c = cmpInt(a.Size, b.Size)
-		case SortModified:
-			// Milliseconds, the precision of the page's script.
-			c = cmpInt(a.Modified.UnixMilli(), b.Modified.UnixMilli())
-		}
-		if key == SortName {
-			c = CompareNames(a.Name, b.Name)
-		}
-		if desc {
-			c = -c
-		}
-		if c == 0 {
-			// Ties read by name, whatever the direction.
-			c = CompareNames(a.Name, b.Name)
-		}
-		return c
-	})
-}
 
 func cmpInt(a, b int64) int {
 	switch {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -77,18 +78,54 @@ func (v View) Query() string {
 // modified.
 func (v View) Apply(entries []Entry) []Entry {
 	out := make([]Entry, 0, len(entries))
-	f := strings.ToLower(v.Filter)
+	m := v.Matcher()
 	for _, e := range entries {
-		if f == "" || strings.Contains(strings.ToLower(e.Name), f) {
+		if m(e.Name) {
 			out = append(out, e)
 		}
 	}
-	key := v.Sort
-	if key == "" {
-		key = SortName
-	}
-	sortEntries(out, key, v.Desc)
+	slices.SortStableFunc(out, v.Compare)
 	return out
+}
+
+// Matcher returns the test of v's filter: whether a name is shown.
+func (v View) Matcher() func(name string) bool {
+	f := strings.ToLower(v.Filter)
+	if f == "" {
+		return func(string) bool { return true }
+	}
+	return func(name string) bool { return strings.Contains(strings.ToLower(name), f) }
+}
+
+// Compare orders two entries as v shows them: folders first, then by the
+// view's key in its direction, ties by name ascending whatever the
+// direction. It is the order of Apply, for callers that sort entries
+// themselves (a listing too large to hold).
+func (v View) Compare(a, b Entry) int {
+	if a.Dir != b.Dir {
+		if a.Dir {
+			return -1
+		}
+		return 1
+	}
+	c := 0
+	switch v.Sort {
+	case SortSize:
+		c = cmpInt(a.Size, b.Size)
+	case SortModified:
+		// Milliseconds, the precision of the page's script.
+		c = cmpInt(a.Modified.UnixMilli(), b.Modified.UnixMilli())
+	default:
+		c = CompareNames(a.Name, b.Name)
+	}
+	if v.Desc {
+		c = -c
+	}
+	if c == 0 {
+		// Ties read by name, whatever the direction.
+		c = CompareNames(a.Name, b.Name)
+	}
+	return c
 }
 
 // CompareNames orders names as people expect: letters without regard to

@@ -64,8 +64,40 @@ type serveConfig struct {
 // Fixed server limits: they protect the server and need no tuning.
 const (
 	readHeaderTimeout = 10 * time.Second
-	maxHeaderBytes    = 64 << 10
+	maxHeaderBytes    = 64 << 10 // also bounds an HTTP/2 header list
 )
+
+// headerTimeout is how long a request's head may take, from its first
+// byte (from the connection's, for the first request): the idle timeout,
+// and never more than readHeaderTimeout, which is also the bound without
+// an idle timeout. A head is a few hundred bytes; a client that cannot
+// send it in that time is holding the connection, not using it.
+func headerTimeout(idle time.Duration) time.Duration {
+	if idle > 0 {
+		return min(idle, readHeaderTimeout)
+	}
+	return readHeaderTimeout
+}
+
+// http2Config sets HTTP/2's limits explicitly rather than taking the
+// library's defaults: streams per connection, the largest frame and the
+// receive windows bound what one connection may make the server hold
+// (header lists are bounded by MaxHeaderBytes), and a connection whose
+// writes make no progress for the idle timeout is closed, as HTTP/1's
+// transfers are cut.
+func http2Config(idle time.Duration) *http.HTTP2Config {
+	return &http.HTTP2Config{
+		MaxConcurrentStreams:          100,
+		MaxReadFrameSize:              64 << 10,
+		MaxDecoderHeaderTableSize:     4 << 10,
+		MaxEncoderHeaderTableSize:     4 << 10,
+		MaxReceiveBufferPerConnection: 1 << 20,
+		MaxReceiveBufferPerStream:     1 << 20,
+		WriteByteTimeout:              idle,
+		SendPingTimeout:               idle,
+		PingTimeout:                   15 * time.Second,
+	}
+}
 
 func newServe(e *env) *cobra.Command {
 	cfg := &serveConfig{
@@ -246,11 +278,12 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	})
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: readHeaderTimeout,
+		ReadHeaderTimeout: headerTimeout(cfg.idleTimeout),
 		IdleTimeout:       cfg.idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		TLSConfig:         tlsConf,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		HTTP2:             http2Config(cfg.idleTimeout),
 	}
 	var admin *http.Server
 	if cfg.adminListen != "" {

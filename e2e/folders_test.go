@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"archive/zip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"largo/proc"
+)
+
+// cpu returns the server's CPU time so far.
+func (s *server) cpu(t testing.TB) float64 {
+	t.Helper()
+	st, err := proc.ReadStat(s.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.CPU.Seconds()
+}
+
+// TestArchiveLengthOfATerabyte asks for the length of archives of a
+// folder of four sparse files of 256 GiB: the answer comes from the
+// listing, so the server reads no file data and spends next to no CPU
+// (summing CRC-32 over a terabyte of zeros took half a minute). The zip
+// of a small tree, fetched whole, passes unzip -t.
+func TestArchiveLengthOfATerabyte(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "huge")
+	os.MkdirAll(dir, 0o755)
+	const each = 256 << 30
+	for i := range 4 {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("disk%d.img", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(each); err != nil {
+			f.Close()
+			t.Skipf("SKIPPED, NOT TESTED: this filesystem holds no sparse file of 256 GiB: %v", err)
+		}
+		f.Close()
+	}
+	writeRandom(t, filepath.Join(root, "small", "a.bin"), 100_000, 21)
+	writeRandom(t, filepath.Join(root, "small", "sub", "b.bin"), 10, 22)
+	s := startServer(t, root)
+
+	for _, format := range []string{"zip", "tar"} {
+		io0, cpu0 := s.rchar(), s.cpu(t)
+		req, _ := http.NewRequest("HEAD", s.URL+"huge/?archive="+format, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		read, cpu := s.rchar()-io0, s.cpu(t)-cpu0
+		t.Logf("HEAD ?archive=%s of 1 TiB: length %d, read %d bytes, CPU %.2f s", format, resp.ContentLength, read, cpu)
+		if resp.StatusCode != 200 || resp.ContentLength < 4*each {
+			t.Errorf("%s: %d, length %d", format, resp.StatusCode, resp.ContentLength)
+		}
+		if read > 1<<20 {
+			t.Errorf("%s: the server read %d bytes to size the archive", format, read)
+		}
+		if cpu > 2 {
+			t.Errorf("%s: the server spent %.1f s of CPU to size the archive", format, cpu)
+		}
+	}
+
+	resp := get(t, s.URL+"small/?archive=zip")
+	p := filepath.Join(t.TempDir(), "small.zip")
+	f, _ := os.Create(p)
+	n, err := io.Copy(f, resp.Body)
+	f.Close()
+	if err != nil || n != resp.ContentLength {
+		t.Fatalf("zip: %d of %d bytes, %v", n, resp.ContentLength, err)
+	}
+	if zr, err := zip.OpenReader(p); err != nil || len(zr.File) != 4 {
+		t.Fatalf("Go's zip reader: %v", err)
+	} else {
+		zr.Close()
+	}
+	unzip := need(t, "unzip")
+	if out, err := exec.Command(unzip, "-t", p).CombinedOutput(); err != nil || !strings.Contains(string(out), "No errors detected") {
+		t.Errorf("unzip -t: %v\n%s", err, out)
+	}
+}
+
+// TestConcurrentListings asks 40 clients at once for the JSON and HTML
+// listings of a folder of 50,000 files: every answer is a complete,
+// sorted listing or a 503 with a Retry-After, never another error, and
+// the server's memory stays within the listings' shared budget and its
+// overhead, far from 40 copies of the folder.
+func TestConcurrentListings(t *testing.T) {
+	dir := t.TempDir()
+	const files = 50_000
+	makeEmptyFiles(t, dir, files)
+	s := startServer(t, dir)
+	base := s.memory()
+
+	type answer struct {
+		status  int
+		retry   string
+		entries int
+		err     error
+	}
+	answers := make([]answer, 40)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			a := &answers[i]
+			url, accept := s.URL, "text/html"
+			if i%2 == 0 {
+				accept = "application/json"
+			}
+			req, _ := http.NewRequest("GET", url, nil)
+			req.Header.Set("Accept", accept)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				a.err = err
+				return
+			}
+			defer resp.Body.Close()
+			a.status, a.retry = resp.StatusCode, resp.Header.Get("Retry-After")
+			if resp.StatusCode != 200 {
+				return
+			}
+			if accept == "application/json" {
+				var l struct {
+					Entries []struct{ Name string } `json:"entries"`
+				}
+				if a.err = json.NewDecoder(resp.Body).Decode(&l); a.err == nil {
+					a.entries = len(l.Entries)
+					for j := 1; j < len(l.Entries); j++ {
+						if l.Entries[j-1].Name >= l.Entries[j].Name {
+							a.err = fmt.Errorf("entries %d and %d out of order", j-1, j)
+							break
+						}
+					}
+				}
+				return
+			}
+			b, err := io.ReadAll(resp.Body)
+			a.err, a.entries = err, strings.Count(string(b), "<tr data-name=")
+		})
+	}
+	wg.Wait()
+	ok, busy := 0, 0
+	for i, a := range answers {
+		switch {
+		case a.err != nil:
+			t.Errorf("client %d: %v", i, a.err)
+		case a.status == 200 && a.entries != files:
+			t.Errorf("client %d: %d entries of %d", i, a.entries, files)
+		case a.status == 200:
+			ok++
+		case a.status == 503 && a.retry != "":
+			busy++
+		default:
+			t.Errorf("client %d: %d (Retry-After %q)", i, a.status, a.retry)
+		}
+	}
+	grown := s.memory().Peak - base.RSS
+	t.Logf("40 listings of %d files: %d complete, %d busy; peak RSS %d MiB above idle", files, ok, busy, grown>>20)
+	if ok == 0 {
+		t.Error("no listing completed")
+	}
+	if grown > 96<<20 {
+		t.Errorf("peak RSS grew by %d MiB", grown>>20)
+	}
+}
+
+// makeEmptyFiles creates n empty files named f0000000... in dir, with a
+// few goroutines.
+func makeEmptyFiles(t testing.TB, dir string, n int) {
+	t.Helper()
+	const workers = 4
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("f%07d", i)), os.O_CREATE|os.O_WRONLY, 0o644)
+				if err != nil {
+					errs <- err
+					return
+				}
+				f.Close()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
