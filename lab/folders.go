@@ -178,12 +178,14 @@ func runArchiveHead(ctx context.Context, r *runner, srv Server, format string) R
 }
 
 // folder returns a folder of n empty files, f0000000 and on, made once
-// per data folder: a marker beside it records that it is complete.
+// per data folder: a marker beside it records that it is complete. The
+// warm-up file is put in it too, since servers serve the folder itself.
 func (d *dataSet) folder(ctx context.Context, cfg Config, n int) (string, error) {
 	dir := filepath.Join(d.dir, fmt.Sprintf("folder-%d", n))
 	marker := filepath.Join(d.dir, fmt.Sprintf(".folder-%d.complete", n))
 	if _, err := os.Stat(marker); err == nil {
-		return dir, nil
+		_, err := writeWarmUp(dir)
+		return dir, err
 	}
 	fmt.Fprintf(cfg.Progress, "making %d empty files in %s\n", n, dir)
 	start := time.Now()
@@ -214,6 +216,9 @@ func (d *dataSet) folder(ctx context.Context, cfg Config, n int) (string, error)
 		return "", err
 	}
 	fmt.Fprintf(cfg.Progress, "        made in %.1fs\n", time.Since(start).Seconds())
+	if _, err := writeWarmUp(dir); err != nil {
+		return "", err
+	}
 	return dir, os.WriteFile(marker, nil, 0o644)
 }
 
