@@ -24,11 +24,12 @@ type Access struct {
 	policy atomic.Pointer[Policy]
 	now    func() time.Time
 
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	cache map[[32]byte]cached
 
 	failMu   sync.Mutex
 	failures map[string]*rate.Limiter
+	failing  atomic.Int32 // len(failures), read without the lock
 }
 
 type cached struct {
@@ -124,11 +125,11 @@ func (a *Access) identify(r *http.Request, h string) (string, error) {
 		}
 		return user, nil
 	}
-	key := sha256.Sum256([]byte(name + "\x00" + pass))
+	key := credentialKey(name, pass)
 	now := a.now()
-	a.mu.Lock()
+	a.mu.RLock()
 	c, hit := a.cache[key]
-	a.mu.Unlock()
+	a.mu.RUnlock()
 	if hit && now.Before(c.until) && c.user == name {
 		return name, nil
 	}
@@ -151,6 +152,19 @@ func (a *Access) identify(r *http.Request, h string) (string, error) {
 	return name, nil
 }
 
+// credentialKey is the cache key of a sign-in: the SHA-256 of the name
+// and the password, made without a copy on the heap for the usual sizes.
+func credentialKey(name, pass string) [32]byte {
+	var buf [256]byte
+	if len(name)+1+len(pass) > len(buf) {
+		return sha256.Sum256([]byte(name + "\x00" + pass))
+	}
+	n := copy(buf[:], name)
+	buf[n] = 0
+	n += 1 + copy(buf[n+1:], pass)
+	return sha256.Sum256(buf[:n])
+}
+
 // token returns the user of a token. The lookup is by the token's
 // SHA-256, so its time says nothing of how close a guess was.
 func (p *Policy) token(t string) (string, error) {
@@ -164,12 +178,25 @@ func (p *Policy) token(t string) (string, error) {
 	return user, nil
 }
 
-// blocked reports whether client has no failures left.
+// blocked reports whether client has no failures left. With no failure
+// on record, as on most servers most of the time, it takes no lock.
 func (a *Access) blocked(client string) bool {
+	if a.failing.Load() == 0 {
+		return false
+	}
 	a.failMu.Lock()
 	defer a.failMu.Unlock()
 	l := a.failures[client]
-	return l != nil && l.TokensAt(a.now()) < 1
+	if l == nil {
+		return false
+	}
+	tokens := l.TokensAt(a.now())
+	if tokens >= failBurst {
+		// All its tries are back: forget the client.
+		delete(a.failures, client)
+		a.failing.Store(int32(len(a.failures)))
+	}
+	return tokens < 1
 }
 
 // failed counts a failed credential of client.
@@ -193,6 +220,7 @@ func (a *Access) failed(client string) {
 		l = rate.NewLimiter(rate.Every(failEvery), failBurst)
 		a.failures[client] = l
 	}
+	a.failing.Store(int32(len(a.failures)))
 	l.AllowN(now, 1)
 }
 

@@ -67,6 +67,8 @@ func (h *Handler) guard(r *http.Request) (*http.Request, error) {
 		return r, errTooMany
 	case err != nil:
 		return r, errUnauthorized
+	case user == "":
+		return r, nil // anonymous: the zero identity, no copy of the request
 	}
 	return r.WithContext(context.WithValue(r.Context(), identityKey{}, identity{user: user})), nil
 }
