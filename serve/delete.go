@@ -31,24 +31,32 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) er
 		return ingest.CondErr(err, cond)
 	}
 	if statErr == nil && !in.IsDir {
-		h.removeSidecars(r, rm, name)
+		h.removeSidecars(r, rm, name, in)
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// removeSidecars removes the precompressed sidecars of a removed file,
-// which would otherwise outlive it and reappear in listings. Only types
-// the policy compresses have sidecars: a lone backup.tar.gz is never
-// taken for backup.tar's.
-func (h *Handler) removeSidecars(r *http.Request, rm largo.Remover, name string) {
+// removeSidecars removes the precompressed sidecars of a removed file
+// (in, as it was), which would otherwise outlive it and reappear in
+// listings. A sidecar is only what the server would have sent as the
+// file's encoding: of a type the policy compresses (a lone backup.tar.gz
+// is never taken for backup.tar's), and fresh (not older than the file;
+// an older NAME.gz is a file of its own). Each is removed under If-Match
+// of the ETag it had when it was judged, so one replaced meanwhile stays.
+func (h *Handler) removeSidecars(r *http.Request, rm largo.Remover, name string, in largo.Info) {
 	ct := contentType(largo.Info{Name: path.Base(name)})
 	if ct == "" || !encode.Compressible(ct) {
 		return
 	}
 	for _, c := range encode.Codings {
-		err := rm.Remove(r.Context(), encode.Sidecar(name, c), largo.RemoveOptions{})
-		if err != nil && !errors.Is(err, largo.ErrNotFound) {
+		side := encode.Sidecar(name, c)
+		sin, err := h.cfg.Store.Stat(r.Context(), side)
+		if err != nil || !fresh(sin, in) || sin.ETag == "" {
+			continue
+		}
+		err = rm.Remove(r.Context(), side, largo.RemoveOptions{Condition: largo.Condition{IfMatch: sin.ETag}})
+		if err != nil && !errors.Is(err, largo.ErrNotFound) && !errors.Is(err, largo.ErrPrecondition) {
 			h.log.Warn("removing a sidecar", "path", r.URL.Path, "coding", c, "err", err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"largo"
 	"largo/auth"
@@ -314,8 +315,16 @@ func TestDeleteSidecars(t *testing.T) {
 	h, dir, _ := newWriteHandler(t, map[string]string{
 		"log.txt": text, "log.txt.gz": "gz", "log.txt.zst": "zst", "log.txt.br": "br",
 		"backup.tar": "tar", "backup.tar.gz": "gz",
+		"data.csv": text, "data.csv.gz": "an older file of its own",
 	}, Config{})
-	for _, p := range []string{"/log.txt", "/backup.tar"} {
+	// data.csv.gz is older than data.csv: never served as its encoding, so
+	// not its sidecar.
+	old, now := time.Now().Add(-time.Hour), time.Now()
+	os.Chtimes(filepath.Join(dir, "data.csv.gz"), old, old)
+	for _, n := range []string{"log.txt", "log.txt.gz", "log.txt.zst", "log.txt.br"} {
+		os.Chtimes(filepath.Join(dir, n), now, now) // written together, as precompress does
+	}
+	for _, p := range []string{"/log.txt", "/backup.tar", "/data.csv"} {
 		req := httptest.NewRequest("DELETE", "/", nil)
 		req.URL.Path = p
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -330,8 +339,10 @@ func TestDeleteSidecars(t *testing.T) {
 			t.Errorf("sidecar %s outlived its file", gone)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "backup.tar.gz")); err != nil {
-		t.Errorf("backup.tar.gz, not a sidecar, was removed: %v", err)
+	for _, kept := range []string{"backup.tar.gz", "data.csv.gz"} {
+		if _, err := os.Stat(filepath.Join(dir, kept)); err != nil {
+			t.Errorf("%s, not a sidecar, was removed: %v", kept, err)
+		}
 	}
 }
 
