@@ -12,7 +12,7 @@ serve:
 # detector; a test that lacks a real component it needs fails.
 test: deps check
 	LARGO_TEST_STRICT=1 $(GO) test -race -timeout 40m ./...
-	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime 20s ./serve
+	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime 60000x ./serve
 
 deps:
 	./scripts/test-deps

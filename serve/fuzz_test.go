@@ -19,7 +19,7 @@ import (
 // answers is every status the handler may give; anything else, a 500
 // above all, is a bug.
 var answers = []int{
-	200, 201, 204, 206, 303, 304, 307, 308,
+	200, 201, 204, 206, 301, 303, 304, 307, 308,
 	400, 401, 403, 404, 405, 408, 409, 412, 413, 415, 416, 421, 429,
 	501, 503, 507,
 }
