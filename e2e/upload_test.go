@@ -489,9 +489,8 @@ func TestDiskFull(t *testing.T) {
 	s := startWriter(t, dir)
 
 	// Announced and too big: refused before the body.
-	resp, body := put(t, s.URL+"big.bin", io.LimitReader(zeros{}, 64<<20), 64<<20, bearer...)
-	if resp.StatusCode != 507 {
-		t.Errorf("64 MiB into 48 MiB: %d %s", resp.StatusCode, body)
+	if code := refusedStatus(t, s, "PUT", s.URL+"big.bin", io.LimitReader(zeros{}, 64<<20), 64<<20, bearer...); code != 507 {
+		t.Errorf("64 MiB into 48 MiB: %d", code)
 	}
 	// Each fits alone, together they do not: the disk fills mid-body.
 	var wg sync.WaitGroup
@@ -500,8 +499,7 @@ func TestDiskFull(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, _ := put(t, s.URL+name, io.LimitReader(zeros{}, 30<<20), 30<<20, bearer...)
-			codes[i] = resp.StatusCode
+			codes[i] = refusedStatus(t, s, "PUT", s.URL+name, io.LimitReader(zeros{}, 30<<20), 30<<20, bearer...)
 		}()
 	}
 	wg.Wait()
