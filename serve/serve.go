@@ -39,8 +39,10 @@
 // (Content-Range, Upload-Complete: ?0) is never stored as the whole.
 // Each is checked in an order that never reads the body of a refused
 // request, so a client that sent Expect: 100-continue never sends it:
-// writes on (405 otherwise), the token (401 with WWW-Authenticate), then
-// the pipeline's admission: the name (400 for invalid, 403 for hidden or
+// writes on (405 otherwise), a browser's origin (403 for a cross-site
+// write), the access rules (401 with WWW-Authenticate for a missing or
+// wrong credential, 403 for a user without the permission; access.go),
+// then the pipeline's admission: the name (400 for invalid, 403 for hidden or
 // reserved), the conditions and digests' syntax, the announced size
 // against the limit (413) and the free space less the reserve and the
 // writes in flight (507), and If-None-Match/If-Match against the current
