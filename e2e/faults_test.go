@@ -65,8 +65,9 @@ func refusedStatus(t *testing.T, s *server, method, url string, body io.Reader, 
 	code := 0
 	waitFor(5*time.Second, func() bool {
 		for line := range strings.SplitSeq(s.stderr.String(), "\n") {
-			if strings.Contains(line, "method="+method+" path="+path+" ") {
-				fmt.Sscanf(line[strings.Index(line, "status="):], "status=%d", &code)
+			i := strings.Index(line, " status=")
+			if strings.Contains(line, "msg=request method="+method+" path="+path+" ") && i >= 0 {
+				fmt.Sscanf(line[i+1:], "status=%d", &code)
 			}
 		}
 		return code != 0
