@@ -23,13 +23,15 @@ import (
 // diskStaging keeps uploads in a folder of the served folder's state area,
 // reached through the store's os.Root like every other file, so that no
 // name can lead out of it: per upload, its bytes (ID), its FileInfo
-// (ID.info, written whole and renamed into place) and its hash state
+// (ID.info, a record of the store's largo.State, written whole) and its
+// hash state
 // (ID.sha256). A chunk is fsynced before its offset is reported, so an
 // offset a client was told survives a crash. A finished upload is renamed
 // into place by the store (largo.Adopter), never copied.
 type diskStaging struct {
-	root *os.Root
-	dir  string // the folder, as a name in root: largo.StateDir + "/tus"
+	root  *os.Root
+	state largo.State // the same state area, for the records written whole
+	dir   string      // the folder, as a name in root: largo.StateDir + "/tus"
 }
 
 var (
@@ -38,22 +40,23 @@ var (
 )
 
 // DiskStaging keeps uploads in the folder dir of root (a name such as
-// ".largo/tus", under largo.StateDir), created if needed.
-func DiskStaging(root *os.Root, dir string) (Staging, error) {
+// ".largo/tus", under largo.StateDir), created if needed; state is the
+// records of the same state area (the store's largo.State).
+func DiskStaging(root *os.Root, state largo.State, dir string) (Staging, error) {
 	if !strings.HasPrefix(dir, largo.StateDir+"/") {
 		return nil, fmt.Errorf("staging folder %s: not under %s", dir, largo.StateDir)
 	}
 	if err := root.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return &diskStaging{root: root, dir: dir}, nil
+	return &diskStaging{root: root, state: state, dir: dir}, nil
 }
 
 func (d *diskStaging) binName(id string) string  { return d.dir + "/" + id }
 func (d *diskStaging) infoName(id string) string { return d.binName(id) + ".info" }
 func (d *diskStaging) hashName(id string) string { return d.binName(id) + ".sha256" }
 
-func (d *diskStaging) NewUpload(_ context.Context, info tusd.FileInfo) (tusd.Upload, error) {
+func (d *diskStaging) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upload, error) {
 	var rnd [16]byte
 	rand.Read(rnd[:])
 	info.ID = hex.EncodeToString(rnd[:])
@@ -65,7 +68,7 @@ func (d *diskStaging) NewUpload(_ context.Context, info tusd.FileInfo) (tusd.Upl
 	}
 	f.Close()
 	u := &diskUpload{d: d, info: info}
-	if err := u.writeInfo(); err != nil {
+	if err := u.writeInfo(ctx); err != nil {
 		d.root.Remove(d.binName(info.ID))
 		return nil, err
 	}
@@ -185,13 +188,6 @@ func (d *diskStaging) Pending(ctx context.Context) (int64, error) {
 	}
 	var pending int64
 	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".tmp") {
-			// An info a crash left half-written: the old one is whole.
-			if err := d.root.Remove(d.dir + "/" + e.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return pending, err
-			}
-			continue
-		}
 		if strings.HasSuffix(e.Name(), ".sha256") {
 			continue // goes with its upload
 		}
@@ -269,24 +265,19 @@ func (u *diskUpload) FinishUpload(context.Context) error { return nil }
 
 func (u *diskUpload) Terminate(ctx context.Context) error { return u.d.Remove(ctx, u.info.ID) }
 
-func (u *diskUpload) DeclareLength(_ context.Context, length int64) error {
+func (u *diskUpload) DeclareLength(ctx context.Context, length int64) error {
 	u.info.Size, u.info.SizeIsDeferred = length, false
-	return u.writeInfo()
+	return u.writeInfo(ctx)
 }
 
-// writeInfo writes the upload's FileInfo whole: into a temporary file,
-// renamed over the old one.
-func (u *diskUpload) writeInfo() error {
+// writeInfo writes the upload's FileInfo whole, as a record of the
+// store's state area (a reader sees the old one or the new one).
+func (u *diskUpload) writeInfo(ctx context.Context) error {
 	b, err := json.Marshal(u.info)
 	if err != nil {
 		return err
 	}
-	name := u.d.infoName(u.info.ID)
-	tmp := name + ".tmp"
-	if err := u.d.root.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return u.d.root.Rename(tmp, name)
+	return u.d.state.Put(ctx, strings.TrimPrefix(u.d.infoName(u.info.ID), largo.StateDir+"/"), b)
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -71,7 +71,7 @@ type lastWriter interface {
 // folderStore is a store on a local folder, which lends its os.Root to
 // the packages that keep state inside the folder.
 type folderStore interface {
-	largo.Store
+	largo.StateKeeper
 	Root() *os.Root
 }
 
@@ -89,7 +89,7 @@ type bucketStore interface {
 func StagingFor(store largo.Store) (Staging, error) {
 	switch st := store.(type) {
 	case folderStore:
-		return DiskStaging(st.Root(), largo.StateDir+"/tus")
+		return DiskStaging(st.Root(), st.State(), largo.StateDir+"/tus")
 	case bucketStore:
 		sh := st.Shared()
 		return S3Staging(S3Config{
