@@ -78,14 +78,16 @@ and resumes, stalled and vanished clients are cut and their files closed.
 Every flag can also be set with an environment variable: LARGO_ followed by
 the flag's name in capitals with dashes as underscores (--max-conns is
 LARGO_MAX_CONNS). A flag on the command line wins over the variable.`,
+		Version:       ownVersion().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			return applyEnv(cmd.Flags(), e.getenv)
 		},
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
-	root.AddCommand(newServe(e), newGet(e), newPut(e), newPrecompress(e), newBench(e), newShare(e), newPasswd(e))
+	root.AddCommand(newServe(e), newGet(e), newPut(e), newPrecompress(e), newBench(e), newShare(e), newPasswd(e), newVersion(e))
 	return root
 }
 
