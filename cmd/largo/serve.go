@@ -219,6 +219,11 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		}
 		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
+	handed, err := takeHandedOver(e, cfg)
+	if err != nil {
+		return err
+	}
+	defer handed.Close()
 	store, where, err := openStore(ctx, e, cfg)
 	if err != nil {
 		return err
@@ -264,7 +269,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	}
 	h := serve.New(hcfg)
 
-	ln, err := net.Listen("tcp", cfg.listen)
+	ln, err := handed.listen(cfg.listen)
 	if err != nil {
 		return usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.listen, netErrText(err)))
 	}
@@ -287,7 +292,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	}
 	var admin *http.Server
 	if cfg.adminListen != "" {
-		aln, err := net.Listen("tcp", cfg.adminListen)
+		aln, err := handed.listenAdmin(cfg.adminListen)
 		if err != nil {
 			ln.Close()
 			return usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.adminListen, netErrText(err)))
