@@ -117,9 +117,6 @@ func TestSocketActivation(t *testing.T) {
 		if code, body := answer(t, c, out); code != http.StatusOK || body != "hello, world\n" {
 			t.Fatalf("round %d: queued request answered %d %q", round, code, body)
 		}
-		if !strings.Contains(out.String(), addr) {
-			t.Errorf("round %d: largo does not name the handed-over address %s:\n%s", round, addr, out)
-		}
 		hc, hout := largoProcess(t, nil, "", []string{"LARGO_LISTEN=" + addr}, "healthcheck")
 		if err := hc.Wait(); err != nil {
 			t.Errorf("round %d: healthcheck of a serving largo: %v\n%s", round, err, hout)
@@ -127,6 +124,9 @@ func TestSocketActivation(t *testing.T) {
 		srv.Process.Signal(syscall.SIGTERM)
 		if err := srv.Wait(); err != nil {
 			t.Fatalf("round %d: largo after SIGTERM: %v\n%s", round, err, out)
+		}
+		if !strings.Contains(out.String(), addr) {
+			t.Errorf("round %d: largo does not name the handed-over address %s:\n%s", round, addr, out)
 		}
 	}
 	hc, hout := largoProcess(t, nil, "", nil, "healthcheck", "--listen", addr)
