@@ -1,60 +1,23 @@
-// Package resumable serves resumable uploads: the tus 1.0 protocol (core,
-// creation, creation-with-upload, creation-defer-length, termination),
-// implemented by tusd (github.com/tus/tusd/v2), the reference
-// implementation, so that every tus client works (tus-js-client, Uppy, the
-// mobile SDKs).
+// Package resumable serves resumable uploads over one staging: the tus 1.0
+// protocol (core, creation, creation-with-upload, creation-defer-length,
+// termination) through tusd (github.com/tus/tusd/v2), and the IETF
+// protocol (draft-ietf-httpbis-resumable-upload) as a second front end,
+// IETF (ietf.go).
 //
-// largo adds around tusd what a file server needs and tusd leaves to its
-// users, all through the one write pipeline (package ingest), so that a
-// tus upload is held to exactly the rules of a PUT and answered with the
-// same statuses and reasons:
-//   - the target comes from the upload's metadata, "filename" (which may
-//     hold slashes) under an optional "folder"; at creation the pipeline
-//     admits it (Pipeline.Check: the name, the conditions of the creation
-//     request, kept in the metadata for the finish, the target's folder,
-//     the size limit and the free space), so a refused upload never sends
-//     a byte;
-//   - a finished upload is placed by the pipeline (Pipeline.Place): the
-//     store adopts the staged bytes (a rename on a folder, a server-side
-//     copy on a bucket) or receives a copy, under the conditions of the
-//     creation request, checked again atomically;
-//   - when the client sent a "sha256" metadata value (64 hex digits or
-//     base64), or a Repr-Digest field with sha-256 (RFC 9530) on the
-//     request that completes the upload, the finished file's SHA-256 must
-//     match, or the upload is discarded and that request answered 400. The
-//     hash is computed as the chunks arrive and its state kept beside the
-//     upload (hash.go), so finishing does not read the file again;
-//   - errors become tus errors with the status and reason of the
-//     pipeline's one table (ingest.Status);
-//   - a finished upload stays on record (finished.go) until it expires:
-//     HEAD answers its whole length with the placed file's ETag, and an
-//     upload whose bytes were all staged by a server that died before
-//     placing them is placed by the next HEAD or PATCH, before any answer
-//     claims success;
-//   - uploads left without a byte for Config.Expiry are removed with their
-//     space.
+// Every upload is held to the rules of a PUT through the write pipeline
+// (package ingest): admitted at creation (Pipeline.Check), hashed as it
+// arrives (hash.go) and checked against a sha256 metadata value or a
+// Repr-Digest, placed when finished (Pipeline.Place), answered with the
+// pipeline's statuses, kept on record when finished (finished.go) and
+// removed when abandoned for Config.Expiry.
 //
 // The upload state is a Staging (staging.go) in the store's own state
-// area: on a folder, DiskStaging, files under .largo/tus reached through
-// the folder's os.Root; on a bucket, S3Staging, tusd's S3 store under the
-// bucket's .largo/tus, so that every instance serving the bucket sees
-// every upload and a client may resume through any of them. tusd's S3
-// store cuts a PATCH body into parts on local disk before sending them
-// (see S3Staging for the bound). Uploads are locked against concurrent
-// PATCHes within one server only (tusd has no lock that lives in a
-// bucket): two PATCHes to one upload at once through two servers could
-// interleave their parts. tus clients send one PATCH at a time and resume
-// only after the previous one failed, and a server ends a PATCH as soon as
-// its client's connection ends. Which staging a store gets is decided by
-// what the store offers (StagingFor), never by its concrete type: the
-// staging is tusd's DataStore, a type the stores themselves do not know.
-//
-// A second front end, IETF (ietf.go), speaks the IETF protocol
-// (draft-ietf-httpbis-resumable-upload) over the same uploads: the same
-// staging, admission, hashing, expiry, records and placing; only the wire
-// and what completes an upload differ. Within one server a new request on
-// an upload stops the one in flight (ietfflight.go); across servers
-// sharing a bucket the same limits hold as for tus.
+// area: DiskStaging under a folder's .largo/tus, S3Staging, tusd's S3
+// store, under a bucket's, chosen by what the store offers (StagingFor).
+// Uploads are locked against concurrent appends within one server only
+// (ietfflight.go stops an IETF append in flight when a new request on its
+// upload arrives). The reasons, and what tusd does and does not do, are in
+// the design document, docs/design.md ("Resumable uploads").
 //
 // A Handler is safe for concurrent use.
 package resumable

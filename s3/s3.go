@@ -1,81 +1,23 @@
 // Package s3 implements largo.Store on a bucket of an S3-compatible object
 // store, through the S3 client of github.com/aws/aws-sdk-go-v2.
 //
-// A name maps to the key Prefix+name. Folders are not objects: a folder
-// exists when any key starts with its name and a slash, and listings come
-// from ListObjectsV2 with "/" as the delimiter, page by page as they are
-// consumed, keys as files and common prefixes as folders. A key that is not
-// a valid largo name (an empty, "." or ".." element, a backslash, a control
-// byte) is never listed, and hidden names (see largo.Hidden) are left out
-// like on disk. A name that is both an object and a key prefix is the
-// object.
+// A name maps to the key Prefix+name; folders are key prefixes, listed page
+// by page with ListObjectsV2; keys that are no valid largo name, and hidden
+// names, are never listed. Open returns a file that reads lazily, in ranged
+// GETs of a growing window, each conditional on the ETag seen at Open
+// (If-Match), fetching only as the caller reads.
 //
-// Stat and Open cost one HEAD (plus one LIST, to tell a folder from nothing,
-// when there is no such object). The file Open returns reads lazily: nothing
-// is fetched until the first Read, and then ranged GETs of a window that
-// starts small and doubles up to a cap, each conditional on the ETag seen at
-// Open (If-Match), so that a replaced object fails the read instead of
-// splicing two versions into one body. Bytes are read from the connection
-// only as the caller reads them, so what is fetched stays close to what is
-// consumed; Seek only moves the offset, and Close (or the cancellation of
-// the context given to Open, such as an HTTP request's) ends the request in
-// flight at once. (The SDK's download manager, a module of its own, would
-// fetch parts into buffers ahead of the reader instead.)
-//
-// Writes (write.go, send.go, chunked.go, remove.go) implement largo.Creator,
-// largo.Adopter and largo.Remover, not largo.SpaceReporter: a bucket has
-// no free space to report. An upload is invisible until Commit, whichever
-// way its bytes travel, chosen by what is known of their length:
-//   - a known length up to 5 GiB (curl -T, a browser, a tus finish): one
-//     PUT, streamed as the bytes arrive with no buffer of largo's, whose
-//     last byte is held back until Commit. A server stores nothing of a
-//     PUT whose body is incomplete, so the object appears only once the
-//     caller has checked the digest, and an abort (a digest mismatch, a
-//     client gone) cuts the request and leaves nothing.
-//   - a known length beyond 5 GiB: a multipart upload whose parts
-//     (PartSize, or more when 10,000 of them would not hold the body) are
-//     each streamed the same way, completed at Commit.
-//   - an unknown length (a chunked body, a form's file): parts buffered in
-//     memory and sent while the next fills, at most PartConcurrency
-//     buffers of PartSize per upload; a body that fits its first buffer
-//     goes as one PUT at Commit. Memory per such upload is at most
-//     PartSize x PartConcurrency (32 MiB with the defaults), whatever the
-//     body's size, and a body is limited to 10,000 parts.
-//
-// The SDK's upload manager would buffer every part of a streamed body, of
-// a known length too; hence the few lines here, on the plain operations.
-//
-// A body streamed as it arrives (a single PUT, a part of a known length)
-// goes unsigned in the aws-chunked encoding, as one chunk followed by the
-// trailer of its CRC32 (STREAMING-UNSIGNED-PAYLOAD-TRAILER), and is tried
-// once: a signature covers the whole payload and would be needed before
-// its first byte, and a body read once cannot be sent again. The framing
-// lets a server tell a body cut short from a whole one, which a
-// Content-Length alone does not do on every server, and the CRC32 guards
-// the bytes where no TLS does (see streamed). A part buffered in memory
-// is signed, and retried like every other request. The SDK's own
-// checksums are computed and checked only where S3 requires them
-// (DeleteObjects).
-//
-// Conditions are the server's: If-None-Match: * and If-Match travel with
-// the request that makes the object visible (the PUT, or the completion of
-// the multipart upload), so a commit under a condition is atomic without
-// any lock of largo's, across instances. A single PUT carries them in its
-// headers, before its bytes, which is why largo.CreateOptions states the
-// condition at Create. If-Match: * is sent as the ETag found there (not
-// every server takes the star), and a DELETE under If-Match carries it
-// too. PrepareWrites probes, at start-up, whether the server applies
-// them; a store whose server does not refuses every condition with
-// largo.ErrUnsupported (501) instead of checking and writing in two
-// steps, which would race.
-//
-// A finished resumable upload, staged under largo.StateDir in the same
-// bucket, is adopted by a server-side copy (a multipart copy in ranges of
-// at most 5 GiB beyond that, or under a condition, since servers apply no
-// condition on the target of a plain copy) and then removed. Removing a
-// folder removes the keys under its prefix, a thousand per request. Sweep
-// aborts the multipart uploads that crashed instances left behind. The
-// staging of resumable uploads shares the Store's client (see Shared).
+// Writes (write.go, send.go, chunked.go, remove.go) implement
+// largo.Creator, largo.Adopter and largo.Remover: an upload is invisible
+// until Commit, streamed as one unsigned aws-chunked PUT (a known length up
+// to 5 GiB, its last byte held back until Commit), as streamed multipart
+// parts (beyond 5 GiB), or as parts buffered in memory (an unknown length,
+// at most PartSize x PartConcurrency per upload). Conditions travel with
+// the request that makes the object visible, so commits are atomic across
+// instances; PrepareWrites probes whether the server applies them. Sweep
+// aborts the multipart uploads crashed instances left. Why each of these
+// choices, and what the SDK's managers would do instead, is in the design
+// document, docs/design.md ("The bucket store").
 //
 // A Store is safe for concurrent use; the files it opens are not.
 package s3
