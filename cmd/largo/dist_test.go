@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -79,7 +80,7 @@ func TestDockerfile(t *testing.T) {
 		}
 		return args
 	}
-	root := newRoot(&env{getenv: func(string) (string, bool) { return "", false }})
+	root := newRoot(quietEnv(io.Discard, io.Discard))
 	entry := execForm(final["ENTRYPOINT"])
 	_, hc, _ := strings.Cut(final["HEALTHCHECK"], " CMD ")
 	for _, args := range [][]string{append(entry[1:], execForm(final["CMD"])...), execForm(hc)[1:]} {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -17,7 +18,7 @@ import (
 func TestDocsUpToDate(t *testing.T) {
 	tmp := t.TempDir()
 	var out bytes.Buffer
-	env := &env{stdout: &out, stderr: &out, getenv: func(string) (string, bool) { return "", false }}
+	env := quietEnv(&out, &out)
 	if err := run(context.Background(), []string{"docs", "--out", tmp}, env); err != nil {
 		t.Fatalf("largo docs: %v\n%s", err, out.String())
 	}
@@ -48,7 +49,7 @@ func TestDocsUpToDate(t *testing.T) {
 // reference and the man pages, and that the commands a user runs are in.
 func TestDocsLeaveHidden(t *testing.T) {
 	tmp := t.TempDir()
-	env := &env{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(string) (string, bool) { return "", false }}
+	env := quietEnv(io.Discard, io.Discard)
 	if err := run(context.Background(), []string{"docs", "--out", tmp}, env); err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestBashCompletion(t *testing.T) {
 		t.Fatalf("bash did not register the completion: %v\n%s", err, out)
 	}
 	var buf bytes.Buffer
-	env := &env{stdout: &buf, stderr: &bytes.Buffer{}, getenv: func(string) (string, bool) { return "", false }}
+	env := quietEnv(&buf, io.Discard)
 	if err := run(context.Background(), []string{"__complete", ""}, env); err != nil {
 		t.Fatal(err)
 	}

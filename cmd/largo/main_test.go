@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"testing"
 )
@@ -16,4 +17,10 @@ func TestMain(m *testing.M) {
 		return
 	}
 	os.Exit(m.Run())
+}
+
+// quietEnv is the env of an in-process run with no environment variables,
+// writing its output to out and its errors to errs.
+func quietEnv(out, errs io.Writer) *env {
+	return &env{stdout: out, stderr: errs, getenv: func(string) (string, bool) { return "", false }}
 }

@@ -48,7 +48,7 @@ func TestReadVersion(t *testing.T) {
 func TestVersionCommand(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		var out, errb bytes.Buffer
-		env := &env{stdout: &out, stderr: &errb, getenv: func(string) (string, bool) { return "", false }}
+		env := quietEnv(&out, &errb)
 		if err := run(context.Background(), args, env); err != nil {
 			t.Fatalf("%v: %v (%s)", args, err, errb.String())
 		}
@@ -57,7 +57,7 @@ func TestVersionCommand(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	env := &env{stdout: &out, stderr: &out, getenv: func(string) (string, bool) { return "", false }}
+	env := quietEnv(&out, &out)
 	if err := run(context.Background(), []string{"version"}, env); err != nil {
 		t.Fatal(err)
 	}
