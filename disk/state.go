@@ -14,7 +14,10 @@ import (
 	"largo"
 )
 
-var _ largo.StateKeeper = (*Store)(nil)
+var (
+	_ largo.StateKeeper  = (*Store)(nil)
+	_ largo.StateCreator = state{}
+)
 
 // State implements largo.StateKeeper: records are files under
 // largo.StateDir, reached through the store's os.Root like everything
@@ -46,6 +49,18 @@ func (st state) Get(_ context.Context, key string) ([]byte, error) {
 }
 
 func (st state) Put(_ context.Context, key string, data []byte) error {
+	return st.write(key, data, false)
+}
+
+// Create implements largo.StateCreator: the record is written whole
+// beside, then linked into place, which fails when a record is there.
+func (st state) Create(_ context.Context, key string, data []byte) error {
+	return st.write(key, data, true)
+}
+
+// write writes a record through a temporary file, renamed into place, or
+// with excl linked into place only where none is.
+func (st state) write(key string, data []byte, excl bool) error {
 	name, err := stateName(key)
 	if err != nil {
 		return err
@@ -69,7 +84,14 @@ func (st state) Put(_ context.Context, key string, data []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	switch {
+	case err == nil && excl:
+		err = r.Link(tmp, name)
+		r.Remove(tmp)
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("state record %s: %w", key, largo.ErrExist)
+		}
+	case err == nil:
 		err = r.Rename(tmp, name)
 	}
 	if err != nil {

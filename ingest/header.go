@@ -80,3 +80,36 @@ func Incomplete(h http.Header) bool {
 	complete, stated := UploadComplete(h)
 	return stated && !complete
 }
+
+// LockTokens returns the lock tokens of a request's If header (RFC 4918,
+// 10.4): the Coded-URLs inside its parenthesised lists, negated or not,
+// without the resource tags that may stand before a list. Only the tokens
+// are read; evaluating the header is the WebDAV handler's.
+func LockTokens(h http.Header) []string {
+	var tokens []string
+	for _, v := range h.Values("If") {
+		depth := 0
+		for i := 0; i < len(v); i++ {
+			switch v[i] {
+			case '(':
+				depth++
+			case ')':
+				depth = max(depth-1, 0)
+			case '[': // an entity tag, which may hold '<'
+				if j := strings.IndexByte(v[i:], ']'); j > 0 {
+					i += j
+				}
+			case '<':
+				j := strings.IndexByte(v[i:], '>')
+				if j < 0 {
+					return tokens
+				}
+				if depth > 0 && j > 1 {
+					tokens = append(tokens, v[i+1:i+j])
+				}
+				i += j
+			}
+		}
+	}
+	return tokens
+}

@@ -32,7 +32,7 @@ type Staged struct {
 // bytes are stored already). The store adopts the staged bytes where it
 // can, and receives a copy otherwise.
 func (p *Pipeline) Place(ctx context.Context, t Target, s Staged) (Result, error) {
-	if err := p.admitPlace(t); err != nil {
+	if err := p.admitPlace(ctx, t); err != nil {
 		return Result{}, err
 	}
 	w, err := p.adopt(ctx, t, s)
@@ -54,11 +54,14 @@ func (p *Pipeline) Place(ctx context.Context, t Target, s Staged) (Result, error
 
 // admitPlace is the admission of bytes already stored: the name and
 // whether the store can write under the condition.
-func (p *Pipeline) admitPlace(t Target) error {
+func (p *Pipeline) admitPlace(ctx context.Context, t Target) error {
 	if p.cr == nil {
 		return fmt.Errorf("write: %w", largo.ErrUnsupported)
 	}
 	if err := CheckName(t.Name); err != nil {
+		return err
+	}
+	if err := p.checkLock(ctx, t.Name, false, t.Tokens); err != nil {
 		return err
 	}
 	return p.checkCond(t.Cond)

@@ -1,0 +1,333 @@
+package dav
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"mime"
+	"os"
+	"path"
+	"time"
+
+	"golang.org/x/net/webdav"
+
+	"largo"
+	"largo/ingest"
+)
+
+// fileSystem is the webdav.FileSystem of one request: reads through the
+// store as its requester may see it, every change through the write
+// pipeline with the lock tokens the request holds.
+//
+// It also remembers the folder it listed last: the library walks a
+// PROPFIND of Depth 1 by listing the folder, then looking each entry up
+// again, in the listing's order, several times (Stat, then an open per
+// property set). Those look-ups are answered from the listing, so a
+// folder of many entries costs one listing and no request per entry on
+// a bucket.
+type fileSystem struct {
+	h      *Handler
+	view   largo.Store
+	locks  *requestLocks
+	tokens []string // the If header's
+
+	dir       string     // the folder of entries
+	entries   []fileInfo // its listing, nil when none
+	next      int        // where the walk is in entries
+	withProps map[string]bool
+}
+
+var _ webdav.FileSystem = (*fileSystem)(nil)
+
+// allTokens are the lock tokens the request's writes present: its If
+// header's, and those of the locks the library took for it.
+func (fsys *fileSystem) allTokens() []string {
+	return append(fsys.tokens[:len(fsys.tokens):len(fsys.tokens)], fsys.locks.made...)
+}
+
+// storeName turns a path of the library into a store name; invalid and
+// hidden names read as missing.
+func storeName(op, p string) (string, error) {
+	name, err := largo.ParseName(path.Clean("/" + p))
+	if err != nil {
+		return "", &fs.PathError{Op: op, Path: p, Err: fs.ErrNotExist}
+	}
+	return name, nil
+}
+
+// osErr turns a store or pipeline error into what the library reads:
+// the os package's kinds, which it maps to statuses.
+func osErr(op, name string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, largo.ErrNotFound), errors.Is(err, largo.ErrNotDir):
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+	case errors.Is(err, largo.ErrExist):
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrExist}
+	case errors.Is(err, largo.ErrPermission):
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrPermission}
+	}
+	return err
+}
+
+func (fsys *fileSystem) writes() (*ingest.Pipeline, error) {
+	if fsys.h.cfg.Writes == nil {
+		return nil, fs.ErrPermission
+	}
+	return fsys.h.cfg.Writes, nil
+}
+
+// lookup returns the metadata of name, from the last listing when the
+// walk is there.
+func (fsys *fileSystem) lookup(ctx context.Context, name string) (*fileInfo, error) {
+	if fsys.entries != nil && name != "" && parent(name) == fsys.dir {
+		base := path.Base(name)
+		for i := fsys.next; i < len(fsys.entries) && i <= fsys.next+1; i++ {
+			if fsys.entries[i].name == base {
+				fsys.next = i
+				return &fsys.entries[i], nil
+			}
+		}
+	}
+	if largo.Reserved(name) {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+	}
+	in, err := fsys.view.Stat(ctx, name)
+	if err != nil {
+		return nil, osErr("stat", name, err)
+	}
+	fi := newInfo(in)
+	return &fi, nil
+}
+
+func (fsys *fileSystem) Stat(ctx context.Context, p string) (os.FileInfo, error) {
+	name, err := storeName("stat", p)
+	if err != nil {
+		return nil, err
+	}
+	return fsys.lookup(ctx, name)
+}
+
+func (fsys *fileSystem) OpenFile(ctx context.Context, p string, flag int, _ os.FileMode) (webdav.File, error) {
+	name, err := storeName("open", p)
+	if err != nil {
+		return nil, err
+	}
+	if flag&os.O_CREATE != 0 {
+		return fsys.create(ctx, name)
+	}
+	fi, err := fsys.lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &readFile{fsys: fsys, ctx: ctx, name: name, info: fi}, nil
+}
+
+// create starts a write of name through the pipeline, committed when the
+// file is closed.
+func (fsys *fileSystem) create(ctx context.Context, name string) (webdav.File, error) {
+	if Discards(name) {
+		return &discardFile{info: fileInfo{name: path.Base(name)}}, nil
+	}
+	p, err := fsys.writes()
+	if err != nil {
+		return nil, err
+	}
+	w, err := p.Begin(ctx, ingest.Target{Name: name, Size: -1, Tokens: fsys.allTokens()})
+	if err != nil {
+		return nil, osErr("create", name, err)
+	}
+	return &writeFile{fsys: fsys, ctx: ctx, name: name, w: w}, nil
+}
+
+func (fsys *fileSystem) Mkdir(ctx context.Context, p string, _ os.FileMode) error {
+	name, err := storeName("mkdir", p)
+	if err != nil {
+		return err
+	}
+	pl, err := fsys.writes()
+	if err != nil {
+		return err
+	}
+	if err := ingest.CheckName(name); err != nil {
+		return osErr("mkdir", name, err)
+	}
+	if err := pl.CheckLock(ctx, name, false, fsys.allTokens()); err != nil {
+		return err
+	}
+	dm, ok := fsys.h.cfg.Store.(largo.DirMaker)
+	if !ok {
+		return largo.ErrUnsupported
+	}
+	return osErr("mkdir", name, dm.MakeDir(ctx, name))
+}
+
+func (fsys *fileSystem) RemoveAll(ctx context.Context, p string) error {
+	name, err := storeName("remove", p)
+	if err != nil {
+		return err
+	}
+	return fsys.remove(ctx, name)
+}
+
+func (fsys *fileSystem) remove(ctx context.Context, name string) error {
+	pl, err := fsys.writes()
+	if err != nil {
+		return err
+	}
+	rm, err := pl.CheckRemove(ctx, name, largo.Condition{}, fsys.allTokens())
+	if err != nil {
+		return osErr("remove", name, err)
+	}
+	err = rm.Remove(ctx, name, largo.RemoveOptions{Recursive: true})
+	if err != nil && !errors.Is(err, largo.ErrNotFound) {
+		return osErr("remove", name, err)
+	}
+	pl.Forget(ctx, name)
+	return nil
+}
+
+func (fsys *fileSystem) Rename(ctx context.Context, oldPath, newPath string) error {
+	from, err := storeName("rename", oldPath)
+	if err != nil {
+		return err
+	}
+	to, err := storeName("rename", newPath)
+	if err != nil {
+		return err
+	}
+	pl, err := fsys.writes()
+	if err != nil {
+		return err
+	}
+	for _, n := range []string{from, to} {
+		if err := ingest.CheckName(n); err != nil {
+			return osErr("rename", n, err)
+		}
+	}
+	tokens := fsys.allTokens()
+	if _, err := pl.CheckRemove(ctx, from, largo.Condition{}, tokens); err != nil {
+		return osErr("rename", from, err)
+	}
+	if err := pl.CheckLock(ctx, to, true, tokens); err != nil {
+		return err
+	}
+	st := fsys.h.cfg.Locks.st
+	if rn, ok := fsys.h.cfg.Store.(largo.Renamer); ok {
+		if err := rn.Rename(ctx, from, to); err != nil {
+			return osErr("rename", from, err)
+		}
+		return moveProps(ctx, st, from, to)
+	}
+	// No rename: a copy, then the removal of the source. Not atomic: a
+	// reader may meet both for a while, and a failure may leave both.
+	if err := fsys.copyTree(ctx, from, to); err != nil {
+		return err
+	}
+	if err := moveProps(ctx, st, from, to); err != nil {
+		return err
+	}
+	return fsys.remove(ctx, from)
+}
+
+// copyTree copies from to to through the pipeline, folders and all.
+func (fsys *fileSystem) copyTree(ctx context.Context, from, to string) error {
+	in, err := fsys.view.Stat(ctx, from)
+	if err != nil {
+		return osErr("copy", from, err)
+	}
+	if !in.IsDir {
+		return fsys.copyFile(ctx, from, to, in.Size)
+	}
+	if dm, ok := fsys.h.cfg.Store.(largo.DirMaker); ok {
+		if err := dm.MakeDir(ctx, to); err != nil && !errors.Is(err, largo.ErrExist) {
+			return osErr("copy", to, err)
+		}
+	}
+	var children []string
+	for c, err := range fsys.view.List(ctx, from) {
+		if err != nil {
+			return osErr("copy", from, err)
+		}
+		children = append(children, c.Name)
+	}
+	for _, c := range children {
+		if err := fsys.copyTree(ctx, largo.Join(from, c), largo.Join(to, c)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyFile streams one file into a write of the pipeline.
+func (fsys *fileSystem) copyFile(ctx context.Context, from, to string, size int64) error {
+	src, err := fsys.view.Open(ctx, from)
+	if err != nil {
+		return osErr("copy", from, err)
+	}
+	defer src.Close()
+	w, err := fsys.h.cfg.Writes.Begin(ctx, ingest.Target{Name: to, Size: size, Tokens: fsys.allTokens()})
+	if err != nil {
+		return osErr("copy", to, err)
+	}
+	defer w.Abort()
+	if _, err := w.ReadFrom(src); err != nil {
+		return err
+	}
+	_, err = w.Commit(context.WithoutCancel(ctx))
+	return err
+}
+
+// fileInfo is the os.FileInfo of an entry: small, since a listing holds
+// one per entry. It gives the library the store's ETag and media type, so
+// that neither is computed by opening the file.
+type fileInfo struct {
+	name  string
+	size  int64
+	mod   time.Time
+	dir   bool
+	etag  string
+	ctype string
+}
+
+var (
+	_ webdav.ETager       = (*fileInfo)(nil)
+	_ webdav.ContentTyper = (*fileInfo)(nil)
+)
+
+func newInfo(in largo.Info) fileInfo {
+	return fileInfo{name: in.Name, size: in.Size, mod: in.ModTime, dir: in.IsDir, etag: in.ETag, ctype: in.ContentType}
+}
+
+func (fi *fileInfo) Name() string       { return fi.name }
+func (fi *fileInfo) Size() int64        { return fi.size }
+func (fi *fileInfo) ModTime() time.Time { return fi.mod }
+func (fi *fileInfo) IsDir() bool        { return fi.dir }
+func (fi *fileInfo) Sys() any           { return nil }
+func (fi *fileInfo) Mode() os.FileMode {
+	if fi.dir {
+		return os.ModeDir | 0o755
+	}
+	return 0o644
+}
+
+func (fi *fileInfo) ETag(context.Context) (string, error) {
+	if fi.etag == "" {
+		return "", webdav.ErrNotImplemented
+	}
+	return fi.etag, nil
+}
+
+// ContentType is the store's media type, else the name's, else
+// application/octet-stream: never a sniff, which would open every file of
+// a listing.
+func (fi *fileInfo) ContentType(context.Context) (string, error) {
+	if fi.ctype != "" {
+		return fi.ctype, nil
+	}
+	if ct := mime.TypeByExtension(path.Ext(fi.name)); ct != "" {
+		return ct, nil
+	}
+	return "application/octet-stream", nil
+}
