@@ -134,6 +134,12 @@ func (fsys *fileSystem) create(ctx context.Context, name string) (webdav.File, e
 	if err != nil {
 		return nil, err
 	}
+	// WebDAV makes no folders on the way (RFC 4918, 9.7.1 and 9.8.5: 409).
+	if dir := parent(name); dir != "" {
+		if in, err := fsys.h.cfg.Store.Stat(ctx, dir); err != nil || !in.IsDir {
+			return nil, &fs.PathError{Op: "create", Path: name, Err: fs.ErrNotExist}
+		}
+	}
 	w, err := p.Begin(ctx, ingest.Target{Name: name, Size: -1, Tokens: fsys.allTokens()})
 	if err != nil {
 		return nil, osErr("create", name, err)

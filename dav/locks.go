@@ -211,10 +211,14 @@ func parent(name string) string {
 	return name[:i]
 }
 
-// Locked implements ingest.Guard.
+// Locked implements ingest.Guard. A request that presents tokens, none
+// of which is a live lock, fails its If header (RFC 4918, 10.4): an
+// error wrapping largo.ErrPrecondition (412).
 func (ls *Locks) Locked(ctx context.Context, name string, tree bool, tokens []string) error {
-	if ok, err := ls.any(ctx); err != nil || !ok {
-		return err
+	if len(tokens) == 0 {
+		if ok, err := ls.any(ctx); err != nil || !ok {
+			return err
+		}
 	}
 	held, err := ls.covering(ctx, name)
 	if err != nil {
@@ -227,6 +231,15 @@ func (ls *Locks) Locked(ctx context.Context, name string, tree bool, tokens []st
 		}
 		held = append(held, more...)
 	}
+	if len(tokens) > 0 && len(held) == 0 {
+		live, err := ls.anyLive(ctx, tokens)
+		if err != nil {
+			return err
+		}
+		if !live {
+			return fmt.Errorf("%s: no lock of the If header's tokens: %w", name, largo.ErrPrecondition)
+		}
+	}
 	for _, l := range held {
 		if !slices.Contains(tokens, l.Token) {
 			return fmt.Errorf("%s: %w by %s", name, ingest.ErrLocked, l.Root)
@@ -235,10 +248,11 @@ func (ls *Locks) Locked(ctx context.Context, name string, tree bool, tokens []st
 	return nil
 }
 
-// Forget implements ingest.Guard: the locks and dead properties of name
-// and of all below it go.
+// Forget implements ingest.Guard: the dead properties of name and of all
+// below it go. Locks stay until they are unlocked or expire: a lock
+// holds a name, whether a file is there or not (RFC 4918, 7.3).
 func (ls *Locks) Forget(ctx context.Context, name string) {
-	for _, kind := range []string{lockPrefix, propPrefix} {
+	for _, kind := range []string{propPrefix} {
 		ls.st.Delete(ctx, kind+escape(name))
 		var keys []string
 		for rec, err := range ls.st.List(ctx, belowPrefix(kind, name)) {
@@ -308,6 +322,20 @@ func (ls *Locks) create(ctx context.Context, now time.Time, d webdav.LockDetails
 		return "", err
 	}
 	return l.Token, nil
+}
+
+// anyLive reports whether one of tokens is a live lock.
+func (ls *Locks) anyLive(ctx context.Context, tokens []string) (bool, error) {
+	for _, t := range tokens {
+		_, err := ls.byToken(ctx, t)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, webdav.ErrNoSuchLock) {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // byToken returns the live lock of token, or ErrNoSuchLock.

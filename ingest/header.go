@@ -81,20 +81,26 @@ func Incomplete(h http.Header) bool {
 	return stated && !complete
 }
 
-// LockTokens returns the lock tokens of a request's If header (RFC 4918,
-// 10.4): the Coded-URLs inside its parenthesised lists, negated or not,
-// without the resource tags that may stand before a list. Only the tokens
-// are read; evaluating the header is the WebDAV handler's.
+// LockTokens returns the lock tokens a request's If header presents (RFC
+// 4918, 10.4): the Coded-URLs inside its parenthesised lists, without the
+// resource tags that may stand before a list and without the negated
+// ones ("Not <token>" presents no lock). Only the tokens are read; the
+// rest of the header (entity tags) is the WebDAV handler's.
 func LockTokens(h http.Header) []string {
 	var tokens []string
 	for _, v := range h.Values("If") {
-		depth := 0
+		depth, not := 0, false
 		for i := 0; i < len(v); i++ {
 			switch v[i] {
 			case '(':
 				depth++
 			case ')':
 				depth = max(depth-1, 0)
+			case 'N', 'n':
+				not = depth > 0 && len(v) >= i+3 && strings.EqualFold(v[i:i+3], "not")
+				if not {
+					i += 2
+				}
 			case '[': // an entity tag, which may hold '<'
 				if j := strings.IndexByte(v[i:], ']'); j > 0 {
 					i += j
@@ -104,9 +110,10 @@ func LockTokens(h http.Header) []string {
 				if j < 0 {
 					return tokens
 				}
-				if depth > 0 && j > 1 {
+				if depth > 0 && j > 1 && !not {
 					tokens = append(tokens, v[i+1:i+j])
 				}
+				not = false
 				i += j
 			}
 		}
