@@ -264,4 +264,3 @@ func TestDAVCadaver(t *testing.T) {
 		t.Errorf("cadaver's listing lacks moved.bin:\n%s", out)
 	}
 }
-
