@@ -139,3 +139,14 @@ type Renamer interface {
 	// Readers see from or to, never a part of either.
 	Rename(ctx context.Context, from, to string) error
 }
+
+// Copier is a store that copies a file inside itself without its bytes
+// passing through the caller (WebDAV's COPY): on a folder an in-kernel
+// copy (copy_file_range, a reflink where the filesystem shares blocks)
+// into a temporary file, on a bucket a server-side copy.
+type Copier interface {
+	// Copy starts a copy of the file src to name as an Upload that takes
+	// no bytes: Commit makes the copy appear at name, as a write would,
+	// and Abort discards it. src stays as it is.
+	Copy(ctx context.Context, name, src string, opt CreateOptions) (Upload, error)
+}

@@ -148,10 +148,25 @@ func (f *writeFile) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// ReadFrom receives a copy's source through the pipeline's own buffers.
+// ReadFrom receives a copy's source. A file of the store is copied by the
+// store itself where it can (largo.Copier: in the kernel on a folder, on
+// the server on a bucket); anything else streams through the pipeline's
+// own buffers.
 func (f *writeFile) ReadFrom(r io.Reader) (int64, error) {
 	if f.err != nil {
 		return 0, f.err
+	}
+	if src, ok := r.(*readFile); ok && !src.info.dir && src.f == nil {
+		w, err := f.fsys.h.cfg.Writes.BeginCopy(f.ctx, ingest.Target{Name: f.name, Size: src.info.size, Tokens: f.fsys.allTokens()}, src.name)
+		if err == nil {
+			f.w.Abort()
+			f.w = w
+			return src.info.size, nil
+		}
+		if !errors.Is(err, largo.ErrUnsupported) {
+			f.err = err
+			return 0, err
+		}
 	}
 	n, err := f.w.ReadFrom(r)
 	f.err = err

@@ -266,14 +266,23 @@ func (fsys *fileSystem) copyTree(ctx context.Context, from, to string) error {
 	return nil
 }
 
-// copyFile streams one file into a write of the pipeline.
+// copyFile copies one file: by the store where it can, else streamed
+// into a write of the pipeline.
 func (fsys *fileSystem) copyFile(ctx context.Context, from, to string, size int64) error {
+	t := ingest.Target{Name: to, Size: size, Tokens: fsys.allTokens()}
+	if w, err := fsys.h.cfg.Writes.BeginCopy(ctx, t, from); err == nil {
+		defer w.Abort()
+		_, err = w.Commit(context.WithoutCancel(ctx))
+		return osErr("copy", to, err)
+	} else if !errors.Is(err, largo.ErrUnsupported) {
+		return osErr("copy", to, err)
+	}
 	src, err := fsys.view.Open(ctx, from)
 	if err != nil {
 		return osErr("copy", from, err)
 	}
 	defer src.Close()
-	w, err := fsys.h.cfg.Writes.Begin(ctx, ingest.Target{Name: to, Size: size, Tokens: fsys.allTokens()})
+	w, err := fsys.h.cfg.Writes.Begin(ctx, t)
 	if err != nil {
 		return osErr("copy", to, err)
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path"
 	"syscall"
 
@@ -81,4 +83,39 @@ func (s *Store) parentIsDir(name string) error {
 		return fmt.Errorf("%s: %w", dir, largo.ErrNotDir)
 	}
 	return nil
+}
+
+var _ largo.Copier = (*Store)(nil)
+
+// Copy implements largo.Copier: the bytes of src go into a new file in
+// TempDir by the kernel (copy_file_range: no buffer of largo's, and a
+// reflink on filesystems that share blocks), and Commit renames it into
+// place like any upload.
+func (s *Store) Copy(_ context.Context, name, src string, opt largo.CreateOptions) (largo.Upload, error) {
+	if err := s.checkTarget(name, opt); err != nil {
+		return nil, err
+	}
+	in, err := s.open(src)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer in.Close()
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a file: %w", src, largo.ErrIsDir)
+	}
+	blocking(in)
+	if err := s.root.MkdirAll(TempDir, 0o755); err != nil {
+		return nil, writeErr(err)
+	}
+	tmp := tempName()
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, writeErr(err)
+	}
+	if _, err := io.Copy(f, in); err != nil {
+		f.Close()
+		s.root.Remove(tmp)
+		return nil, writeErr(err)
+	}
+	return &upload{s: s, name: name, tmp: tmp, opt: opt, f: f}, nil
 }

@@ -139,3 +139,28 @@ func hashStaged(ctx context.Context, s Staged) ([]byte, error) {
 	}
 	return h.Sum(nil), nil
 }
+
+// BeginCopy admits a copy of the file src to t.Name, made by the store
+// itself (largo.Copier: in-kernel on a folder, server-side on a bucket)
+// without its bytes passing through the pipeline: t is admitted like any
+// write (the name, locks, conditions, the size, t.Size, against the limit
+// and the free space). The Write takes no bytes: Commit or Abort it. A
+// store without largo.Copier refuses it with ErrUnsupported, and the
+// caller copies through Begin.
+func (p *Pipeline) BeginCopy(ctx context.Context, t Target, src string) (*Write, error) {
+	cp, ok := p.cfg.Store.(largo.Copier)
+	if !ok {
+		return nil, fmt.Errorf("copy: %w", largo.ErrUnsupported)
+	}
+	if err := p.admit(ctx, t); err != nil {
+		return nil, err
+	}
+	if _, err := p.room(ctx, t.Name, t.Size, false); err != nil {
+		return nil, err
+	}
+	u, err := cp.Copy(ctx, t.Name, src, largo.CreateOptions{Size: t.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
+	if err != nil {
+		return nil, CondErr(targetErr(err), t.Cond)
+	}
+	return &Write{p: p, t: t, u: u, n: max(t.Size, 0), copied: true}, nil
+}
