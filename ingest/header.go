@@ -110,8 +110,8 @@ func LockTokens(h http.Header) []string {
 				if j < 0 {
 					return tokens
 				}
-				if depth > 0 && j > 1 && !not {
-					tokens = append(tokens, v[i+1:i+j])
+				if tok := v[i+1 : i+j]; depth > 0 && tok != "" && !not && !strings.Contains(tok, "<") {
+					tokens = append(tokens, tok)
 				}
 				not = false
 				i += j
