@@ -106,6 +106,7 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 		},
 	}
 	wh.ServeHTTP(w, r)
+	fsys.close()
 }
 
 // finiteDepth reports whether a PROPFIND's Depth is 0 or 1. A missing

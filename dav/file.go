@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"time"
 
 	"golang.org/x/net/webdav"
 
@@ -77,46 +78,40 @@ func (f *readFile) Write([]byte) (int, error) {
 func (f *readFile) Stat() (os.FileInfo, error) { return f.info, nil }
 
 // Readdir lists the folder whole, as the library asks (it takes no
-// partial listing), into compact entries that the file system keeps for
-// the look-ups of the walk that follows.
+// partial listing), as names alone: the library reads nothing else of
+// them, and looks each entry up again (see fileSystem).
 func (f *readFile) Readdir(int) ([]os.FileInfo, error) {
 	if !f.info.dir {
 		return nil, &fs.PathError{Op: "readdir", Path: f.name, Err: errNotFile}
 	}
 	fsys := f.fsys
-	fsys.entries, fsys.next, fsys.dir = nil, 0, f.name
-	var entries []fileInfo
+	fsys.close()
+	fsys.listed, fsys.dir, fsys.cur = false, f.name, nil
+	var out []os.FileInfo
 	for in, err := range fsys.view.List(f.ctx, f.name) {
 		if err != nil {
 			return nil, osErr("readdir", f.name, err)
 		}
-		entries = append(entries, newInfo(in))
+		out = append(out, nameInfo(in.Name))
 	}
 	with, err := propNames(f.ctx, fsys.h.cfg.Locks.st, f.name)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]os.FileInfo, len(entries))
-	for i := range entries {
-		out[i] = &entries[i]
-	}
-	fsys.entries, fsys.withProps = entries, with
-	if fsys.entries == nil {
-		fsys.entries = []fileInfo{}
-	}
+	fsys.listed, fsys.withProps = true, with
 	return out, nil
 }
 
 func (f *readFile) DeadProps() (map[xml.Name]webdav.Property, error) {
 	fsys := f.fsys
-	if fsys.entries != nil && f.name != "" && parent(f.name) == fsys.dir && !fsys.withProps[path.Base(f.name)] {
+	if fsys.listed && f.name != "" && parent(f.name) == fsys.dir && !fsys.withProps[path.Base(f.name)] {
 		return nil, nil
 	}
 	return loadProps(f.ctx, fsys.h.cfg.Locks.st, f.name)
 }
 
 func (f *readFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
-	if fsys := f.fsys; fsys.entries != nil && parent(f.name) == fsys.dir {
+	if fsys := f.fsys; fsys.listed && parent(f.name) == fsys.dir {
 		fsys.withProps[path.Base(f.name)] = true
 	}
 	return patchProps(f.ctx, f.fsys.h.cfg.Locks.st, f.name, patches)
@@ -218,3 +213,13 @@ func (f *discardFile) Seek(int64, int) (int64, error)     { return 0, nil }
 func (f *discardFile) Close() error                       { return nil }
 func (f *discardFile) Readdir(int) ([]os.FileInfo, error) { return nil, errNotFile }
 func (f *discardFile) Stat() (os.FileInfo, error)         { return &f.info, nil }
+
+// nameInfo is an entry of Readdir: its name, all the library reads of it.
+type nameInfo string
+
+func (n nameInfo) Name() string       { return string(n) }
+func (n nameInfo) Size() int64        { return 0 }
+func (n nameInfo) Mode() os.FileMode  { return 0 }
+func (n nameInfo) ModTime() time.Time { return time.Time{} }
+func (n nameInfo) IsDir() bool        { return false }
+func (n nameInfo) Sys() any           { return nil }

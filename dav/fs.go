@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"iter"
 	"mime"
 	"os"
 	"path"
@@ -19,22 +20,34 @@ import (
 // store as its requester may see it, every change through the write
 // pipeline with the lock tokens the request holds.
 //
-// It also remembers the folder it listed last: the library walks a
-// PROPFIND of Depth 1 by listing the folder, then looking each entry up
-// again, in the listing's order, several times (Stat, then an open per
-// property set). Those look-ups are answered from the listing, so a
-// folder of many entries costs one listing and no request per entry on
-// a bucket.
+// It also follows the walk of a PROPFIND of Depth 1, which the library
+// makes by listing the folder (Readdir, of which it reads only the
+// names), then looking each entry up again, in the listing's order,
+// several times (Stat, then an open per set of properties). Readdir keeps
+// only the names, and the look-ups are answered from a second listing of
+// the folder read in step with the walk: a folder of many entries costs
+// two listings, no request per entry on a bucket, and a memory of its
+// names, not of their metadata.
 type fileSystem struct {
 	h      *Handler
 	view   largo.Store
 	locks  *requestLocks
 	tokens []string // the If header's
 
-	dir       string     // the folder of entries
-	entries   []fileInfo // its listing, nil when none
-	next      int        // where the walk is in entries
-	withProps map[string]bool
+	dir       string // the folder Readdir listed last, when listed
+	listed    bool
+	withProps map[string]bool // its entries with dead properties
+	pull      func() (largo.Info, error, bool)
+	stop      func()
+	cur       *fileInfo // the entry the walk is at
+}
+
+// close ends the walk's listing, if any.
+func (fsys *fileSystem) close() {
+	if fsys.stop != nil {
+		fsys.stop()
+		fsys.pull, fsys.stop = nil, nil
+	}
 }
 
 var _ webdav.FileSystem = (*fileSystem)(nil)
@@ -78,16 +91,12 @@ func (fsys *fileSystem) writes() (*ingest.Pipeline, error) {
 	return fsys.h.cfg.Writes, nil
 }
 
-// lookup returns the metadata of name, from the last listing when the
-// walk is there.
+// lookup returns the metadata of name: from the listing read in step
+// with the walk when name is the walk's next entry, else from the store.
 func (fsys *fileSystem) lookup(ctx context.Context, name string) (*fileInfo, error) {
-	if fsys.entries != nil && name != "" && parent(name) == fsys.dir {
-		base := path.Base(name)
-		for i := fsys.next; i < len(fsys.entries) && i <= fsys.next+1; i++ {
-			if fsys.entries[i].name == base {
-				fsys.next = i
-				return &fsys.entries[i], nil
-			}
+	if fsys.listed && name != "" && parent(name) == fsys.dir {
+		if fi := fsys.step(ctx, path.Base(name)); fi != nil {
+			return fi, nil
 		}
 	}
 	if largo.Reserved(name) {
@@ -99,6 +108,29 @@ func (fsys *fileSystem) lookup(ctx context.Context, name string) (*fileInfo, err
 	}
 	fi := newInfo(in)
 	return &fi, nil
+}
+
+// step returns the entry base of the walk's folder if it is where the
+// walk is or the next one in the listing; nil otherwise.
+func (fsys *fileSystem) step(ctx context.Context, base string) *fileInfo {
+	if fsys.cur != nil && fsys.cur.name == base {
+		return fsys.cur
+	}
+	if fsys.pull == nil {
+		fsys.pull, fsys.stop = iter.Pull2(fsys.view.List(ctx, fsys.dir))
+	}
+	in, err, ok := fsys.pull()
+	if !ok || err != nil {
+		fsys.listed = false // out of step: the store answers from now on
+		fsys.close()
+		return nil
+	}
+	fi := newInfo(in)
+	fsys.cur = &fi
+	if in.Name != base {
+		return nil
+	}
+	return fsys.cur
 }
 
 func (fsys *fileSystem) Stat(ctx context.Context, p string) (os.FileInfo, error) {
