@@ -64,7 +64,7 @@ func BenchmarkDAV(b *testing.B) {
 			}
 			b.StopTimer()
 			cpu1, _ := proc.TreeCPU(s.PID)
-			b.ReportMetric((cpu1 - cpu0).Seconds()/float64(b.N), "server-cpu-s/GiB")
+			b.ReportMetric((cpu1-cpu0).Seconds()/float64(b.N), "server-cpu-s/GiB")
 			b.ReportMetric(float64(w.peak()-idle)/(1<<20), "peak-above-idle-MiB")
 		})
 	}
