@@ -50,6 +50,12 @@
 // that moves the read deadline as bytes arrive, into the pipeline, which
 // commits it atomically or aborts it.
 //
+// With Config.DAV, the WebDAV methods (PROPFIND, PROPPATCH, MKCOL, COPY,
+// MOVE, LOCK, UNLOCK; dav.go) pass the same checks (writes on, origin, the
+// permissions on the name and on a COPY's or MOVE's destination) and go to
+// package dav; GET, HEAD, PUT and DELETE stay this package's, and Finder's
+// companion files are taken and dropped.
+//
 // Handlers return errors; one table (ingest.Status, shared by every write
 // protocol) turns them into statuses, and the client sees a one-line
 // reason while the log sees the cause.

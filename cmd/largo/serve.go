@@ -141,6 +141,13 @@ password. For users, passwords and per-path rules of who may read, list,
 write and delete, give an access file (--access; see largo passwd and
 largo share for passwords and share links).
 
+With --webdav the folder or bucket can be mounted as a drive (Finder,
+Windows Explorer, davfs2, rclone, cadaver): PROPFIND (Depth 0 or 1),
+PROPPATCH, MKCOL, COPY, MOVE, LOCK and UNLOCK at the files' URLs, behind the
+same access rules; locks refuse writes of every protocol (423) and live in
+the store, so instances on one bucket share them. Finder's ._NAME and
+.DS_Store files are accepted and discarded. See docs/webdav.md.
+
 largo's own endpoints live under /_largo/: healthz, readyz and metrics.
 SIGINT or SIGTERM stops accepting connections and lets transfers in flight
 finish for up to --drain-timeout; a second signal exits at once.
