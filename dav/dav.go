@@ -75,8 +75,9 @@ func New(cfg Config) *Handler {
 	return h
 }
 
-// Methods are the methods a Handler serves.
-var Methods = []string{"PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK"}
+// MaxBody bounds the XML body of a DAV request (PROPFIND, PROPPATCH,
+// LOCK), which the protocol library reads whole.
+const MaxBody = 1 << 20
 
 // Discards reports whether name is a companion file that Finder writes
 // beside the files it copies (`._NAME`, .DS_Store): such writes are
@@ -93,6 +94,12 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 	if r.Method == "PROPFIND" && !finiteDepth(r.Header.Get("Depth")) {
 		refuseInfinity(w)
 		return
+	}
+	if r.Body != nil {
+		// The library reads XML bodies whole: bound them.
+		r2 := *r
+		r2.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		r = &r2
 	}
 	rl := &requestLocks{Locks: h.cfg.Locks}
 	fsys := &fileSystem{h: h, view: view, locks: rl, tokens: ingest.LockTokens(r.Header)}

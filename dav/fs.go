@@ -258,42 +258,54 @@ func (fsys *fileSystem) Rename(ctx context.Context, oldPath, newPath string) err
 		}
 		return moveProps(ctx, st, from, to)
 	}
-	// No rename: a copy, then the removal of the source. Not atomic: a
-	// reader may meet both for a while, and a failure may leave both.
-	if err := fsys.copyTree(ctx, from, to); err != nil {
-		return err
-	}
+	// No rename: each file copied, then removed. Not atomic: a reader may
+	// meet a file at both names for a while, and a failure halfway leaves
+	// part of a folder at each. What the requester cannot see (files the
+	// access rules hide from them, dotfiles) stays where it was.
 	if err := moveProps(ctx, st, from, to); err != nil {
 		return err
 	}
-	return fsys.remove(ctx, from)
+	return fsys.moveTree(ctx, from, to)
 }
 
-// copyTree copies from to to through the pipeline, folders and all.
-func (fsys *fileSystem) copyTree(ctx context.Context, from, to string) error {
+// moveTree moves from to to by copies and removals: a file is copied then
+// removed, a folder made at to, its entries moved, and then removed if
+// nothing is left in it.
+func (fsys *fileSystem) moveTree(ctx context.Context, from, to string) error {
 	in, err := fsys.view.Stat(ctx, from)
 	if err != nil {
-		return osErr("copy", from, err)
+		return osErr("move", from, err)
+	}
+	rm, err := fsys.h.cfg.Writes.CheckRemove(ctx, from, largo.Condition{}, fsys.allTokens())
+	if err != nil {
+		return osErr("move", from, err)
 	}
 	if !in.IsDir {
-		return fsys.copyFile(ctx, from, to, in.Size)
+		if err := fsys.copyFile(ctx, from, to, in.Size); err != nil {
+			return err
+		}
+		return osErr("move", from, rm.Remove(ctx, from, largo.RemoveOptions{Condition: largo.Condition{IfMatch: in.ETag}}))
 	}
 	if dm, ok := fsys.h.cfg.Store.(largo.DirMaker); ok {
 		if err := dm.MakeDir(ctx, to); err != nil && !errors.Is(err, largo.ErrExist) {
-			return osErr("copy", to, err)
+			return osErr("move", to, err)
 		}
 	}
 	var children []string
 	for c, err := range fsys.view.List(ctx, from) {
 		if err != nil {
-			return osErr("copy", from, err)
+			return osErr("move", from, err)
 		}
 		children = append(children, c.Name)
 	}
 	for _, c := range children {
-		if err := fsys.copyTree(ctx, largo.Join(from, c), largo.Join(to, c)); err != nil {
+		if err := fsys.moveTree(ctx, largo.Join(from, c), largo.Join(to, c)); err != nil {
 			return err
 		}
+	}
+	err = rm.Remove(ctx, from, largo.RemoveOptions{})
+	if err != nil && !errors.Is(err, largo.ErrNotEmpty) && !errors.Is(err, largo.ErrNotFound) {
+		return osErr("move", from, err)
 	}
 	return nil
 }
