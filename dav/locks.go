@@ -381,31 +381,39 @@ func (ls *Locks) unlock(ctx context.Context, token string) error {
 	return ls.st.Delete(ctx, lockKey(l.Root))
 }
 
-// confirm checks that the tokens of conds hold locks covering the names.
+// confirm checks a list of an If header's conditions against the names
+// a request changes: the list holds when one of its tokens is a live lock
+// (the library reads its entity tags), and each name is then either
+// locked by one of those locks or not locked at all. (The library's own
+// lock system asks every name to be locked by the list, which refuses the
+// MOVE of a locked file to a name no one locked, as davfs2 sends it.)
 func (ls *Locks) confirm(ctx context.Context, names []string, conds []webdav.Condition) error {
+	var tokens []string
+	for _, c := range conds {
+		if c.Token == "" || c.Not {
+			continue
+		}
+		if _, err := ls.byToken(ctx, c.Token); err == nil {
+			tokens = append(tokens, c.Token)
+		} else if !errors.Is(err, webdav.ErrNoSuchLock) {
+			return err
+		}
+	}
+	if len(tokens) == 0 {
+		return webdav.ErrConfirmationFailed
+	}
 	for _, n := range names {
 		if n == "" {
 			continue
 		}
-		name, ok := clean(n), false
-		for _, c := range conds {
-			if c.Token == "" {
-				continue
-			}
-			l, err := ls.byToken(ctx, c.Token)
-			if errors.Is(err, webdav.ErrNoSuchLock) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if l.covers(name) {
-				ok = true
-				break
-			}
+		held, err := ls.covering(ctx, clean(n))
+		if err != nil {
+			return err
 		}
-		if !ok {
-			return webdav.ErrConfirmationFailed
+		for _, l := range held {
+			if !slices.Contains(tokens, l.Token) {
+				return webdav.ErrConfirmationFailed
+			}
 		}
 	}
 	return nil

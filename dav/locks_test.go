@@ -78,8 +78,14 @@ func TestLocks(t *testing.T) {
 	if err := rb.confirm(ctx, []string{"/dir/x", ""}, []webdav.Condition{{Token: tok}}); err != nil {
 		t.Errorf("confirm under the lock: %v", err)
 	}
-	if err := rb.confirm(ctx, []string{"/other"}, []webdav.Condition{{Token: tok}}); err != webdav.ErrConfirmationFailed {
-		t.Errorf("confirm outside the lock: %v", err)
+	if err := rb.confirm(ctx, []string{"/dir/x", "/other"}, []webdav.Condition{{Token: tok}}); err != nil {
+		t.Errorf("confirm of a move out of the lock to a name no one locked: %v", err)
+	}
+	if err := rb.confirm(ctx, []string{"/dir/x", "/dirt"}, []webdav.Condition{{Token: tok}}); err != webdav.ErrConfirmationFailed {
+		t.Errorf("confirm of a move onto a name another lock holds: %v", err)
+	}
+	if err := rb.confirm(ctx, []string{"/other"}, []webdav.Condition{{Token: "opaquelocktoken:none"}}); err != webdav.ErrConfirmationFailed {
+		t.Errorf("confirm with no live token: %v", err)
 	}
 	if _, err := rb.Refresh(c.t, tok, 2*time.Minute); err != nil {
 		t.Errorf("Refresh through the replica: %v", err)

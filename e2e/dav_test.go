@@ -328,3 +328,60 @@ func TestDAVRclone(t *testing.T) {
 		}
 	}
 }
+
+// TestDAVDavfs2 mounts largo with davfs2 (through FUSE), and copies,
+// makes a folder, moves (davfs2 locks the file, then moves it with its
+// lock's token in an If header), reads back and removes through the
+// mount. Mounting needs root and /dev/fuse.
+func TestDAVDavfs2(t *testing.T) {
+	mountDavfs := need(t, "mount.davfs")
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED, NOT TESTED: mounting with davfs2 needs root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("SKIPPED, NOT TESTED: no /dev/fuse to mount with davfs2")
+	}
+	dir := t.TempDir()
+	s := startWriter(t, dir, "--webdav")
+	mnt := t.TempDir()
+	cmd := exec.Command(mountDavfs, "-o", "uid=0,gid=0", s.URL, mnt)
+	cmd.Stdin = strings.NewReader("dav\n" + testToken + "\n") // user name, password
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mount.davfs: %v\n%s", err, out)
+	}
+	mounted := true
+	unmount := func() {
+		if mounted {
+			mounted = false
+			if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
+				t.Errorf("umount: %v\n%s", err, out)
+			}
+		}
+	}
+	t.Cleanup(unmount)
+	src := filepath.Join(t.TempDir(), "src.bin")
+	sha := writeRandom(t, src, 5<<20+3, 11)
+	for _, args := range [][]string{
+		{"cp", src, filepath.Join(mnt, "a.bin")},
+		{"mkdir", filepath.Join(mnt, "sub")},
+		{"mv", filepath.Join(mnt, "a.bin"), filepath.Join(mnt, "sub", "moved.bin")},
+		{"cp", src, filepath.Join(mnt, "gone.bin")},
+		{"rm", filepath.Join(mnt, "gone.bin")},
+	} {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	if got := fileSHA(t, filepath.Join(mnt, "sub", "moved.bin")); got != sha {
+		t.Errorf("moved.bin read through the mount: sha256 %s; want %s", got, sha)
+	}
+	unmount() // davfs2 sends what it cached
+	if got := fileSHA(t, filepath.Join(dir, "sub", "moved.bin")); got != sha {
+		t.Errorf("moved.bin on the server: sha256 %s; want %s", got, sha)
+	}
+	for _, gone := range []string{"a.bin", "gone.bin"} {
+		if _, err := os.Stat(filepath.Join(dir, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s is still on the server: %v", gone, err)
+		}
+	}
+}
