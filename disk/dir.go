@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"syscall"
 
@@ -104,13 +103,9 @@ func (s *Store) Copy(_ context.Context, name, src string, opt largo.CreateOption
 		return nil, fmt.Errorf("%s: not a file: %w", src, largo.ErrIsDir)
 	}
 	blocking(in)
-	if err := s.root.MkdirAll(TempDir, 0o755); err != nil {
-		return nil, writeErr(err)
-	}
-	tmp := tempName()
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	tmp, f, err := s.newTemp()
 	if err != nil {
-		return nil, writeErr(err)
+		return nil, err
 	}
 	if _, err := io.Copy(f, in); err != nil {
 		f.Close()

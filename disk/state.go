@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"iter"
-	"os"
 	"path"
 	"strings"
 
@@ -66,16 +65,12 @@ func (st state) write(key string, data []byte, excl bool) error {
 		return err
 	}
 	r := st.s.root
-	if err := r.MkdirAll(TempDir, 0o755); err != nil {
-		return writeErr(err)
-	}
 	if err := r.MkdirAll(path.Dir(name), 0o755); err != nil {
 		return writeErr(err)
 	}
-	tmp := tempName()
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	tmp, f, err := st.s.newTemp()
 	if err != nil {
-		return writeErr(err)
+		return err
 	}
 	_, err = f.Write(data)
 	if err == nil {
