@@ -116,7 +116,7 @@ func TestCopyMoveProps(t *testing.T) {
 	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
 	data := strings.Repeat("payload ", 100000)
 	os.WriteFile(filepath.Join(dir, "src", "a.bin"), []byte(data), 0o644)
-	srv, _, locks := newServer(t, dir)
+	srv, view, locks := newServer(t, dir)
 	prop := `<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><Z:color xmlns:Z="urn:t">blue</Z:color></D:prop></D:set></D:propertyupdate>`
 	if code, _ := do(t, "PROPPATCH", srv.URL+"/src/a.bin", prop); code != 207 {
 		t.Fatalf("PROPPATCH: %d", code)
@@ -126,6 +126,10 @@ func TestCopyMoveProps(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "copy.bin")); string(b) != data {
 		t.Errorf("the copy holds %d bytes; want %d", len(b), len(data))
+	}
+	// The store copied it (largo.Copier): the handler opened nothing.
+	if n := view.opens.Load(); n != 0 {
+		t.Errorf("COPY opened %d files through the handler; want the store's own copy", n)
 	}
 	if code, body := do(t, "COPY", srv.URL+"/src/a.bin", "", "Destination", srv.URL+"/missing/copy.bin"); code != 409 {
 		t.Errorf("COPY into a missing folder: %d %s; want 409", code, body)

@@ -385,3 +385,57 @@ func TestDAVDavfs2(t *testing.T) {
 		}
 	}
 }
+
+// TestDAVAccess: the DAV methods obey the access rules, on a folder and
+// on a bucket: PROPFIND needs list (or read), and its answer leaves out
+// what the requester may not read; MKCOL, PROPPATCH and LOCK need write;
+// COPY needs read of the source and write of the destination; MOVE read
+// and delete of the source too.
+func TestDAVAccess(t *testing.T) { forEachTarget(t, davAccess) }
+
+func davAccess(t *testing.T, g *target) {
+	s, _ := accessServer(t, g, "--webdav")
+	alice := []string{"Authorization", "Basic " + basic("alice", alicePassword)}
+	bot := []string{"Authorization", "Bearer " + botToken}
+	lock := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+	patch := `<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><Z:x xmlns:Z="urn:t">1</Z:x></D:prop></D:set></D:propertyupdate>`
+	for _, tt := range []struct {
+		method, path string
+		hdr          []string
+		body         string
+		code         int
+	}{
+		{"PROPFIND", "private/", nil, "", 401},
+		{"PROPFIND", "private/", bot, "", 403},
+		{"PROPFIND", "private/", alice, "", 207},
+		{"MKCOL", "pub/x/", nil, "", 401},
+		{"MKCOL", "pub/x/", bot, "", 403},
+		{"MKCOL", "private/x/", alice, "", 201},
+		{"PROPPATCH", "pub/a.txt", bot, patch, 403},
+		{"LOCK", "pub/a.txt", nil, lock, 401},
+		{"COPY", "pub/a.txt", append([]string{"Destination", s.URL + "private/c.txt"}, bot...), "", 403},
+		{"COPY", "private/s.txt", append([]string{"Destination", s.URL + "inbox/leak.txt"}, bot...), "", 403},
+		{"COPY", "pub/a.txt", append([]string{"Destination", s.URL + "inbox/a.txt"}, bot...), "", 201},
+		{"MOVE", "inbox/old.txt", append([]string{"Destination", s.URL + "inbox/moved.txt"}, bot...), "", 403},
+		{"COPY", "pub/a.txt", append([]string{"Destination", s.URL + "private/c.txt"}, alice...), "", 201},
+		{"MOVE", "private/c.txt", append([]string{"Destination", s.URL + "private/.hidden"}, alice...), "", 403},
+		{"MOVE", "private/c.txt", append([]string{"Destination", s.URL + "private/d.txt"}, alice...), "", 201},
+	} {
+		hdr := append([]string{"Depth", "1"}, tt.hdr...)
+		if tt.method == "LOCK" || tt.method == "COPY" || tt.method == "MOVE" {
+			hdr = tt.hdr
+		}
+		resp, text := send(t, tt.method, s.URL+tt.path, strings.NewReader(tt.body), int64(len(tt.body)), hdr...)
+		if resp.StatusCode != tt.code {
+			t.Errorf("%s /%s with %v: %d %s; want %d", tt.method, tt.path, tt.hdr, resp.StatusCode, text, tt.code)
+		}
+	}
+	_, root := send(t, "PROPFIND", s.URL, nil, 0, "Depth", "1")
+	if strings.Contains(root, "private") || !strings.Contains(root, "/pub/") {
+		t.Errorf("anonymous PROPFIND of the root shows what it may not read, or not what it may:\n%s", root)
+	}
+	if resp, got := send(t, "GET", s.URL+"private/d.txt", nil, 0, alice...); resp.StatusCode != 200 || got != "public" {
+		t.Errorf("private/d.txt after the copy and move: %d %q", resp.StatusCode, got)
+	}
+	g.clean(t)
+}
