@@ -145,8 +145,9 @@ With --webdav the folder or bucket can be mounted as a drive (Finder,
 Windows Explorer, davfs2, rclone, cadaver): PROPFIND (Depth 0 or 1),
 PROPPATCH, MKCOL, COPY, MOVE, LOCK and UNLOCK at the files' URLs, behind the
 same access rules; locks refuse writes of every protocol (423) and live in
-the store, so instances on one bucket share them. Finder's ._NAME and
-.DS_Store files are accepted and discarded. See docs/webdav.md.
+the store, so instances on one bucket share them. A DELETE of a folder then
+removes all it holds, as WebDAV asks. Finder's ._NAME and .DS_Store files are
+accepted and discarded. See docs/webdav.md.
 
 largo's own endpoints live under /_largo/: healthz, readyz and metrics.
 SIGINT or SIGTERM stops accepting connections and lets transfers in flight
