@@ -179,6 +179,24 @@ func TestDAVFinder(t *testing.T) {
 	if resp := get(t, s.URL+"Photos/._IMG%201.jpg"); resp.StatusCode != 404 {
 		t.Errorf("GET of the companion: %d; want 404", resp.StatusCode)
 	}
+	// Finder locks a file, and its companion, before it writes them, and
+	// writes with the lock's token.
+	for _, name := range []string{"Photos/IMG%202.jpg", "Photos/._IMG%202.jpg"} {
+		tok := davLock(t, s.URL+name)
+		body := struct{ *strings.Reader }{strings.NewReader("locked write")}
+		if resp, text := put(t, s.URL+name, body, -1, append([]string{"If", "(<" + tok + ">)"}, bearer...)...); resp.StatusCode/100 != 2 {
+			t.Errorf("chunked PUT of %s under its lock: %d %s", name, resp.StatusCode, text)
+		}
+		if resp, _ := send(t, "UNLOCK", s.URL+name, nil, 0, append([]string{"Lock-Token", "<" + tok + ">"}, bearer...)...); resp.StatusCode != 204 {
+			t.Errorf("UNLOCK %s: %d", name, resp.StatusCode)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "Photos", "IMG 2.jpg")); string(b) != "locked write" {
+		t.Errorf("IMG 2.jpg holds %q (%v)", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "Photos", "._IMG 2.jpg")); !os.IsNotExist(err) {
+		t.Errorf("the locked companion was stored: %v", err)
+	}
 }
 
 // TestDAVWindows: Windows Explorer's sequence: OPTIONS and PROPFIND on the
