@@ -13,6 +13,7 @@ serve:
 test: deps check
 	LARGO_TEST_STRICT=1 $(GO) test -race -timeout 40m ./...
 	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime 60000x ./serve
+	$(GO) test -run '^$$' -fuzz FuzzLockTokens -fuzztime 20000x ./ingest
 
 deps:
 	./scripts/test-deps

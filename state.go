@@ -42,3 +42,13 @@ type Record struct {
 	// ModTime is when it was last written.
 	ModTime time.Time
 }
+
+// StateCreator is a State that writes a record only where none is: the
+// lease that replicas agree on (WebDAV locks). On a folder it is a link
+// into place; on a bucket a PUT with If-None-Match: *.
+type StateCreator interface {
+	// Create writes the record key unless one exists, which is an error
+	// wrapping ErrExist. Of two instances creating one key at once,
+	// exactly one succeeds.
+	Create(ctx context.Context, key string, data []byte) error
+}

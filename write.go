@@ -121,3 +121,32 @@ func (c Condition) Check(name string, in Info, exists bool) error {
 	}
 	return nil
 }
+
+// DirMaker is a store that makes empty folders (WebDAV's MKCOL). A store
+// without it makes folders only as the parents of files it writes.
+type DirMaker interface {
+	// MakeDir makes the folder name, whose parent must be a folder: an
+	// error wrapping ErrNotFound when the parent is missing, ErrNotDir
+	// when it is a file, ErrExist when anything is at name already.
+	MakeDir(ctx context.Context, name string) error
+}
+
+// Renamer is a store that moves a file or a folder to a new name in one
+// step (WebDAV's MOVE). A store without it moves by copy then remove.
+type Renamer interface {
+	// Rename moves from to to, replacing a file at to (never a folder:
+	// ErrIsDir). The parent of to must exist (ErrNotFound otherwise).
+	// Readers see from or to, never a part of either.
+	Rename(ctx context.Context, from, to string) error
+}
+
+// Copier is a store that copies a file inside itself without its bytes
+// passing through the caller (WebDAV's COPY): on a folder an in-kernel
+// copy (copy_file_range, a reflink where the filesystem shares blocks)
+// into a temporary file, on a bucket a server-side copy.
+type Copier interface {
+	// Copy starts a copy of the file src to name as an Upload that takes
+	// no bytes: Commit makes the copy appear at name, as a write would,
+	// and Abort discards it. src stays as it is.
+	Copy(ctx context.Context, name, src string, opt CreateOptions) (Upload, error)
+}

@@ -7,14 +7,16 @@ import (
 	"io"
 	"io/fs"
 	"iter"
-	"os"
 	"path"
 	"strings"
 
 	"largo"
 )
 
-var _ largo.StateKeeper = (*Store)(nil)
+var (
+	_ largo.StateKeeper  = (*Store)(nil)
+	_ largo.StateCreator = state{}
+)
 
 // State implements largo.StateKeeper: records are files under
 // largo.StateDir, reached through the store's os.Root like everything
@@ -46,21 +48,29 @@ func (st state) Get(_ context.Context, key string) ([]byte, error) {
 }
 
 func (st state) Put(_ context.Context, key string, data []byte) error {
+	return st.write(key, data, false)
+}
+
+// Create implements largo.StateCreator: the record is written whole
+// beside, then linked into place, which fails when a record is there.
+func (st state) Create(_ context.Context, key string, data []byte) error {
+	return st.write(key, data, true)
+}
+
+// write writes a record through a temporary file, renamed into place, or
+// with excl linked into place only where none is.
+func (st state) write(key string, data []byte, excl bool) error {
 	name, err := stateName(key)
 	if err != nil {
 		return err
 	}
 	r := st.s.root
-	if err := r.MkdirAll(TempDir, 0o755); err != nil {
-		return writeErr(err)
-	}
 	if err := r.MkdirAll(path.Dir(name), 0o755); err != nil {
 		return writeErr(err)
 	}
-	tmp := tempName()
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	tmp, f, err := st.s.newTemp()
 	if err != nil {
-		return writeErr(err)
+		return err
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -69,7 +79,14 @@ func (st state) Put(_ context.Context, key string, data []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	switch {
+	case err == nil && excl:
+		err = r.Link(tmp, name)
+		r.Remove(tmp)
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("state record %s: %w", key, largo.ErrExist)
+		}
+	case err == nil:
 		err = r.Rename(tmp, name)
 	}
 	if err != nil {

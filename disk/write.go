@@ -39,13 +39,9 @@ func (s *Store) Create(_ context.Context, name string, opt largo.CreateOptions) 
 	if err := s.checkTarget(name, opt); err != nil {
 		return nil, err
 	}
-	if err := s.root.MkdirAll(TempDir, 0o755); err != nil {
-		return nil, writeErr(err)
-	}
-	tmp := tempName()
-	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	tmp, f, err := s.newTemp()
 	if err != nil {
-		return nil, writeErr(err)
+		return nil, err
 	}
 	return &upload{s: s, name: name, tmp: tmp, opt: opt, f: f, wb: spool.NewWriteback(f)}, nil
 }
@@ -351,6 +347,19 @@ func (s *Store) Remove(_ context.Context, name string, opt largo.RemoveOptions) 
 		return writeErr(err)
 	}
 	return s.syncDir(path.Dir(name))
+}
+
+// newTemp creates a new empty file in TempDir, for writing.
+func (s *Store) newTemp() (string, *os.File, error) {
+	if err := s.root.MkdirAll(TempDir, 0o755); err != nil {
+		return "", nil, writeErr(err)
+	}
+	tmp := tempName()
+	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return "", nil, writeErr(err)
+	}
+	return tmp, f, nil
 }
 
 // tempName returns a new name in TempDir, made of the writing process's

@@ -80,3 +80,43 @@ func Incomplete(h http.Header) bool {
 	complete, stated := UploadComplete(h)
 	return stated && !complete
 }
+
+// LockTokens returns the lock tokens a request's If header presents (RFC
+// 4918, 10.4): the Coded-URLs inside its parenthesised lists, without the
+// resource tags that may stand before a list and without the negated
+// ones ("Not <token>" presents no lock). Only the tokens are read; the
+// rest of the header (entity tags) is the WebDAV handler's.
+func LockTokens(h http.Header) []string {
+	var tokens []string
+	for _, v := range h.Values("If") {
+		depth, not := 0, false
+		for i := 0; i < len(v); i++ {
+			switch v[i] {
+			case '(':
+				depth++
+			case ')':
+				depth = max(depth-1, 0)
+			case 'N', 'n':
+				not = depth > 0 && len(v) >= i+3 && strings.EqualFold(v[i:i+3], "not")
+				if not {
+					i += 2
+				}
+			case '[': // an entity tag, which may hold '<'
+				if j := strings.IndexByte(v[i:], ']'); j > 0 {
+					i += j
+				}
+			case '<':
+				j := strings.IndexByte(v[i:], '>')
+				if j < 0 {
+					return tokens
+				}
+				if tok := v[i+1 : i+j]; depth > 0 && tok != "" && !not && !strings.Contains(tok, "<") {
+					tokens = append(tokens, tok)
+				}
+				not = false
+				i += j
+			}
+		}
+	}
+	return tokens
+}

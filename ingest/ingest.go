@@ -19,6 +19,9 @@
 //   - placing the bytes of a finished resumable upload (Place): adopted
 //     where they are staged when the store can (largo.Adopter), copied
 //     through the same receiving otherwise;
+//   - locks (Config.Guard): a name another client has locked (WebDAV's
+//     LOCK) refuses every write and removal, whatever protocol carries
+//     it, unless the request presents the lock's token (423 otherwise);
 //   - one table from error to HTTP status and reason (Status), which every
 //     front end uses: package serve answers with it, package resumable
 //     turns it into tus errors.
@@ -49,6 +52,19 @@ type Observer interface {
 	PendingBytes(delta int64)
 }
 
+// Guard is what a protocol keeps beside files that writes must respect:
+// WebDAV's locks and dead properties (package dav). Implementations must
+// be safe for concurrent use.
+type Guard interface {
+	// Locked returns an error wrapping ErrLocked when name is locked by a
+	// lock whose token is not among tokens; with tree, locks on anything
+	// below name count too (the removal of a folder).
+	Locked(ctx context.Context, name string, tree bool, tokens []string) error
+	// Forget is told that name (and, for a folder, all below it) is gone,
+	// so that what was kept about it goes too.
+	Forget(ctx context.Context, name string)
+}
+
 // Config configures a Pipeline. Only Store is required; the zero value of
 // every other field means no limit.
 type Config struct {
@@ -66,6 +82,9 @@ type Config struct {
 	NoMkdir bool
 	// Observer receives metrics events; nil ignores them.
 	Observer Observer
+	// Guard refuses writes to locked names and forgets removed ones; nil
+	// means no locks.
+	Guard Guard
 }
 
 // Pipeline admits, receives and commits writes into one store.
@@ -109,6 +128,9 @@ type Target struct {
 	// SHA256, when not nil, is what the bytes must hash to (the client's
 	// digest); a write whose bytes differ is refused with ErrDigest.
 	SHA256 []byte
+	// Tokens are the lock tokens the request presents (LockTokens): a
+	// write to a locked name passes only with the lock's token.
+	Tokens []string
 }
 
 // CheckName applies the write policy to a name that passed
@@ -147,8 +169,10 @@ func (p *Pipeline) CheckSpace(ctx context.Context, name string, size int64) erro
 }
 
 // CheckRemove admits a removal under cond: the name policy, whether the
-// store removes and applies conditions. It returns the store's Remover.
-func (p *Pipeline) CheckRemove(name string, cond largo.Condition) (largo.Remover, error) {
+// store removes and applies conditions, and locks on name and below it
+// that tokens do not unlock. It returns the store's Remover; tell Forget
+// of a removal that succeeded.
+func (p *Pipeline) CheckRemove(ctx context.Context, name string, cond largo.Condition, tokens []string) (largo.Remover, error) {
 	rm, ok := p.cfg.Store.(largo.Remover)
 	if !ok {
 		return nil, fmt.Errorf("remove: %w", largo.ErrUnsupported)
@@ -159,7 +183,31 @@ func (p *Pipeline) CheckRemove(name string, cond largo.Condition) (largo.Remover
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
+	if err := p.checkLock(ctx, name, true, tokens); err != nil {
+		return nil, err
+	}
 	return rm, p.checkCond(cond)
+}
+
+// Forget tells the Guard that name is gone.
+func (p *Pipeline) Forget(ctx context.Context, name string) {
+	if p.cfg.Guard != nil {
+		p.cfg.Guard.Forget(ctx, name)
+	}
+}
+
+// CheckLock refuses, with an error wrapping ErrLocked, a change to name
+// (with tree, to anything below it) that tokens do not unlock: for the
+// changes that are no write of bytes (a folder made, properties set).
+func (p *Pipeline) CheckLock(ctx context.Context, name string, tree bool, tokens []string) error {
+	return p.checkLock(ctx, name, tree, tokens)
+}
+
+func (p *Pipeline) checkLock(ctx context.Context, name string, tree bool, tokens []string) error {
+	if p.cfg.Guard == nil {
+		return nil
+	}
+	return p.cfg.Guard.Locked(ctx, name, tree, tokens)
 }
 
 // admit checks all of a write but its size.
@@ -168,6 +216,9 @@ func (p *Pipeline) admit(ctx context.Context, t Target) error {
 		return fmt.Errorf("write: %w", largo.ErrUnsupported)
 	}
 	if err := CheckName(t.Name); err != nil {
+		return err
+	}
+	if err := p.checkLock(ctx, t.Name, false, t.Tokens); err != nil {
 		return err
 	}
 	if p.cfg.MaxSize > 0 && t.Size > p.cfg.MaxSize {

@@ -283,3 +283,38 @@ func TestUploadComplete(t *testing.T) {
 		}
 	}
 }
+
+func TestLockTokens(t *testing.T) {
+	for _, tc := range []struct {
+		ifs  string
+		want string
+	}{
+		{"", ""},
+		{"(<opaquelocktoken:a>)", "opaquelocktoken:a"},
+		{`<http://h/x> (<urn:a> ["e<t"]) (Not <DAV:no-lock>)`, "urn:a"},
+		{"(<a>) (<b>)", "a,b"},
+		{"(not <a>)(<b>)", "b"},
+		{"(<unterminated", ""},
+		{`(["etag"])`, ""},
+	} {
+		h := http.Header{}
+		if tc.ifs != "" {
+			h.Set("If", tc.ifs)
+		}
+		if got := strings.Join(LockTokens(h), ","); got != tc.want {
+			t.Errorf("LockTokens(%q) = %q; want %q", tc.ifs, got, tc.want)
+		}
+	}
+}
+
+func FuzzLockTokens(f *testing.F) {
+	f.Add(`<http://h/x> (<urn:a> ["e<t"]) (Not <DAV:no-lock>)`)
+	f.Fuzz(func(t *testing.T, s string) {
+		h := http.Header{"If": {s}}
+		for _, tok := range LockTokens(h) {
+			if tok == "" || strings.ContainsAny(tok, "<>") {
+				t.Errorf("LockTokens(%q) gave %q", s, tok)
+			}
+		}
+	})
+}

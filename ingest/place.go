@@ -32,7 +32,7 @@ type Staged struct {
 // bytes are stored already). The store adopts the staged bytes where it
 // can, and receives a copy otherwise.
 func (p *Pipeline) Place(ctx context.Context, t Target, s Staged) (Result, error) {
-	if err := p.admitPlace(t); err != nil {
+	if err := p.admitPlace(ctx, t); err != nil {
 		return Result{}, err
 	}
 	w, err := p.adopt(ctx, t, s)
@@ -54,11 +54,14 @@ func (p *Pipeline) Place(ctx context.Context, t Target, s Staged) (Result, error
 
 // admitPlace is the admission of bytes already stored: the name and
 // whether the store can write under the condition.
-func (p *Pipeline) admitPlace(t Target) error {
+func (p *Pipeline) admitPlace(ctx context.Context, t Target) error {
 	if p.cr == nil {
 		return fmt.Errorf("write: %w", largo.ErrUnsupported)
 	}
 	if err := CheckName(t.Name); err != nil {
+		return err
+	}
+	if err := p.checkLock(ctx, t.Name, false, t.Tokens); err != nil {
 		return err
 	}
 	return p.checkCond(t.Cond)
@@ -135,4 +138,29 @@ func hashStaged(ctx context.Context, s Staged) ([]byte, error) {
 		return nil, err
 	}
 	return h.Sum(nil), nil
+}
+
+// BeginCopy admits a copy of the file src to t.Name, made by the store
+// itself (largo.Copier: in-kernel on a folder, server-side on a bucket)
+// without its bytes passing through the pipeline: t is admitted like any
+// write (the name, locks, conditions, the size, t.Size, against the limit
+// and the free space). The Write takes no bytes: Commit or Abort it. A
+// store without largo.Copier refuses it with ErrUnsupported, and the
+// caller copies through Begin.
+func (p *Pipeline) BeginCopy(ctx context.Context, t Target, src string) (*Write, error) {
+	cp, ok := p.cfg.Store.(largo.Copier)
+	if !ok {
+		return nil, fmt.Errorf("copy: %w", largo.ErrUnsupported)
+	}
+	if err := p.admit(ctx, t); err != nil {
+		return nil, err
+	}
+	if _, err := p.room(ctx, t.Name, t.Size, false); err != nil {
+		return nil, err
+	}
+	u, err := cp.Copy(ctx, t.Name, src, largo.CreateOptions{Size: t.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
+	if err != nil {
+		return nil, CondErr(targetErr(err), t.Cond)
+	}
+	return &Write{p: p, t: t, u: u, n: max(t.Size, 0), copied: true}, nil
 }

@@ -27,6 +27,8 @@ var (
 	ErrBodyTimeout = errors.New("request body stalled")
 	// ErrBodyIncomplete: the client's body ended early or broke.
 	ErrBodyIncomplete = errors.New("request body incomplete")
+	// ErrLocked: another client holds a lock on the target (WebDAV).
+	ErrLocked = errors.New("locked")
 )
 
 // StatusError is an error that carries its own status and reason: a
@@ -66,6 +68,7 @@ var statusTable = []struct {
 	reason string
 }{
 	{ErrReservedName, http.StatusForbidden, "hidden or reserved name: not writable"},
+	{ErrLocked, http.StatusLocked, "locked: another client holds a lock on this path; send its token in an If header"},
 	{ErrMissingFolder, http.StatusConflict, "folder does not exist"},
 	{ErrParentNotDir, http.StatusConflict, "a parent is a file, not a folder"},
 	{largo.ErrBadDigest, http.StatusBadRequest, "invalid Content-Digest or Repr-Digest"},

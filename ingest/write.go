@@ -29,6 +29,7 @@ type Write struct {
 	pending int64
 	sp      *spool.Writer
 	ended   bool
+	copied  bool // a copy made by the store: no bytes, no hash
 }
 
 // Begin admits t and opens the store's upload. Its announced size, if
@@ -97,6 +98,8 @@ func (w *Write) Write(p []byte) (int, error) {
 	switch {
 	case w.ended:
 		return 0, errors.New("write to an ended upload")
+	case w.copied:
+		return 0, errors.New("write to a copy made by the store")
 	case w.n+int64(len(p)) > w.room:
 		return 0, w.overflow()
 	}
@@ -172,9 +175,10 @@ func (w *Write) Commit(ctx context.Context) (Result, error) {
 	return Result{Info: in, Created: created, SHA256: sum}, nil
 }
 
-// SHA256 returns the SHA-256 of the bytes received so far.
+// SHA256 returns the SHA-256 of the bytes received so far; nil for a
+// copy made by the store (BeginCopy), whose bytes the pipeline never saw.
 func (w *Write) SHA256() []byte {
-	if w.sum != nil {
+	if w.sum != nil || w.copied {
 		return w.sum
 	}
 	w.stop()

@@ -90,7 +90,7 @@ func (s *sidecar) removeStale(ctx context.Context, target string, orig largo.Inf
 		return
 	}
 	cond := largo.Condition{IfMatch: si.ETag}
-	rm, err := s.cfg.Writes.CheckRemove(target, cond)
+	rm, err := s.cfg.Writes.CheckRemove(ctx, target, cond, nil)
 	if err != nil {
 		return
 	}

@@ -488,6 +488,7 @@ type copySender struct {
 	src  string // the source's key
 	size int64
 	etag string
+	keep bool // a copy (largo.Copier): the source stays
 }
 
 func (c *copySender) write([]byte) error { return errors.New("an adopted upload takes no bytes") }
@@ -517,6 +518,9 @@ func (c *copySender) finish(ctx context.Context, cond largo.Condition) (written,
 	}
 	if err != nil {
 		return w, err
+	}
+	if c.keep {
+		return w, nil
 	}
 	// The copy is in place: a source that fails to go is left to whoever
 	// staged it.

@@ -15,7 +15,10 @@ import (
 	"largo"
 )
 
-var _ largo.StateKeeper = (*Store)(nil)
+var (
+	_ largo.StateKeeper  = (*Store)(nil)
+	_ largo.StateCreator = state{}
+)
 
 // maxRecord bounds what Get reads of a record: records are small.
 const maxRecord = 1 << 20
@@ -57,18 +60,39 @@ func (st state) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 func (st state) Put(ctx context.Context, key string, data []byte) error {
+	return st.put(ctx, key, data, false)
+}
+
+// Create implements largo.StateCreator: one PUT with If-None-Match: *,
+// which the bucket refuses (412) when the key exists.
+func (st state) Create(ctx context.Context, key string, data []byte) error {
+	if !st.s.ConditionalWrites() {
+		return fmt.Errorf("state record %s: create only if absent: %w", key, largo.ErrUnsupported)
+	}
+	return st.put(ctx, key, data, true)
+}
+
+func (st state) put(ctx context.Context, key string, data []byte, excl bool) error {
 	k, err := st.key(key)
 	if err != nil {
 		return err
 	}
-	_, err = st.s.api.PutObject(ctx, &awss3.PutObjectInput{
+	in := &awss3.PutObjectInput{
 		Bucket:        &st.s.bucket,
 		Key:           &k,
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
-	})
+	}
+	if excl {
+		in.IfNoneMatch = aws.String("*")
+	}
+	_, err = st.s.api.PutObject(ctx, in)
 	if err != nil {
-		return mapErr(key, err)
+		err = mapErr(key, err)
+		if excl && errors.Is(err, largo.ErrPrecondition) {
+			return fmt.Errorf("state record %s: %w", key, largo.ErrExist)
+		}
+		return err
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ const (
 
 var (
 	_ largo.Creator = (*Store)(nil)
+	_ largo.Copier  = (*Store)(nil)
 	_ largo.Adopter = (*Store)(nil)
 	_ largo.Remover = (*Store)(nil)
 	_ largo.Upload  = (*upload)(nil)
@@ -69,6 +70,12 @@ func (s *Store) newUpload(ctx context.Context, name string, opt largo.CreateOpti
 // through largo, and then removes it. staged has been checked by the
 // caller, the write pipeline.
 func (s *Store) Adopt(ctx context.Context, name, staged string, opt largo.CreateOptions) (largo.Upload, error) {
+	return s.copyUpload(ctx, name, staged, opt, false)
+}
+
+// copyUpload is an Upload that copies staged to name at its commit, and
+// unless keep then removes staged.
+func (s *Store) copyUpload(ctx context.Context, name, staged string, opt largo.CreateOptions, keep bool) (largo.Upload, error) {
 	if err := s.checkTarget(ctx, name, opt); err != nil {
 		return nil, err
 	}
@@ -79,8 +86,15 @@ func (s *Store) Adopt(ctx context.Context, name, staged string, opt largo.Create
 	opt.Size = src.size
 	u := s.newUpload(ctx, name, opt)
 	u.n = src.size
-	u.send = &copySender{u: u, src: s.key(staged), size: src.size, etag: src.etag}
+	u.send = &copySender{u: u, src: s.key(staged), size: src.size, etag: src.etag, keep: keep}
 	return u, nil
+}
+
+// Copy implements largo.Copier: a server-side copy of src, committed as
+// Adopt's (one CopyObject, or a multipart upload of copied ranges above
+// the largest single copy or under a condition), but src stays.
+func (s *Store) Copy(ctx context.Context, name, src string, opt largo.CreateOptions) (largo.Upload, error) {
+	return s.copyUpload(ctx, name, src, opt, true)
 }
 
 // checkTarget refuses early what the commit would refuse or get wrong: the

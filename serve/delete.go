@@ -11,13 +11,15 @@ import (
 )
 
 // remove answers DELETE: a file, or a folder when it is empty or the
-// query says ?recursive=1. If-Match applies to files. 204 on success.
+// query says ?recursive=1 or WebDAV is on (RFC 4918, 9.6.1: a DELETE of
+// a collection removes all it holds). If-Match applies to files; a lock
+// held by another client refuses it (423). 204 on success.
 func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) error {
 	cond, err := ingest.Condition(r.Header)
 	if err != nil {
 		return err
 	}
-	rm, err := h.cfg.Writes.CheckRemove(name, cond)
+	rm, err := h.cfg.Writes.CheckRemove(r.Context(), name, cond, ingest.LockTokens(r.Header))
 	if err != nil {
 		return err
 	}
@@ -26,10 +28,14 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) er
 	case "1", "true", "yes":
 		opt.Recursive = true
 	}
+	if h.cfg.DAV != nil {
+		opt.Recursive = true
+	}
 	in, statErr := h.cfg.Store.Stat(r.Context(), name)
 	if err := rm.Remove(r.Context(), name, opt); err != nil {
 		return ingest.CondErr(err, cond)
 	}
+	h.cfg.Writes.Forget(r.Context(), name)
 	if statErr == nil && !in.IsDir {
 		h.removeSidecars(r, rm, name, in)
 	}

@@ -109,7 +109,7 @@ func (h *Handler) storePart(r *http.Request, folder string, part io.Reader, file
 	if err := h.may(r, name, auth.Write); err != nil {
 		return Stored{}, err
 	}
-	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: -1, Cond: cond})
+	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: -1, Cond: cond, Tokens: ingest.LockTokens(r.Header)})
 	if err != nil {
 		return Stored{}, err
 	}

@@ -50,6 +50,12 @@
 // that moves the read deadline as bytes arrive, into the pipeline, which
 // commits it atomically or aborts it.
 //
+// With Config.DAV, the WebDAV methods (PROPFIND, PROPPATCH, MKCOL, COPY,
+// MOVE, LOCK, UNLOCK; dav.go) pass the same checks (writes on, origin, the
+// permissions on the name and on a COPY's or MOVE's destination) and go to
+// package dav; GET, HEAD, PUT and DELETE stay this package's, and Finder's
+// companion files are taken and dropped.
+//
 // Handlers return errors; one table (ingest.Status, shared by every write
 // protocol) turns them into statuses, and the client sees a one-line
 // reason while the log sees the cause.
@@ -155,6 +161,13 @@ type Config struct {
 	// behind the same auth. Nil stores such writes like any other when
 	// they carry the whole file, and refuses them (400) when they do not.
 	Resumer Resumer
+	// DAV serves the WebDAV methods at the files' URLs, behind the same
+	// access rules (PROPFIND needs list or read, PROPPATCH, MKCOL, LOCK and
+	// UNLOCK write, COPY read of the source and write of the destination,
+	// MOVE read and delete of the source and write of the destination);
+	// OPTIONS then announces DAV: 1, 2. Writes of Finder's companion files
+	// it Discards are taken and dropped. Nil answers the DAV methods 405.
+	DAV WebDAV
 	// Uploads receives upload metrics events. Nil ignores them.
 	Uploads UploadObserver
 	// Compression receives compression metrics events. Nil ignores them.
@@ -428,8 +441,19 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if perm, ok := davMethods[r.Method]; ok && h.cfg.DAV != nil {
+		return h.dav(w, r, name, perm)
+	}
 	switch r.Method {
-	case http.MethodPut, http.MethodPost, http.MethodDelete:
+	case http.MethodPut, http.MethodDelete:
+		if h.cfg.DAV != nil && h.cfg.Writes != nil && h.cfg.DAV.Discards(name) {
+			if err := h.may(r, name, auth.Write); err != nil {
+				return err
+			}
+			return h.discard(w, r)
+		}
+		return h.write(w, r, name)
+	case http.MethodPost:
 		return h.write(w, r, name)
 	}
 	if largo.Reserved(name) {
@@ -440,6 +464,9 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 		return h.get(w, r, name)
 	case http.MethodOptions:
 		w.Header().Set("Allow", h.allow())
+		if h.cfg.DAV != nil {
+			davHeaders(w.Header())
+		}
 		if h.cfg.Writes != nil && h.cfg.Resumer != nil {
 			w.Header().Set("Upload-Limit", h.cfg.Resumer.Limits())
 		}

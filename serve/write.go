@@ -51,8 +51,13 @@ var (
 
 // allow is the Allow header of the file tree.
 func (h *Handler) allow() string {
-	if h.cfg.Writes != nil {
+	switch {
+	case h.cfg.Writes != nil && h.cfg.DAV != nil:
+		return writeMethods + davAllow
+	case h.cfg.Writes != nil:
 		return writeMethods
+	case h.cfg.DAV != nil:
+		return readMethods + ", PROPFIND"
 	}
 	return readMethods
 }

@@ -11,7 +11,8 @@ import (
 
 // RunState runs the suite of a store's state records: written whole, read
 // back, replaced, listed by prefix, removed; a missing record is
-// ErrNotFound, and removing one is no error.
+// ErrNotFound, and removing one is no error; and, for a
+// largo.StateCreator, records created only where none is.
 func RunState(t *testing.T, st largo.State) {
 	ctx := context.Background()
 	if _, err := st.Get(ctx, "suite/missing"); !errors.Is(err, largo.ErrNotFound) {
@@ -47,6 +48,7 @@ func RunState(t *testing.T, st largo.State) {
 	if _, err := st.Get(ctx, "suite/a"); !errors.Is(err, largo.ErrNotFound) {
 		t.Errorf("Get after Delete: %v", err)
 	}
+	runStateCreate(t, st)
 	for _, bad := range []string{"", "../x", "a//b"} {
 		if err := st.Put(ctx, bad, nil); err == nil {
 			t.Errorf("Put %q succeeded", bad)

@@ -22,9 +22,12 @@ type WritableStore interface {
 }
 
 // RunWrite runs the write suite: atomic visibility, conditions, aborts and
-// removals. newStore must return a fresh writable store holding files.
+// removals, and the optional capabilities the store has (largo.DirMaker,
+// largo.Renamer, largo.Copier). newStore must return a fresh writable
+// store holding files.
 func RunWrite(t *testing.T, newStore func(t *testing.T, files map[string]string) WritableStore) {
 	ctx := context.Background()
+	runCapabilities(t, newStore)
 
 	t.Run("CreateCommit", func(t *testing.T) {
 		s := newStore(t, map[string]string{"old.txt": "old"})

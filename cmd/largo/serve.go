@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"largo"
+	"largo/dav"
 	"largo/encode"
 	"largo/ingest"
 	"largo/limit"
@@ -57,6 +58,7 @@ type serveConfig struct {
 	noMkdir      bool
 	uploadExpiry time.Duration
 	ietfVersions string
+	webdav       bool
 
 	access accessConfig
 }
@@ -139,6 +141,14 @@ password. For users, passwords and per-path rules of who may read, list,
 write and delete, give an access file (--access; see largo passwd and
 largo share for passwords and share links).
 
+With --webdav the folder or bucket can be mounted as a drive (Finder,
+Windows Explorer, davfs2, rclone, cadaver): PROPFIND (Depth 0 or 1),
+PROPPATCH, MKCOL, COPY, MOVE, LOCK and UNLOCK at the files' URLs, behind the
+same access rules; locks refuse writes of every protocol (423) and live in
+the store, so instances on one bucket share them. A DELETE of a folder then
+removes all it holds, as WebDAV asks. Finder's ._NAME and .DS_Store files are
+accepted and discarded. See docs/webdav.md.
+
 largo's own endpoints live under /_largo/: healthz, readyz and metrics.
 SIGINT or SIGTERM stops accepting connections and lets transfers in flight
 finish for up to --drain-timeout; a second signal exits at once.
@@ -198,6 +208,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.StringVar(&cfg.access.shareKeyFile, "share-key-file", "", "key of share links, 32 bytes or more (default: kept in the store's state folder, shared by every instance serving it)")
 	f.StringSliceVar(&cfg.access.corsOrigins, "cors-origin", nil, "origins (https://app.example) whose pages may read and write here from a browser, tus uploads included (default none: only this server's own pages)")
 	f.StringSliceVar(&cfg.access.hosts, "host", nil, "host names this server answers besides, on a loopback address, localhost, 127.0.0.1 and ::1 (421 for others)")
+	f.BoolVar(&cfg.webdav, "webdav", false, "speak WebDAV at the files' URLs (PROPFIND, PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK; locks held in the store's state area), to mount the folder or bucket as a drive; changes need --upload")
 	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
 	f.StringVar(&cfg.ietfVersions, "ietf-versions", joinInts(resumable.DefaultVersions()), "interop versions of the IETF resumable-upload draft that make a PUT or POST resumable (Upload-Draft-Interop-Version), comma-separated, or off")
 	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
@@ -330,13 +341,28 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 // write, turns writes on: the sweep of what a crash left, the write
 // pipeline, and the resumable uploads with their expiry, which runs until
 // ctx is done.
-func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveConfig, st largo.Store, m *metrics.Metrics, hcfg *serve.Config) error {
+func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveConfig, st largo.Store, m *metrics.Metrics, hcfg *serve.Config) (err error) {
 	on, err := setUpAccess(ctx, e, logger, cfg, st, hcfg)
 	if err != nil {
 		return err
 	}
 	if cfg.access.accessFile != "" {
 		go reloadAccess(ctx, e, logger, cfg.access.accessFile, hcfg.Access)
+	}
+	var locks *dav.Locks
+	if cfg.webdav {
+		sk, ok := st.(largo.StateKeeper)
+		if !ok {
+			return usageErr(errors.New("--webdav: this store keeps no state for locks"))
+		}
+		if locks, err = dav.NewLocks(sk.State(), nil); err != nil {
+			return usageErr(fmt.Errorf("--webdav: %v", err))
+		}
+		defer func() {
+			if err == nil {
+				hcfg.DAV = dav.New(dav.Config{Store: st, Writes: hcfg.Writes, Locks: locks, Logger: logger})
+			}
+		}()
 	}
 	if !on {
 		return nil
@@ -345,13 +371,17 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	if err != nil {
 		return err
 	}
-	writes := ingest.New(ingest.Config{
+	icfg := ingest.Config{
 		Store:    st,
 		MaxSize:  int64(cfg.maxUpload),
 		Reserve:  int64(cfg.reserve),
 		NoMkdir:  cfg.noMkdir,
 		Observer: m,
-	})
+	}
+	if locks != nil {
+		icfg.Guard = locks
+	}
+	writes := ingest.New(icfg)
 	rh, err := resumable.New(resumable.Config{
 		Writes:      writes,
 		Staging:     staging,

@@ -1,0 +1,138 @@
+// Package dav is largo's WebDAV front end: the DAV methods (PROPFIND,
+// PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK) at the files' own URLs,
+// spoken by golang.org/x/net/webdav over an adapter on a largo.Store. The
+// library owns the protocol and its XML; this package owns how it meets
+// largo:
+//
+//   - the adapter (fs.go, file.go) reads through the store as the
+//     requester may see it, and writes only through the write pipeline
+//     (package ingest): a COPY into a file is a write committed when the
+//     copy ends, streamed through the pipeline's buffers into the store's
+//     staging and renamed into place; a MOVE is the store's rename where
+//     it has one (a folder), else a copy then a removal (a bucket: not
+//     atomic);
+//   - locks (locks.go) are records in the store's state area, taken with
+//     conditional creates, so that every instance serving one bucket sees
+//     the same locks; through ingest.Guard they refuse writes of every
+//     protocol (PUT, forms, tus, IETF uploads, DELETE) that do not present
+//     the lock's token (423);
+//   - dead properties (props.go) are records in the state area too, one
+//     per file, moved with it by MOVE and dropped when it is removed by
+//     any protocol;
+//   - a PROPFIND of Depth infinity (or without Depth) is refused with 403
+//     and the propfind-finite-depth precondition of RFC 4918 (9.1), and
+//     one of Depth 1 walks the folder with small entries and one look-up
+//     of the folder's properties, so its memory stays bounded by the
+//     entries' size, not by their metadata.
+//
+// GET, HEAD, PUT and DELETE stay on largo's own paths (package serve):
+// sendfile, ranges and the pipeline's PUT. Finder's companions (`._NAME`
+// AppleDouble files and .DS_Store) are taken and discarded (Discards):
+// largo never stores or serves dotfiles.
+//
+// A Handler is safe for concurrent use.
+package dav
+
+import (
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+
+	"golang.org/x/net/webdav"
+
+	"largo"
+	"largo/ingest"
+)
+
+// Config configures a Handler. Store and Locks are required.
+type Config struct {
+	// Store is the store the files live in.
+	Store largo.Store
+	// Writes is the write pipeline every change goes through; nil serves
+	// only PROPFIND.
+	Writes *ingest.Pipeline
+	// Locks holds the locks and the dead properties; it must be the
+	// Guard of Writes, so that writes of other protocols honour them.
+	Locks *Locks
+	// Logger receives the errors the protocol library reports; nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Handler serves the DAV methods. Create one with New.
+type Handler struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns the Handler of cfg.
+func New(cfg Config) *Handler {
+	h := &Handler{cfg: cfg, log: cfg.Logger}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	return h
+}
+
+// MaxBody bounds the XML body of a DAV request (PROPFIND, PROPPATCH,
+// LOCK), which the protocol library reads whole.
+const MaxBody = 1 << 20
+
+// Discards reports whether name is a companion file that Finder writes
+// beside the files it copies (`._NAME`, .DS_Store): such writes are
+// taken and thrown away, never stored, since largo neither stores nor
+// serves dotfiles, and Finder abandons a copy whose companion is refused.
+func Discards(name string) bool {
+	base := path.Base(name)
+	return base == ".DS_Store" || strings.HasPrefix(base, "._")
+}
+
+// ServeDAV serves r, a DAV method that the access rules have let
+// through, reading through view: the store as its requester may read it.
+func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.Store) {
+	if r.Method == "PROPFIND" && !finiteDepth(r.Header.Get("Depth")) {
+		refuseInfinity(w)
+		return
+	}
+	if r.Body != nil {
+		// The library reads XML bodies whole: bound them.
+		r2 := *r
+		r2.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		r = &r2
+	}
+	rl := &requestLocks{Locks: h.cfg.Locks}
+	fsys := &fileSystem{h: h, view: view, locks: rl, tokens: ingest.LockTokens(r.Header)}
+	wh := webdav.Handler{
+		FileSystem: fsys,
+		LockSystem: rl,
+		Logger: func(r *http.Request, err error) {
+			if err != nil {
+				h.log.Debug("webdav", "method", r.Method, "path", r.URL.Path, "err", err)
+			}
+		},
+	}
+	wh.ServeHTTP(w, r)
+	fsys.close()
+}
+
+// finiteDepth reports whether a PROPFIND's Depth is 0 or 1. A missing
+// Depth means infinity (RFC 4918, 9.1).
+func finiteDepth(d string) bool {
+	d = strings.TrimSpace(d)
+	return d == "0" || d == "1"
+}
+
+// refuseInfinity answers a PROPFIND of infinite depth as RFC 4918 (9.1)
+// says a server that does not walk whole trees should: 403 with the
+// propfind-finite-depth precondition.
+func refuseInfinity(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/xml; charset=utf-8")
+	w.WriteHeader(http.StatusForbidden)
+	w.Write([]byte(`<?xml version="1.0" encoding="utf-8"?>` + "\n" +
+		`<D:error xmlns:D="DAV:"><D:propfind-finite-depth/></D:error>` + "\n"))
+}
+
+// Discards reports whether writes to name are taken and dropped (see the
+// function Discards).
+func (h *Handler) Discards(name string) bool { return Discards(name) }

@@ -1,0 +1,392 @@
+package dav
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"iter"
+	"mime"
+	"os"
+	"path"
+	"time"
+
+	"golang.org/x/net/webdav"
+
+	"largo"
+	"largo/ingest"
+)
+
+// fileSystem is the webdav.FileSystem of one request: reads through the
+// store as its requester may see it, every change through the write
+// pipeline with the lock tokens the request holds.
+//
+// It also follows the walk of a PROPFIND of Depth 1, which the library
+// makes by listing the folder (Readdir, of which it reads only the
+// names), then looking each entry up again, in the listing's order,
+// several times (Stat, then an open per set of properties). Readdir keeps
+// only the names, and the look-ups are answered from a second listing of
+// the folder read in step with the walk: a folder of many entries costs
+// two listings, no request per entry on a bucket, and a memory of its
+// names, not of their metadata.
+type fileSystem struct {
+	h      *Handler
+	view   largo.Store
+	locks  *requestLocks
+	tokens []string // the If header's
+
+	dir       string // the folder Readdir listed last, when listed
+	listed    bool
+	withProps map[string]bool // its entries with dead properties
+	pull      func() (largo.Info, error, bool)
+	stop      func()
+	cur       *fileInfo // the entry the walk is at
+}
+
+// close ends the walk's listing, if any.
+func (fsys *fileSystem) close() {
+	if fsys.stop != nil {
+		fsys.stop()
+		fsys.pull, fsys.stop = nil, nil
+	}
+}
+
+var _ webdav.FileSystem = (*fileSystem)(nil)
+
+// allTokens are the lock tokens the request's writes present: its If
+// header's, and those of the locks the library took for it.
+func (fsys *fileSystem) allTokens() []string {
+	return append(fsys.tokens[:len(fsys.tokens):len(fsys.tokens)], fsys.locks.made...)
+}
+
+// storeName turns a path of the library into a store name; invalid and
+// hidden names read as missing.
+func storeName(op, p string) (string, error) {
+	name, err := largo.ParseName(path.Clean("/" + p))
+	if err != nil {
+		return "", &fs.PathError{Op: op, Path: p, Err: fs.ErrNotExist}
+	}
+	return name, nil
+}
+
+// osErr turns a store or pipeline error into what the library reads:
+// the os package's kinds, which it maps to statuses.
+func osErr(op, name string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, largo.ErrNotFound), errors.Is(err, largo.ErrNotDir):
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+	case errors.Is(err, largo.ErrExist):
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrExist}
+	case errors.Is(err, largo.ErrPermission):
+		return &fs.PathError{Op: op, Path: name, Err: fs.ErrPermission}
+	}
+	return err
+}
+
+func (fsys *fileSystem) writes() (*ingest.Pipeline, error) {
+	if fsys.h.cfg.Writes == nil {
+		return nil, fs.ErrPermission
+	}
+	return fsys.h.cfg.Writes, nil
+}
+
+// lookup returns the metadata of name: from the listing read in step
+// with the walk when name is the walk's next entry, else from the store.
+func (fsys *fileSystem) lookup(ctx context.Context, name string) (*fileInfo, error) {
+	if fsys.listed && name != "" && parent(name) == fsys.dir {
+		if fi := fsys.step(ctx, path.Base(name)); fi != nil {
+			return fi, nil
+		}
+	}
+	if largo.Reserved(name) {
+		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+	}
+	in, err := fsys.view.Stat(ctx, name)
+	if err != nil {
+		return nil, osErr("stat", name, err)
+	}
+	fi := newInfo(in)
+	return &fi, nil
+}
+
+// step returns the entry base of the walk's folder if it is where the
+// walk is or the next one in the listing; nil otherwise.
+func (fsys *fileSystem) step(ctx context.Context, base string) *fileInfo {
+	if fsys.cur != nil && fsys.cur.name == base {
+		return fsys.cur
+	}
+	if fsys.pull == nil {
+		fsys.pull, fsys.stop = iter.Pull2(fsys.view.List(ctx, fsys.dir))
+	}
+	in, err, ok := fsys.pull()
+	if !ok || err != nil {
+		fsys.listed = false // out of step: the store answers from now on
+		fsys.close()
+		return nil
+	}
+	fi := newInfo(in)
+	fsys.cur = &fi
+	if in.Name != base {
+		return nil
+	}
+	return fsys.cur
+}
+
+func (fsys *fileSystem) Stat(ctx context.Context, p string) (os.FileInfo, error) {
+	name, err := storeName("stat", p)
+	if err != nil {
+		return nil, err
+	}
+	return fsys.lookup(ctx, name)
+}
+
+func (fsys *fileSystem) OpenFile(ctx context.Context, p string, flag int, _ os.FileMode) (webdav.File, error) {
+	name, err := storeName("open", p)
+	if err != nil {
+		return nil, err
+	}
+	if flag&os.O_CREATE != 0 {
+		return fsys.create(ctx, name)
+	}
+	fi, err := fsys.lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return &readFile{fsys: fsys, ctx: ctx, name: name, info: fi}, nil
+}
+
+// create starts a write of name through the pipeline, committed when the
+// file is closed.
+func (fsys *fileSystem) create(ctx context.Context, name string) (webdav.File, error) {
+	if Discards(name) {
+		return &discardFile{info: fileInfo{name: path.Base(name)}}, nil
+	}
+	p, err := fsys.writes()
+	if err != nil {
+		return nil, err
+	}
+	// WebDAV makes no folders on the way (RFC 4918, 9.7.1 and 9.8.5: 409).
+	if dir := parent(name); dir != "" {
+		if in, err := fsys.h.cfg.Store.Stat(ctx, dir); err != nil || !in.IsDir {
+			return nil, &fs.PathError{Op: "create", Path: name, Err: fs.ErrNotExist}
+		}
+	}
+	w, err := p.Begin(ctx, ingest.Target{Name: name, Size: -1, Tokens: fsys.allTokens()})
+	if err != nil {
+		return nil, osErr("create", name, err)
+	}
+	return &writeFile{fsys: fsys, ctx: ctx, name: name, w: w}, nil
+}
+
+func (fsys *fileSystem) Mkdir(ctx context.Context, p string, _ os.FileMode) error {
+	name, err := storeName("mkdir", p)
+	if err != nil {
+		return err
+	}
+	pl, err := fsys.writes()
+	if err != nil {
+		return err
+	}
+	if err := ingest.CheckName(name); err != nil {
+		return osErr("mkdir", name, err)
+	}
+	if err := pl.CheckLock(ctx, name, false, fsys.allTokens()); err != nil {
+		return err
+	}
+	dm, ok := fsys.h.cfg.Store.(largo.DirMaker)
+	if !ok {
+		return largo.ErrUnsupported
+	}
+	return osErr("mkdir", name, dm.MakeDir(ctx, name))
+}
+
+func (fsys *fileSystem) RemoveAll(ctx context.Context, p string) error {
+	name, err := storeName("remove", p)
+	if err != nil {
+		return err
+	}
+	return fsys.remove(ctx, name)
+}
+
+func (fsys *fileSystem) remove(ctx context.Context, name string) error {
+	pl, err := fsys.writes()
+	if err != nil {
+		return err
+	}
+	rm, err := pl.CheckRemove(ctx, name, largo.Condition{}, fsys.allTokens())
+	if err != nil {
+		return osErr("remove", name, err)
+	}
+	err = rm.Remove(ctx, name, largo.RemoveOptions{Recursive: true})
+	if err != nil && !errors.Is(err, largo.ErrNotFound) {
+		return osErr("remove", name, err)
+	}
+	pl.Forget(ctx, name)
+	return nil
+}
+
+func (fsys *fileSystem) Rename(ctx context.Context, oldPath, newPath string) error {
+	from, err := storeName("rename", oldPath)
+	if err != nil {
+		return err
+	}
+	to, err := storeName("rename", newPath)
+	if err != nil {
+		return err
+	}
+	pl, err := fsys.writes()
+	if err != nil {
+		return err
+	}
+	for _, n := range []string{from, to} {
+		if err := ingest.CheckName(n); err != nil {
+			return osErr("rename", n, err)
+		}
+	}
+	tokens := fsys.allTokens()
+	if _, err := pl.CheckRemove(ctx, from, largo.Condition{}, tokens); err != nil {
+		return osErr("rename", from, err)
+	}
+	if err := pl.CheckLock(ctx, to, true, tokens); err != nil {
+		return err
+	}
+	st := fsys.h.cfg.Locks.st
+	if rn, ok := fsys.h.cfg.Store.(largo.Renamer); ok {
+		if err := rn.Rename(ctx, from, to); err != nil {
+			return osErr("rename", from, err)
+		}
+		return moveProps(ctx, st, from, to)
+	}
+	// No rename: each file copied, then removed. Not atomic: a reader may
+	// meet a file at both names for a while, and a failure halfway leaves
+	// part of a folder at each. What the requester cannot see (files the
+	// access rules hide from them, dotfiles) stays where it was.
+	if err := moveProps(ctx, st, from, to); err != nil {
+		return err
+	}
+	return fsys.moveTree(ctx, from, to)
+}
+
+// moveTree moves from to to by copies and removals: a file is copied then
+// removed, a folder made at to, its entries moved, and then removed if
+// nothing is left in it.
+func (fsys *fileSystem) moveTree(ctx context.Context, from, to string) error {
+	in, err := fsys.view.Stat(ctx, from)
+	if err != nil {
+		return osErr("move", from, err)
+	}
+	rm, err := fsys.h.cfg.Writes.CheckRemove(ctx, from, largo.Condition{}, fsys.allTokens())
+	if err != nil {
+		return osErr("move", from, err)
+	}
+	if !in.IsDir {
+		if err := fsys.copyFile(ctx, from, to, in.Size); err != nil {
+			return err
+		}
+		return osErr("move", from, rm.Remove(ctx, from, largo.RemoveOptions{Condition: largo.Condition{IfMatch: in.ETag}}))
+	}
+	if dm, ok := fsys.h.cfg.Store.(largo.DirMaker); ok {
+		if err := dm.MakeDir(ctx, to); err != nil && !errors.Is(err, largo.ErrExist) {
+			return osErr("move", to, err)
+		}
+	}
+	var children []string
+	for c, err := range fsys.view.List(ctx, from) {
+		if err != nil {
+			return osErr("move", from, err)
+		}
+		children = append(children, c.Name)
+	}
+	for _, c := range children {
+		if err := fsys.moveTree(ctx, largo.Join(from, c), largo.Join(to, c)); err != nil {
+			return err
+		}
+	}
+	err = rm.Remove(ctx, from, largo.RemoveOptions{})
+	if err != nil && !errors.Is(err, largo.ErrNotEmpty) && !errors.Is(err, largo.ErrNotFound) {
+		return osErr("move", from, err)
+	}
+	return nil
+}
+
+// copyFile copies one file: by the store where it can, else streamed
+// into a write of the pipeline.
+func (fsys *fileSystem) copyFile(ctx context.Context, from, to string, size int64) error {
+	t := ingest.Target{Name: to, Size: size, Tokens: fsys.allTokens()}
+	if w, err := fsys.h.cfg.Writes.BeginCopy(ctx, t, from); err == nil {
+		defer w.Abort()
+		_, err = w.Commit(context.WithoutCancel(ctx))
+		return osErr("copy", to, err)
+	} else if !errors.Is(err, largo.ErrUnsupported) {
+		return osErr("copy", to, err)
+	}
+	src, err := fsys.view.Open(ctx, from)
+	if err != nil {
+		return osErr("copy", from, err)
+	}
+	defer src.Close()
+	w, err := fsys.h.cfg.Writes.Begin(ctx, t)
+	if err != nil {
+		return osErr("copy", to, err)
+	}
+	defer w.Abort()
+	if _, err := w.ReadFrom(src); err != nil {
+		return err
+	}
+	_, err = w.Commit(context.WithoutCancel(ctx))
+	return err
+}
+
+// fileInfo is the os.FileInfo of an entry: small, since a listing holds
+// one per entry. It gives the library the store's ETag and media type, so
+// that neither is computed by opening the file.
+type fileInfo struct {
+	name  string
+	size  int64
+	mod   time.Time
+	dir   bool
+	etag  string
+	ctype string
+}
+
+var (
+	_ webdav.ETager       = (*fileInfo)(nil)
+	_ webdav.ContentTyper = (*fileInfo)(nil)
+)
+
+func newInfo(in largo.Info) fileInfo {
+	return fileInfo{name: in.Name, size: in.Size, mod: in.ModTime, dir: in.IsDir, etag: in.ETag, ctype: in.ContentType}
+}
+
+func (fi *fileInfo) Name() string       { return fi.name }
+func (fi *fileInfo) Size() int64        { return fi.size }
+func (fi *fileInfo) ModTime() time.Time { return fi.mod }
+func (fi *fileInfo) IsDir() bool        { return fi.dir }
+func (fi *fileInfo) Sys() any           { return nil }
+func (fi *fileInfo) Mode() os.FileMode {
+	if fi.dir {
+		return os.ModeDir | 0o755
+	}
+	return 0o644
+}
+
+func (fi *fileInfo) ETag(context.Context) (string, error) {
+	if fi.etag == "" {
+		return "", webdav.ErrNotImplemented
+	}
+	return fi.etag, nil
+}
+
+// ContentType is the store's media type, else the name's, else
+// application/octet-stream: never a sniff, which would open every file of
+// a listing.
+func (fi *fileInfo) ContentType(context.Context) (string, error) {
+	if fi.ctype != "" {
+		return fi.ctype, nil
+	}
+	if ct := mime.TypeByExtension(path.Ext(fi.name)); ct != "" {
+		return ct, nil
+	}
+	return "application/octet-stream", nil
+}

@@ -1,0 +1,476 @@
+package dav
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/net/webdav"
+
+	"largo"
+	"largo/ingest"
+)
+
+// Locks are WebDAV's write locks, kept as records of a store's state
+// area: one record per locked name, created only where none is
+// (largo.StateCreator: a link on a folder, If-None-Match: * on a bucket),
+// so that of two instances locking one name at once exactly one wins.
+// A lock's token carries its name, so that UNLOCK and a refresh find the
+// record with one read. Expired locks are ignored, and removed when met.
+//
+// Locks implements ingest.Guard, through which every write protocol
+// honours them. Locks is safe for concurrent use.
+type Locks struct {
+	st  largo.State
+	sc  largo.StateCreator
+	now func() time.Time
+}
+
+var _ ingest.Guard = (*Locks)(nil)
+
+// MaxTimeout bounds a lock's life: a lock asked for without a timeout, or
+// for longer, ends after it unless refreshed, so that a client that
+// vanished cannot hold a file for ever.
+const MaxTimeout = time.Hour
+
+// lockPrefix is where the lock records are in the state area.
+const lockPrefix = "dav/locks/"
+
+// NewLocks returns the locks kept in st, which must create records
+// conditionally; now is the clock (nil: time.Now).
+func NewLocks(st largo.State, now func() time.Time) (*Locks, error) {
+	sc, ok := st.(largo.StateCreator)
+	if !ok {
+		return nil, fmt.Errorf("locks: the state area cannot create records conditionally: %w", largo.ErrUnsupported)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	return &Locks{st: st, sc: sc, now: now}, nil
+}
+
+// lock is a lock's record.
+type lock struct {
+	Token     string    `json:"token"`
+	Root      string    `json:"root"`
+	ZeroDepth bool      `json:"zero_depth"`
+	Expires   time.Time `json:"expires"`
+	Timeout   int64     `json:"timeout"` // seconds, as granted
+	Owner     string    `json:"owner,omitempty"`
+}
+
+func (l *lock) live(now time.Time) bool { return now.Before(l.Expires) }
+
+// covers reports whether the lock applies to name.
+func (l *lock) covers(name string) bool {
+	return name == l.Root || !l.ZeroDepth && within(l.Root, name)
+}
+
+func (l *lock) details() webdav.LockDetails {
+	return webdav.LockDetails{Root: "/" + l.Root, Duration: time.Duration(l.Timeout) * time.Second, OwnerXML: l.Owner, ZeroDepth: l.ZeroDepth}
+}
+
+// within reports whether name is strictly below dir.
+func within(dir, name string) bool {
+	return dir == "" && name != "" || strings.HasPrefix(name, dir+"/")
+}
+
+// escape turns a name into one element of a state key: every record of
+// a kind lies in one folder, the root's included ("_"), and the records
+// of the names below a folder share a prefix (escape(dir) + "%2F").
+func escape(name string) string { return "_" + url.PathEscape(name) }
+
+// unescape is the inverse of escape.
+func unescape(elem string) (string, error) {
+	rest, ok := strings.CutPrefix(elem, "_")
+	if !ok {
+		return "", fmt.Errorf("state key %q: not an escaped name", elem)
+	}
+	return url.PathUnescape(rest)
+}
+
+func lockKey(name string) string { return lockPrefix + escape(name) }
+
+// belowPrefix is the key prefix of the records of the names below dir
+// (for the root, its own record too, which callers skip).
+func belowPrefix(kind, dir string) string {
+	if dir == "" {
+		return kind + "_"
+	}
+	return kind + escape(dir) + "%2F"
+}
+
+// tokenScheme starts every token: RFC 4918's opaquelocktoken URI, a UUID
+// and, as its path, the locked name.
+const tokenScheme = "opaquelocktoken:"
+
+func newToken(name string) string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return tokenScheme + h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:] + "/" + escape(name)
+}
+
+// tokenName returns the name a token of ours locks.
+func tokenName(token string) (string, bool) {
+	rest, ok := strings.CutPrefix(token, tokenScheme)
+	if !ok {
+		return "", false
+	}
+	_, esc, ok := strings.Cut(rest, "/")
+	if !ok {
+		return "", false
+	}
+	name, err := unescape(esc)
+	return name, err == nil
+}
+
+// get returns the live lock on exactly name, or nil.
+func (ls *Locks) get(ctx context.Context, name string) (*lock, error) {
+	b, err := ls.st.Get(ctx, lockKey(name))
+	if errors.Is(err, largo.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var l lock
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, fmt.Errorf("lock record of %s: %w", name, err)
+	}
+	if !l.live(ls.now()) {
+		return nil, nil
+	}
+	return &l, nil
+}
+
+// below yields the live locks on the names below dir.
+func (ls *Locks) below(ctx context.Context, dir string) ([]*lock, error) {
+	var out []*lock
+	for rec, err := range ls.st.List(ctx, belowPrefix(lockPrefix, dir)) {
+		if err != nil {
+			return nil, err
+		}
+		name, err := unescape(strings.TrimPrefix(rec.Key, lockPrefix))
+		if err != nil || name == dir {
+			continue
+		}
+		l, err := ls.get(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if l != nil {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// any reports whether the state area holds any lock record at all: one
+// listing that spares a write the look-ups of its name's folders when
+// nothing is locked.
+func (ls *Locks) any(ctx context.Context) (bool, error) {
+	for _, err := range ls.st.List(ctx, lockPrefix) {
+		return err == nil, err
+	}
+	return false, nil
+}
+
+// covering returns the live locks that apply to name: its own, and those
+// of its folders that hold their whole tree.
+func (ls *Locks) covering(ctx context.Context, name string) ([]*lock, error) {
+	var out []*lock
+	for n := name; ; n = parent(n) {
+		l, err := ls.get(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if l != nil && l.covers(name) {
+			out = append(out, l)
+		}
+		if n == "" {
+			return out, nil
+		}
+	}
+}
+
+func parent(name string) string {
+	i := strings.LastIndexByte(name, '/')
+	if i < 0 {
+		return ""
+	}
+	return name[:i]
+}
+
+// Locked implements ingest.Guard. A request that presents tokens, none
+// of which is a live lock, fails its If header (RFC 4918, 10.4): an
+// error wrapping largo.ErrPrecondition (412).
+func (ls *Locks) Locked(ctx context.Context, name string, tree bool, tokens []string) error {
+	if len(tokens) == 0 {
+		if ok, err := ls.any(ctx); err != nil || !ok {
+			return err
+		}
+	}
+	held, err := ls.covering(ctx, name)
+	if err != nil {
+		return err
+	}
+	if tree {
+		more, err := ls.below(ctx, name)
+		if err != nil {
+			return err
+		}
+		held = append(held, more...)
+	}
+	if len(tokens) > 0 && len(held) == 0 {
+		live, err := ls.anyLive(ctx, tokens)
+		if err != nil {
+			return err
+		}
+		if !live {
+			return fmt.Errorf("%s: no lock of the If header's tokens: %w", name, largo.ErrPrecondition)
+		}
+	}
+	for _, l := range held {
+		if !slices.Contains(tokens, l.Token) {
+			return fmt.Errorf("%s: %w by %s", name, ingest.ErrLocked, l.Root)
+		}
+	}
+	return nil
+}
+
+// Forget implements ingest.Guard: the dead properties of name and of all
+// below it go. Locks stay until they are unlocked or expire: a lock
+// holds a name, whether a file is there or not (RFC 4918, 7.3).
+func (ls *Locks) Forget(ctx context.Context, name string) {
+	for _, kind := range []string{propPrefix} {
+		ls.st.Delete(ctx, kind+escape(name))
+		var keys []string
+		for rec, err := range ls.st.List(ctx, belowPrefix(kind, name)) {
+			if err != nil {
+				break
+			}
+			if rec.Key != kind+escape(name) {
+				keys = append(keys, rec.Key)
+			}
+		}
+		for _, k := range keys {
+			ls.st.Delete(ctx, k)
+		}
+	}
+}
+
+// create takes a new lock.
+func (ls *Locks) create(ctx context.Context, now time.Time, d webdav.LockDetails) (string, error) {
+	name := clean(d.Root)
+	for n := name; n != ""; {
+		n = parent(n)
+		l, err := ls.get(ctx, n)
+		if err != nil {
+			return "", err
+		}
+		if l != nil && l.covers(name) {
+			return "", webdav.ErrLocked
+		}
+	}
+	if !d.ZeroDepth {
+		below, err := ls.below(ctx, name)
+		if err != nil {
+			return "", err
+		}
+		if len(below) > 0 {
+			return "", webdav.ErrLocked
+		}
+	}
+	timeout := d.Duration
+	if timeout <= 0 || timeout > MaxTimeout {
+		timeout = MaxTimeout
+	}
+	l := lock{Token: newToken(name), Root: name, ZeroDepth: d.ZeroDepth, Expires: now.Add(timeout), Timeout: int64(timeout / time.Second), Owner: d.OwnerXML}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return "", err
+	}
+	for range 2 {
+		err = ls.sc.Create(ctx, lockKey(name), b)
+		if !errors.Is(err, largo.ErrExist) {
+			break
+		}
+		// Taken: by a live lock, or by one that expired, which goes.
+		old, gerr := ls.get(ctx, name)
+		if gerr != nil {
+			return "", gerr
+		}
+		if old != nil {
+			return "", webdav.ErrLocked
+		}
+		ls.st.Delete(ctx, lockKey(name))
+	}
+	if err != nil {
+		if errors.Is(err, largo.ErrExist) {
+			return "", webdav.ErrLocked
+		}
+		return "", err
+	}
+	return l.Token, nil
+}
+
+// anyLive reports whether one of tokens is a live lock.
+func (ls *Locks) anyLive(ctx context.Context, tokens []string) (bool, error) {
+	for _, t := range tokens {
+		_, err := ls.byToken(ctx, t)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, webdav.ErrNoSuchLock) {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// byToken returns the live lock of token, or ErrNoSuchLock.
+func (ls *Locks) byToken(ctx context.Context, token string) (*lock, error) {
+	name, ok := tokenName(token)
+	if !ok {
+		return nil, webdav.ErrNoSuchLock
+	}
+	l, err := ls.get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if l == nil || l.Token != token {
+		return nil, webdav.ErrNoSuchLock
+	}
+	return l, nil
+}
+
+func (ls *Locks) refresh(ctx context.Context, now time.Time, token string, d time.Duration) (webdav.LockDetails, error) {
+	l, err := ls.byToken(ctx, token)
+	if err != nil {
+		return webdav.LockDetails{}, err
+	}
+	if d <= 0 || d > MaxTimeout {
+		d = MaxTimeout
+	}
+	l.Expires, l.Timeout = now.Add(d), int64(d/time.Second)
+	b, err := json.Marshal(l)
+	if err != nil {
+		return webdav.LockDetails{}, err
+	}
+	if err := ls.st.Put(ctx, lockKey(l.Root), b); err != nil {
+		return webdav.LockDetails{}, err
+	}
+	return l.details(), nil
+}
+
+func (ls *Locks) unlock(ctx context.Context, token string) error {
+	l, err := ls.byToken(ctx, token)
+	if err != nil {
+		return err
+	}
+	return ls.st.Delete(ctx, lockKey(l.Root))
+}
+
+// confirm checks a list of an If header's conditions against the names
+// a request changes: the list holds when one of its tokens is a live lock
+// (the library reads its entity tags), and each name is then either
+// locked by one of those locks or not locked at all. (The library's own
+// lock system asks every name to be locked by the list, which refuses the
+// MOVE of a locked file to a name no one locked, as davfs2 sends it.)
+func (ls *Locks) confirm(ctx context.Context, names []string, conds []webdav.Condition) error {
+	var tokens []string
+	for _, c := range conds {
+		if c.Token == "" || c.Not {
+			continue
+		}
+		if _, err := ls.byToken(ctx, c.Token); err == nil {
+			tokens = append(tokens, c.Token)
+		} else if !errors.Is(err, webdav.ErrNoSuchLock) {
+			return err
+		}
+	}
+	if len(tokens) == 0 {
+		return webdav.ErrConfirmationFailed
+	}
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		held, err := ls.covering(ctx, clean(n))
+		if err != nil {
+			return err
+		}
+		for _, l := range held {
+			if !slices.Contains(tokens, l.Token) {
+				return webdav.ErrConfirmationFailed
+			}
+		}
+	}
+	return nil
+}
+
+// clean turns a path of the protocol library ("/a/b") into a store name.
+func clean(p string) string {
+	return strings.Trim(p, "/")
+}
+
+// requestLocks is the webdav.LockSystem of one request: the Locks, and
+// the tokens of the locks the library takes for the request itself (the
+// locks of a request without an If header), which its own writes must
+// pass.
+type requestLocks struct {
+	*Locks
+	made []string
+}
+
+var _ webdav.LockSystem = (*requestLocks)(nil)
+
+// lockTimeout bounds each state operation of the lock system, whose
+// methods get no context.
+const lockTimeout = 30 * time.Second
+
+func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...webdav.Condition) (func(), error) {
+	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	defer cancel()
+	if err := rl.confirm(ctx, []string{name0, name1}, conds); err != nil {
+		return nil, err
+	}
+	for _, c := range conds {
+		if c.Token != "" {
+			rl.made = append(rl.made, c.Token)
+		}
+	}
+	return func() {}, nil
+}
+
+func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	defer cancel()
+	token, err := rl.create(ctx, now, d)
+	if err == nil {
+		rl.made = append(rl.made, token)
+	}
+	return token, err
+}
+
+func (rl *requestLocks) Refresh(now time.Time, token string, d time.Duration) (webdav.LockDetails, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	defer cancel()
+	return rl.refresh(ctx, now, token, d)
+}
+
+func (rl *requestLocks) Unlock(now time.Time, token string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	defer cancel()
+	return rl.unlock(ctx, token)
+}

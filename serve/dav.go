@@ -1,0 +1,117 @@
+package serve
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"largo"
+	"largo/auth"
+	"largo/ingest"
+)
+
+// WebDAV serves the DAV methods at the files' URLs (package dav). GET,
+// HEAD, PUT and DELETE stay this package's: downloads keep sendfile and
+// writes the pipeline. Implementations must be safe for concurrent use.
+type WebDAV interface {
+	// ServeDAV serves r, a DAV method that the access rules let
+	// through, reading through view, the store as its requester may read
+	// it.
+	ServeDAV(w http.ResponseWriter, r *http.Request, view largo.Store)
+	// Discards reports whether name is a companion file a client writes
+	// beside the files it copies (Finder's ._NAME and .DS_Store), whose
+	// writes are taken and thrown away.
+	Discards(name string) bool
+}
+
+// davMethods are the methods Config.DAV serves.
+var davMethods = map[string]auth.Perm{
+	"PROPFIND":  0, // list or read, by what the name is
+	"PROPPATCH": auth.Write,
+	"MKCOL":     auth.Write,
+	"LOCK":      auth.Write,
+	"UNLOCK":    auth.Write,
+	"COPY":      auth.Read,
+	"MOVE":      auth.Read | auth.Delete,
+}
+
+// davAllow is the Allow header of the file tree with WebDAV on.
+const davAllow = ", PROPFIND, PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK"
+
+// davHeaders sets what an OPTIONS answer tells WebDAV clients: the
+// compliance classes (1 and 2: locks) and, for Windows' Mini-Redirector,
+// MS-Author-Via.
+func davHeaders(hdr http.Header) {
+	hdr.Set("DAV", "1, 2")
+	hdr.Set("MS-Author-Via", "DAV")
+}
+
+// dav checks a DAV method the way write checks a write (writes on, a
+// browser's origin, then the permissions on the name and, for COPY and
+// MOVE, on the destination), then hands it to Config.DAV.
+func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm auth.Perm) error {
+	if r.Method != "PROPFIND" {
+		if h.cfg.Writes == nil {
+			return &methodError{allow: readMethods + ", PROPFIND"}
+		}
+		if err := h.sameOrigin(r); err != nil {
+			return err
+		}
+	}
+	if largo.Reserved(name) && !(h.cfg.DAV.Discards(name) && (r.Method == "LOCK" || r.Method == "UNLOCK")) {
+		return fmt.Errorf("%s: hidden: %w", name, largo.ErrNotFound)
+	}
+	if perm == 0 {
+		perm = auth.Read
+		if in, err := h.cfg.Store.Stat(r.Context(), name); err == nil && in.IsDir {
+			perm = auth.List
+		}
+	}
+	if err := h.may(r, name, perm); err != nil {
+		return err
+	}
+	if r.Method == "COPY" || r.Method == "MOVE" {
+		dst, err := destination(r)
+		if err != nil {
+			return err
+		}
+		if err := ingest.CheckName(dst); err != nil {
+			return err
+		}
+		if err := h.may(r, dst, auth.Write); err != nil {
+			return err
+		}
+	}
+	h.cfg.DAV.ServeDAV(w, r, h.readable(r))
+	return nil
+}
+
+var errDestination = ingest.Refuse(http.StatusBadRequest, "bad Destination header: an absolute URL or path on this server")
+
+// destination returns the store name of a COPY's or MOVE's Destination.
+func destination(r *http.Request) (string, error) {
+	u, err := url.Parse(r.Header.Get("Destination"))
+	if err != nil || u.Path == "" {
+		return "", errDestination
+	}
+	if u.Host != "" && !strings.EqualFold(u.Host, r.Host) {
+		return "", ingest.Refuse(http.StatusBadGateway, "Destination on another server")
+	}
+	return largo.ParseName(u.Path)
+}
+
+// discard takes a write of a companion file and keeps nothing: the body
+// is read and dropped, like any body, under the transfer's deadlines.
+func (h *Handler) discard(w http.ResponseWriter, r *http.Request) error {
+	if r.Method == http.MethodPut {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			return ingest.BodyErr(err)
+		}
+		w.WriteHeader(http.StatusCreated)
+		return nil
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
