@@ -52,7 +52,7 @@ var hostileScenario = &scenario{
 	name:     "hostile",
 	caseHead: "slow heads + idle + unread bodies",
 	about: func(s Settings) string {
-		return fmt.Sprintf("Hostile connections held at once, each server told to give up on a client after %s (largo --idle-timeout; nginx client_header_timeout, client_body_timeout, keepalive_timeout; Caddy read_header, read_body, idle): slow heads send a request head a byte a second and never finish it, idle ones ask for one small file and then say nothing on the kept-alive connection, unread bodies announce a body that never comes (half a GET of a small file with Content-Length: 100, half a PUT of 1 MB). Meanwhile one client downloads the %s file, once before the load (alone) and once during it (loaded). Cut is the time from a connection's first byte (slow heads), from the answer read (idle) or from the head sent (unread bodies) until the server closed it, max and 99th percentile in seconds; never cut is what was still open %s after the idle timeout. Held is the connections open once all had started, and KiB per connection the server's RSS above idle then, divided by them. Servers without an idle timeout to set (the naive baseline, a peer given as a command) are not run.",
+		return fmt.Sprintf("Hostile connections held at once, each server told to give up on a client after %s (largo --idle-timeout; nginx client_header_timeout, client_body_timeout, keepalive_timeout; Caddy read_header, read_body, idle): slow heads send a request head a byte a second and never finish it, idle ones ask for one small file and then say nothing on the kept-alive connection, unread bodies announce a body that never comes (half a GET of a small file with Content-Length: 100, half a PUT of 1 MB). Meanwhile one client downloads the %s file: during the load (loaded), and before it and after it (alone, the mean of both rates). Cut is the time from a connection's first byte (slow heads), from the answer read (idle) or from the head sent (unread bodies) until the server closed it, max and 99th percentile in seconds; never cut is what was still open %s after the idle timeout. Held is the connections open once all had started, and KiB per connection the server's RSS above idle then, divided by them. Servers without an idle timeout to set (the naive baseline, a peer given as a command) are not run.",
 			hostileIdle, largo.FormatSize(s.Size), hostileGrace)
 	},
 	cases: func(cfg Config) []string {
@@ -139,6 +139,17 @@ func runHostile(ctx context.Context, r *runner, srv Server, cs string) Result {
 	loaded, n, loadedErr := r.timedFetch(ctx, in, f)
 	sent += n
 	cuts, never := load.wait()
+	// Alone again, once every hostile connection has ended: the rate
+	// alone is the mean of both, so that neither a first download's
+	// warm-up nor a drift of the shared machine favours one side.
+	after, n, err := r.timedFetch(ctx, in, f)
+	sent += n
+	if err != nil {
+		res.fail(fmt.Errorf("download alone after the load: %v", err))
+	} else {
+		alone = (alone + after) / 2
+		res.set("alone_mb_per_s", alone)
+	}
 
 	res.set("held", float64(held))
 	if held > 0 && in.failure() == nil {
