@@ -48,6 +48,7 @@ type serveConfig struct {
 	compress      choiceValue
 	compressLevel choiceValue
 	compressMax   int
+	sidecars      choiceValue
 
 	upload       bool
 	token        string
@@ -104,6 +105,7 @@ func newServe(e *env) *cobra.Command {
 		logFormat:     choiceValue{value: "text", choices: []string{"text", "json"}},
 		compress:      choiceValue{value: "on", choices: []string{"on", "off"}},
 		compressLevel: choiceValue{value: "fast", choices: encode.Levels},
+		sidecars:      sidecarsChoice(),
 		s3PartSize:    s3.DefaultPartSize,
 	}
 	cmd := &cobra.Command{
@@ -121,9 +123,11 @@ on, an upload area), or as JSON for Accept: application/json;
 
 Text files (HTML, CSS, JavaScript, JSON, NDJSON, CSV, XML, SVG, logs, WASM...)
 of 1 KiB or more are compressed for clients that accept it (zstd, br, gzip):
-from precompressed sidecars NAME.zst, NAME.br, NAME.gz when present and not
-older than NAME (see largo precompress), otherwise on the fly at
---compress-level. Range requests and already-compressed data (archives,
+from precompressed sidecars NAME.zst, NAME.br, NAME.gz that largo precompress
+wrote, while they and NAME are unchanged (--sidecars any: any such file not
+older than NAME), otherwise on the fly at --compress-level. A file that only
+has a sidecar's name (an uploaded data.csv.gz beside data.csv) is a file of
+its own. Range requests and already-compressed data (archives,
 images, audio, video, PDF) are sent as they are.
 
 Writes are off unless --upload is given; then PUT stores a file atomically
@@ -188,6 +192,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.compress, "compress", "compress text files on the fly for clients that accept it: on or off (precompressed sidecars are served either way)")
 	f.Var(&cfg.compressLevel, "compress-level", "on-the-fly compression level: fast, default or best")
 	f.IntVar(&cfg.compressMax, "compress-streams", encode.DefaultMaxStreams, "most responses compressed on the fly at once; beyond it files are sent uncompressed")
+	f.Var(&cfg.sidecars, "sidecars", "which NAME.zst, NAME.br, NAME.gz are sent as NAME's encoding: recorded (those largo precompress wrote, while unchanged) or any (any not older than NAME, as nginx's gzip_static)")
 	f.BoolVar(&cfg.upload, "upload", false, "accept writes (PUT, multipart POST, DELETE, tus uploads at /_largo/uploads/), each with the token")
 	f.StringVar(&cfg.token, "token", "", "the token writes must carry (default: generated with --upload and printed once)")
 	f.BoolVar(&cfg.uploadOpen, "upload-open", false, "accept writes from anyone, without a token (implies --upload; dangerous)")
@@ -246,6 +251,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	}
 	hcfg := serve.Config{
 		Compress:    enc,
+		AnySidecars: cfg.sidecars.value == "any",
 		Compression: m,
 		Store:       store,
 		Logger:      logger,
