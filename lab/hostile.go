@@ -32,8 +32,20 @@ import (
 const hostileIdle = 5 * time.Second
 
 // hostileGrace is how long past hostileIdle the lab waits for a server to
-// cut a hostile connection before it counts the connection as never cut.
-const hostileGrace = 10 * time.Second
+// cut a hostile connection before it counts the connection as never cut;
+// quickGrace in a quick run.
+const (
+	hostileGrace = 10 * time.Second
+	quickGrace   = 2 * time.Second
+)
+
+// grace returns the wait past hostileIdle of a run.
+func grace(quick bool) time.Duration {
+	if quick {
+		return quickGrace
+	}
+	return hostileGrace
+}
 
 // hostileKind is one kind of hostile connection.
 type hostileKind int
@@ -52,8 +64,8 @@ var hostileScenario = &scenario{
 	name:     "hostile",
 	caseHead: "slow heads + idle + unread bodies",
 	about: func(s Settings) string {
-		return fmt.Sprintf("Hostile connections held at once, each server told to give up on a client after %s (largo --idle-timeout; nginx client_header_timeout, client_body_timeout, keepalive_timeout; Caddy read_header, read_body, idle): slow heads send a request head a byte a second and never finish it, idle ones ask for one small file and then say nothing on the kept-alive connection, unread bodies announce a body that never comes (half a GET of a small file with Content-Length: 100, half a PUT of 1 MB). Meanwhile one client downloads the %s file: during the load (loaded), and before it and after it (alone, the mean of both rates). Cut is the time from a connection's first byte (slow heads), from the answer read (idle) or from the head sent (unread bodies) until the server closed it, max and 99th percentile in seconds; never cut is what was still open %s after the idle timeout. Held is the connections open once all had started, and KiB per connection the server's RSS above idle then, divided by them. Servers without an idle timeout to set (the naive baseline, a peer given as a command) are not run.",
-			hostileIdle, largo.FormatSize(s.Size), hostileGrace)
+		return fmt.Sprintf("Hostile connections held at once, each server told to give up on a client after %s (largo --idle-timeout; the naive baseline net/http's ReadHeaderTimeout and IdleTimeout, as Go servers are usually configured; nginx client_header_timeout, client_body_timeout, keepalive_timeout; Caddy read_header, read_body, idle): slow heads send a request head a byte a second and never finish it, idle ones ask for one small file and then say nothing on the kept-alive connection, unread bodies announce a body that never comes (half a GET of a small file with Content-Length: 100, half a PUT of 1 MB). Meanwhile one client downloads the %s file: during the load (loaded), and before it and after it (alone, the mean of both rates). Cut is the time from a connection's first byte (slow heads), from the answer read (idle) or from the head sent (unread bodies) until the server closed it, max and 99th percentile in seconds; never cut is what was still open %s after the idle timeout. Held is the connections open once all had started, and KiB per connection the server's RSS above idle then, divided by them. Peers given as a command have no idle timeout to set, and are not run.",
+			hostileIdle, largo.FormatSize(s.Size), grace(s.Quick))
 	},
 	cases: func(cfg Config) []string {
 		if cfg.Quick {
@@ -134,7 +146,7 @@ func runHostile(ctx context.Context, r *runner, srv Server, cs string) Result {
 	}
 	res.set("alone_mb_per_s", alone)
 
-	load := startHostile(ctx, in.addr, r.data.warmUp.name, counts)
+	load := startHostile(ctx, in.addr, r.data.warmUp.name, counts, grace(r.cfg.Quick))
 	held, atHeld := load.waitHeld(ctx, hostileIdle/2), in.usage()
 	loaded, n, loadedErr := r.timedFetch(ctx, in, f)
 	sent += n
@@ -211,6 +223,7 @@ func raiseFDLimit(need int) error {
 
 // hostileLoad is the hostile connections of one run.
 type hostileLoad struct {
+	grace   time.Duration  // how long past hostileIdle a connection is held
 	open    atomic.Int64   // connections open now
 	started sync.WaitGroup // done as each connection has made its request
 	ended   sync.WaitGroup // done as each connection has ended
@@ -225,9 +238,10 @@ type hostileLoad struct {
 const hostileDialers = 64
 
 // startHostile opens the hostile connections: counts of each kind, asking
-// for the small file name.
-func startHostile(ctx context.Context, addr, name string, counts [hostileKinds]int) *hostileLoad {
-	l := &hostileLoad{}
+// for the small file name, each held until the server cuts it or for
+// hostileIdle and grace.
+func startHostile(ctx context.Context, addr, name string, counts [hostileKinds]int, grace time.Duration) *hostileLoad {
+	l := &hostileLoad{grace: grace}
 	dial := make(chan struct{}, hostileDialers)
 	for k, n := range counts {
 		for i := range n {
@@ -289,7 +303,7 @@ func (l *hostileLoad) one(ctx context.Context, addr, name string, k hostileKind,
 	defer c.Close()
 	l.open.Add(1)
 	defer l.open.Add(-1)
-	stop := time.Now().Add(hostileIdle + hostileGrace)
+	stop := time.Now().Add(hostileIdle + l.grace)
 	c.SetDeadline(stop)
 	from := time.Now()
 	var drip bool

@@ -106,13 +106,15 @@ func TestHostileScenario(t *testing.T) {
 }
 
 // TestHostileNeverCut runs the scenario against a file server without
-// timeouts: its slow heads and idle connections are counted as never cut.
+// timeouts: its slow heads and idle connections are counted as never cut,
+// once the idle timeout and the quick run's grace have passed.
 func TestHostileNeverCut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("holds connections for the idle timeout and the grace")
 	}
 	t.Parallel()
 	r := hostileRunner(t, 4<<10)
+	r.cfg.Quick = true // a short grace
 	srv := roleServer("plain", "serve")
 	srv.Hostile = srv.Command
 	res := runHostile(context.Background(), r, srv, "2+3+0")

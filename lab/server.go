@@ -67,6 +67,7 @@ func Naive() Server {
 	return Server{
 		Name:      "naive",
 		Command:   "exec {exe} bench naive-server {dir} --listen 127.0.0.1:0",
+		Hostile:   "exec {exe} bench naive-server {dir} --listen 127.0.0.1:0 --idle-timeout {idle}",
 		PrintsURL: true,
 	}
 }
