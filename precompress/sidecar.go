@@ -103,11 +103,8 @@ func (s *writer) overwrite(ctx context.Context, target string) (largo.Condition,
 // ours reports whether si, the file target, is a sidecar largo recorded
 // (from whatever version of its original).
 func (s *writer) ours(ctx context.Context, target string, si largo.Info) bool {
-	if s.state == nil {
-		return false
-	}
-	rec, err := sidecar.Get(ctx, s.state, target)
-	return err == nil && rec.ETag == si.ETag
+	_, ours, _ := s.records.Of(ctx, target, si)
+	return ours
 }
 
 // record records the sidecar target just committed (sin) as made from the

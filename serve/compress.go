@@ -81,6 +81,22 @@ func (h *Handler) isSidecar(ctx context.Context, side string, sin, orig largo.In
 	return ok
 }
 
+// ownSidecar reports whether the file side, described by sin, is one of
+// largo's sidecars of orig, to hide from listings and archives and to
+// remove with orig: recorded by largo precompress and unchanged since,
+// even when orig changed since (a stale sidecar is still no file of
+// anyone's), or with Config.AnySidecars one isSidecar takes.
+func (h *Handler) ownSidecar(ctx context.Context, side string, sin, orig largo.Info) bool {
+	if h.cfg.AnySidecars {
+		return h.isSidecar(ctx, side, sin, orig)
+	}
+	_, ours, err := h.sidecars.Of(ctx, side, sin)
+	if err != nil {
+		h.log.Warn("reading a sidecar's record", "name", side, "err", err)
+	}
+	return ours
+}
+
 // forgetSidecar removes the record of the sidecar side, once it is gone.
 func (h *Handler) forgetSidecar(ctx context.Context, side string) {
 	if sk, ok := h.cfg.Store.(largo.StateKeeper); ok {

@@ -461,3 +461,39 @@ func TestAnySidecars(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleRecordedSidecar: once data.csv is uploaded again, its recorded
+// data.csv.gz is no longer sent as its encoding, but it is still largo's
+// sidecar, not a user's file: hidden from the listing, and removed with
+// data.csv.
+func TestStaleRecordedSidecar(t *testing.T) {
+	csv := strings.Repeat("id,name\n1,largo\n", 200)
+	h, dir, _ := newWriteHandler(t, map[string]string{"data.csv": csv}, Config{})
+	write(t, filepath.Join(dir, "data.csv.gz"), compress(t, encode.Gzip, []byte(csv)))
+	recordSidecars(t, h, "data.csv.gz")
+	if rec := do(h, "GET", "/data.csv", "Accept-Encoding", "gzip"); rec.Header().Get("Content-Encoding") != "gzip" {
+		t.Fatalf("the recorded sidecar is not served: %v", rec.Header())
+	}
+	newer := strings.Repeat("id,name\n2,other\n", 200)
+	if rec := send(h, "PUT", "/data.csv", strings.NewReader(newer), int64(len(newer)), "Authorization", "Bearer "+token); rec.Code != http.StatusNoContent {
+		t.Fatalf("PUT data.csv again: %d", rec.Code)
+	}
+	if rec := do(h, "GET", "/data.csv", "Accept-Encoding", "gzip"); rec.Header().Get("Content-Encoding") != "" || rec.Body.String() != newer {
+		t.Errorf("a sidecar of the old data.csv was served for the new one: %v", rec.Header())
+	}
+	if l := do(h, "GET", "/", "Accept", "application/json").Body.String(); strings.Contains(l, "data.csv.gz") {
+		t.Errorf("the stale sidecar is listed:\n%s", l)
+	}
+	if rec := send(h, "DELETE", "/data.csv", nil, 0, "Authorization", "Bearer "+token); rec.Code != http.StatusNoContent {
+		t.Fatalf("DELETE data.csv: %d", rec.Code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data.csv.gz")); !os.IsNotExist(err) {
+		t.Errorf("the stale sidecar outlived its file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".largo", "sidecars")); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, ".largo", "sidecars")); len(ents) != 0 {
+		t.Errorf("%d records left after the sidecar was removed", len(ents))
+	}
+}

@@ -41,9 +41,9 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) er
 // (in, as it was), which would otherwise outlive it and reappear in
 // listings. A sidecar is only what the server would have sent as the
 // file's encoding: of a type the policy compresses (a lone backup.tar.gz
-// is never taken for backup.tar's), and recorded and unchanged (or, with
-// Config.AnySidecars, not older than the file): anything else is a file
-// of its own, and stays. Each is removed under If-Match of the ETag it had
+// is never taken for backup.tar's), and recorded and unchanged since,
+// stale or not (or, with Config.AnySidecars, not older than the file):
+// anything else is a file of its own, and stays. Each is removed under If-Match of the ETag it had
 // when it was judged, so one replaced meanwhile stays; its record goes
 // with it.
 func (h *Handler) removeSidecars(r *http.Request, rm largo.Remover, name string, in largo.Info) {
@@ -54,7 +54,7 @@ func (h *Handler) removeSidecars(r *http.Request, rm largo.Remover, name string,
 	for _, c := range encode.Codings {
 		side := encode.Sidecar(name, c)
 		sin, err := h.cfg.Store.Stat(r.Context(), side)
-		if err != nil || sin.ETag == "" || !h.isSidecar(r.Context(), side, sin, in) {
+		if err != nil || sin.ETag == "" || !h.ownSidecar(r.Context(), side, sin, in) {
 			continue
 		}
 		err = rm.Remove(r.Context(), side, largo.RemoveOptions{Condition: largo.Condition{IfMatch: sin.ETag}})

@@ -6,7 +6,8 @@
 // listings. So every sidecar largo precompress writes is recorded in the
 // store's state area (largo.State), with the sidecar's ETag as written and
 // the ETag of the version of the original it was made from, and the
-// server takes NAME.gz for NAME's encoding only while both still match.
+// server takes NAME.gz for NAME's encoding only while both still match
+// (and for largo's own, hidden from listings, while the first does).
 // Anything else with a sidecar's name is a file like any other.
 //
 // Records are keyed by the SHA-256 of the sidecar's name, under "sidecars/":
@@ -14,12 +15,14 @@
 // could be a folder's name too). A record outlives its sidecar harmlessly:
 // a new file under the same name has another ETag.
 //
-// Checker answers whether a sidecar is recorded and fresh, from a bounded
-// cache, so that a download does not read a record every time: a positive
-// answer holds as long as the sidecar and its original keep their ETags, a
-// negative one for NegativeTTL, so that a sidecar written by another
-// process (precompress commits the sidecar, then its record) is found soon
-// after.
+// Checker answers whether a file is a recorded sidecar (Of: largo's own,
+// to hide from listings and remove with its original) and whether it is
+// fresh (Recorded: made from the original as it is now, to send as its
+// encoding), from a bounded cache, so that a download does not read a
+// record every time: a positive answer holds as long as the sidecar keeps
+// its ETag, a negative one for NegativeTTL, so that a sidecar written by
+// another process (precompress commits the sidecar, then its record) is
+// found soon after.
 package sidecar
 
 import (
@@ -108,10 +111,10 @@ type Checker struct {
 
 // entry is a cached answer for one sidecar name.
 type entry struct {
-	etag   string    // of the sidecar when it was judged
-	source string    // of the original when it was judged
-	ok     bool      // recorded and fresh
-	at     time.Time // when it was judged
+	etag string    // of the file when it was judged
+	rec  Record    // its record, when ours
+	ours bool      // recorded with that ETag
+	at   time.Time // when it was judged
 }
 
 // Options tune a Checker; the zero value means the defaults.
@@ -144,26 +147,39 @@ func NewChecker(st largo.State, opt Options) *Checker {
 
 // Recorded reports whether the file name, described by sin, is a sidecar
 // largo wrote from the original whose ETag is now source, and unchanged
-// since. A record that cannot be read counts as none, and the error is
-// returned for the log (largo.ErrNotFound is no error).
+// since: one to send as the original's encoding. A record that cannot be
+// read counts as none, and the error is returned for the log
+// (largo.ErrNotFound is no error).
 func (c *Checker) Recorded(ctx context.Context, name string, sin largo.Info, source string) (bool, error) {
-	if c == nil || c.state == nil || sin.IsDir || sin.ETag == "" || source == "" {
-		return false, nil
+	rec, ours, err := c.Of(ctx, name, sin)
+	return ours && source != "" && rec.Source == source, err
+}
+
+// Of returns the record of the file name, described by sin, and true when
+// it is a sidecar largo wrote, unchanged since (its ETag is the recorded
+// one), whether or not its original changed since. Errors are as for
+// Recorded.
+func (c *Checker) Of(ctx context.Context, name string, sin largo.Info) (Record, bool, error) {
+	if c == nil || c.state == nil || sin.IsDir || sin.ETag == "" {
+		return Record{}, false, nil
 	}
 	now := c.now()
 	c.mu.Lock()
 	e, hit := c.cache[name]
 	c.mu.Unlock()
-	if hit && e.etag == sin.ETag && e.source == source && (e.ok || now.Sub(e.at) < c.ttl) {
-		return e.ok, nil
+	if hit && e.etag == sin.ETag && (e.ours || now.Sub(e.at) < c.ttl) {
+		return e.rec, e.ours, nil
 	}
 	rec, err := Get(ctx, c.state, name)
-	ok := err == nil && rec.ETag == sin.ETag && rec.Source == source
+	ours := err == nil && rec.ETag == sin.ETag
 	if errors.Is(err, largo.ErrNotFound) {
 		err = nil
 	}
 	if err != nil && ctx.Err() != nil {
-		return false, err // a cancelled request says nothing of the record
+		return Record{}, false, err // a cancelled request says nothing of the record
+	}
+	if !ours {
+		rec = Record{}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -173,8 +189,8 @@ func (c *Checker) Recorded(ctx context.Context, name string, sin largo.Info, sou
 			break
 		}
 	}
-	c.cache[name] = entry{etag: sin.ETag, source: source, ok: ok, at: now}
-	return ok, err
+	c.cache[name] = entry{etag: sin.ETag, rec: rec, ours: ours, at: now}
+	return rec, ours, err
 }
 
 // Forget drops the cached answer for name, after its sidecar or record

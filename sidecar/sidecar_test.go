@@ -43,14 +43,21 @@ func TestRecorded(t *testing.T) {
 	if ok, err := c.Recorded(ctx, "dir/data.csv.gz", gz, `"csv-1"`); !ok || err != nil {
 		t.Fatalf("recorded: %v, %v", ok, err)
 	}
-	// The original changed, or the sidecar was replaced: no longer one.
+	// The original changed: no longer its encoding, but still largo's.
 	if ok, _ := c.Recorded(ctx, "dir/data.csv.gz", gz, `"csv-2"`); ok {
 		t.Error("a sidecar of an older original was taken")
 	}
+	if rec, ours, err := c.Of(ctx, "dir/data.csv.gz", gz); !ours || err != nil || rec.Source != `"csv-1"` {
+		t.Errorf("Of a stale sidecar: %+v, %v, %v", rec, ours, err)
+	}
+	// The sidecar was replaced: a file of its own.
 	replaced := gz
 	replaced.ETag = `"gz-2"`
 	if ok, _ := c.Recorded(ctx, "dir/data.csv.gz", replaced, `"csv-1"`); ok {
 		t.Error("a replaced sidecar was taken")
+	}
+	if _, ours, _ := c.Of(ctx, "dir/data.csv.gz", replaced); ours {
+		t.Error("a replaced sidecar is still largo's")
 	}
 	// Another name with the same ETags has no record.
 	if ok, _ := c.Recorded(ctx, "other/data.csv.gz", gz, `"csv-1"`); ok {
