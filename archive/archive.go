@@ -84,11 +84,11 @@ type Entry struct {
 	Info largo.Info
 }
 
-// Filter makes the test of one folder's entries: given each entry in name
-// order (byte by byte), it says whether the entry is kept. A new test is
-// made for every folder, so it may keep state across one folder's
-// entries (a sidecar's original comes before it).
-type Filter func() func(largo.Info) bool
+// Filter makes the test of the entries of the folder dir: given each
+// entry in name order (byte by byte), it says whether the entry is kept.
+// A new test is made for every folder, so it may keep state across one
+// folder's entries (a sidecar's original comes before it).
+type Filter func(dir string) func(largo.Info) bool
 
 // Walk yields the entries below the folder dir, under a top folder named
 // top, depth-first with each folder's entries sorted by name, each folder
@@ -121,7 +121,7 @@ func walk(ctx context.Context, s largo.Store, lc listing.Config, dir, prefix str
 	defer sorted.Close()
 	var kept func(largo.Info) bool
 	if keep != nil {
-		kept = keep()
+		kept = keep(dir)
 	}
 	for e, err := range sorted.All() {
 		if err != nil {

@@ -217,7 +217,7 @@ func TestFileChangedBeforeCopy(t *testing.T) {
 
 func TestFilter(t *testing.T) {
 	s, _ := newStore(t)
-	noTxt := func() func(largo.Info) bool {
+	noTxt := func(string) func(largo.Info) bool {
 		return func(e largo.Info) bool { return !strings.HasSuffix(e.Name, ".txt") }
 	}
 	for e, err := range Walk(context.Background(), s, "", "top", listing.Config{}, noTxt) {

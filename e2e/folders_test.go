@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"largo/proc"
 )
@@ -199,4 +201,72 @@ func makeEmptyFiles(t testing.TB, dir string, n int) {
 	if err := <-errs; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestListingFlags: --listing-budget bounds the memory listings and
+// archives share (an archive holds a folder's listing open while it lists
+// its subfolders, so a deep one needs more than a flat one), and
+// --listing-memory with --listing-temp-dir make a large folder spill its
+// sorted runs into that folder, where the server holds them while it
+// answers a client that does not read.
+func TestListingFlags(t *testing.T) {
+	dir := t.TempDir()
+	deep := filepath.Join(dir, "a", "b", "c")
+	os.MkdirAll(deep, 0o755)
+	os.WriteFile(filepath.Join(deep, "file.txt"), []byte("x"), 0o644)
+	big := filepath.Join(dir, "big")
+	os.Mkdir(big, 0o755)
+	makeEmptyFiles(t, big, 100_000)
+	spill := t.TempDir()
+
+	s := startServer(t, dir, "--listing-memory", "256KiB", "--listing-budget", "256KiB", "--listing-temp-dir", spill)
+	// A budget of one listing's least memory: an archive of a folder
+	// without subfolders fits, one that must hold a folder's listing open
+	// while it lists a subfolder does not.
+	req, _ := http.NewRequest("HEAD", s.URL+"a/b/c/?archive=tar", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("HEAD of an archive of one folder within 256 KiB: %v, %v", resp, err)
+	}
+	req, _ = http.NewRequest("HEAD", s.URL+"a/b/?archive=tar", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("HEAD of an archive of two folders within 256 KiB: %v, %v", resp, err)
+	}
+	d := startServer(t, dir)
+	req, _ = http.NewRequest("HEAD", d.URL+"a/b/?archive=tar", nil)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Errorf("HEAD of an archive of two folders with the default budget: %v, %v", resp, err)
+	}
+
+	// 100,000 entries do not fit in 256 KiB: the listing spills. A client
+	// that reads only the head keeps the listing, and its runs, open.
+	c, err := net.Dial("tcp", s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /big/ HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n\r\n", s.Addr)
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	head := make([]byte, 12)
+	if _, err := io.ReadFull(c, head); err != nil || string(head) != "HTTP/1.1 200" {
+		t.Fatalf("listing of big/: %q, %v", head, err)
+	}
+	spilled := waitFor(10*time.Second, func() bool { return spillFiles(s.PID, spill) > 0 })
+	if !spilled {
+		t.Errorf("no sorted run held in %s while the listing of 100,000 files is answered", spill)
+	}
+}
+
+// spillFiles counts the descriptors of pid open on files in dir (removed
+// or not).
+func spillFiles(pid int, dir string) int {
+	fdDir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, _ := os.ReadDir(fdDir)
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join(fdDir, e.Name())); err == nil && strings.HasPrefix(target, dir+"/") {
+			n++
+		}
+	}
+	return n
 }

@@ -2,10 +2,14 @@ package e2e
 
 import (
 	"bytes"
+	"compress/gzip"
+	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"largo/encode"
 	"largo/s3/s3test"
@@ -13,8 +17,8 @@ import (
 
 // TestPrecompressBucket runs `largo precompress --store s3://...` on a
 // bucket: the sidecars are objects beside the files that decode to them,
-// the bucket holds nothing else new (no temporary object, no upload in
-// progress), a second run finds them fresh, and `largo serve --store`
+// each recorded in the state area, the bucket holds nothing else new (no
+// temporary object, no upload in progress), a second run finds them fresh, and `largo serve --store`
 // sends them with Content-Encoding.
 func TestPrecompressBucket(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
@@ -35,7 +39,18 @@ func TestPrecompressBucket(t *testing.T) {
 		t.Fatalf("precompress: exit %d\n%s\n%s", code, out, stderr)
 	}
 
-	keys := srv.Keys(t, srv.Bucket, "")
+	var keys []string
+	records := 0
+	for _, k := range srv.Keys(t, srv.Bucket, "") {
+		if strings.HasPrefix(k, "site/.largo/sidecars/") {
+			records++ // each sidecar's record, in the store's state area
+			continue
+		}
+		keys = append(keys, k)
+	}
+	if records != 6 {
+		t.Errorf("%d sidecar records; want 6", records)
+	}
 	want := []string{"outside.log", "site/.hidden.log", "site/app.log", "site/app.log.br", "site/app.log.gz", "site/app.log.zst",
 		"site/backup.tar.gz", "site/logs/old.log", "site/logs/old.log.br", "site/logs/old.log.gz", "site/logs/old.log.zst"}
 	slices.Sort(keys)
@@ -75,5 +90,78 @@ func TestPrecompressBucket(t *testing.T) {
 	}
 	if resp := get(t, s.URL+"app.log"); resp.Header.Get("Content-Encoding") != "" {
 		t.Errorf("app.log without Accept-Encoding: %v", resp.Header)
+	}
+}
+
+// TestUploadedFileWithSidecarName uploads data.csv, then a data.csv.gz of
+// its own: a gzip client asking for data.csv gets data.csv's bytes, the
+// listing shows data.csv.gz, and largo precompress leaves it alone while
+// it writes data.csv's other sidecars, which are then served. With
+// --sidecars any, the server takes the hand-made file for the sidecar, as
+// nginx's gzip_static would.
+func TestUploadedFileWithSidecarName(t *testing.T) {
+	dir := t.TempDir()
+	csvPath := filepath.Join(t.TempDir(), "data.csv")
+	csvSHA := writeLog(t, csvPath, 64<<10)
+	csv, _ := os.ReadFile(csvPath)
+	var own bytes.Buffer
+	zw := gzip.NewWriter(&own)
+	zw.Write(bytes.Repeat([]byte("another table, not data.csv\n"), 2000))
+	zw.Close()
+
+	s := startServer(t, dir, "--compress", "off", "--upload", "--token", testToken)
+	for _, f := range []struct {
+		name string
+		body []byte
+	}{{"data.csv", csv}, {"data.csv.gz", own.Bytes()}} {
+		if resp, b := send(t, "PUT", s.URL+f.name, bytes.NewReader(f.body), int64(len(f.body)), bearer...); resp.StatusCode != 201 {
+			t.Fatalf("PUT %s: %d %s", f.name, resp.StatusCode, b)
+		}
+	}
+	served := func(s *server, coding string) (string, string) {
+		resp := get(t, s.URL+"data.csv", "Accept-Encoding", coding)
+		enc := resp.Header.Get("Content-Encoding")
+		if enc == "" {
+			sha, _ := bodySHA(t, resp.Body)
+			return sha, enc
+		}
+		sha, _ := decodedSHA(t, resp.Body, enc)
+		return sha, enc
+	}
+	if sha, enc := served(s, "gzip"); sha != csvSHA || enc != "" {
+		t.Errorf("data.csv for gzip: encoding %q, sha %s; want data.csv's own bytes", enc, sha)
+	}
+	listing := func() string {
+		b, _ := io.ReadAll(get(t, s.URL+"?format=json").Body)
+		return string(b)
+	}
+	if l := listing(); !strings.Contains(l, `"data.csv.gz"`) {
+		t.Errorf("the listing hides data.csv.gz:\n%s", l)
+	}
+
+	code, out, stderr := runLargo(t, nil, "precompress", dir, "--progress", "lines")
+	if code != 0 || !strings.Contains(out, "2 sidecars written") || !strings.Contains(stderr, "left     data.csv.gz") {
+		t.Fatalf("precompress: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "data.csv.gz")); !bytes.Equal(b, own.Bytes()) {
+		t.Error("precompress wrote over the uploaded data.csv.gz")
+	}
+	if sha, enc := served(s, "br"); sha != csvSHA || enc != "br" {
+		t.Errorf("data.csv for br after precompress: encoding %q, sha %s", enc, sha)
+	}
+	if sha, enc := served(s, "gzip"); sha != csvSHA || enc != "" {
+		t.Errorf("data.csv for gzip after precompress: encoding %q, sha %s", enc, sha)
+	}
+	if l := listing(); !strings.Contains(l, `"data.csv.gz"`) || strings.Contains(l, `"data.csv.br"`) {
+		t.Errorf("the listing after precompress:\n%s", l)
+	}
+
+	// Told to take any fresh file for a sidecar, the server sends the
+	// uploaded data.csv.gz as data.csv's encoding.
+	later := time.Now().Add(time.Minute)
+	os.Chtimes(filepath.Join(dir, "data.csv.gz"), later, later)
+	anyServer := startServer(t, dir, "--compress", "off", "--sidecars", "any")
+	if sha, enc := served(anyServer, "gzip"); sha == csvSHA || enc != "gzip" {
+		t.Errorf("--sidecars any: encoding %q, sha %s; want the uploaded .gz", enc, sha)
 	}
 }

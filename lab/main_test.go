@@ -12,10 +12,24 @@ import (
 
 // TestMain lets the test binary play the processes the lab measures:
 // with LAB_ROLE=serve it is a small file server (DIR PORT), with
+// LAB_ROLE=timeouts the same with the hostile scenario's timeouts, with
 // LAB_ROLE=startup-peak the same after holding 64 MiB at start-up, with
 // LAB_ROLE=alloc a process whose memory grows until it is killed.
 func TestMain(m *testing.M) {
 	switch os.Getenv("LAB_ROLE") {
+	case "timeouts":
+		// The file server with the hostile scenario's timeouts.
+		ln, err := net.Listen("tcp", "127.0.0.1:"+os.Args[len(os.Args)-1])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		srv := &http.Server{
+			Handler:           http.FileServer(http.Dir(os.Args[len(os.Args)-2])),
+			ReadHeaderTimeout: hostileIdle, ReadTimeout: hostileIdle, IdleTimeout: hostileIdle,
+		}
+		srv.Serve(ln)
+		os.Exit(1)
 	case "startup-peak":
 		touch(make([]byte, startupPeak))
 		debug.FreeOSMemory()

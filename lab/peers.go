@@ -53,6 +53,40 @@ http {
 }
 `
 
+// nginxHostile turns nginxConf into the hostile scenario's configuration:
+// the idle timeout on the head, the body, keep-alive and sending, and
+// room for ten thousand connections per worker.
+func nginxHostile(conf string) string {
+	conf = strings.Replace(conf, "events { worker_connections 4096; }",
+		"worker_rlimit_nofile 20000;\nevents { worker_connections 10000; }", 1)
+	return strings.Replace(conf, "    sendfile on;\n", `    sendfile on;
+    client_header_timeout {idle};
+    client_body_timeout {idle};
+    keepalive_timeout {idle};
+    send_timeout {idle};
+`, 1)
+}
+
+// caddyHostile is the Caddy peer's configuration in the hostile scenario:
+// the file server of caddy file-server, with the idle timeout on the
+// head, the whole request (read_body is Go's ReadTimeout) and keep-alive.
+const caddyHostile = `{
+	admin off
+	auto_https off
+	servers {
+		timeouts {
+			read_header {idle}
+			read_body {idle}
+			idle {idle}
+		}
+	}
+}
+http://127.0.0.1:{port} {
+	root * {dir}
+	file_server
+}
+`
+
 // presets are the peers known by name alone.
 var presets = map[string]func() Server{
 	"nginx": func() Server {
@@ -62,14 +96,21 @@ var presets = map[string]func() Server{
 		if os.Geteuid() == 0 {
 			user = "user root root;\n"
 		}
+		conf := strings.Replace(nginxConf, "{user}", user, 1)
 		return Server{
 			Name:    "nginx",
 			Command: "exec nginx -p {tmp} -e {tmp}/error.log -c {tmp}/nginx.conf",
-			Files:   map[string]string{"nginx.conf": strings.Replace(nginxConf, "{user}", user, 1)},
+			Hostile: "exec nginx -p {tmp} -e {tmp}/error.log -c {tmp}/nginx-hostile.conf",
+			Files:   map[string]string{"nginx.conf": conf, "nginx-hostile.conf": nginxHostile(conf)},
 		}
 	},
 	"caddy": func() Server {
-		return Server{Name: "caddy", Command: "exec caddy file-server --root {dir} --listen 127.0.0.1:{port}"}
+		return Server{
+			Name:    "caddy",
+			Command: "exec caddy file-server --root {dir} --listen 127.0.0.1:{port}",
+			Hostile: "exec caddy run --adapter caddyfile --config {tmp}/Caddyfile",
+			Files:   map[string]string{"Caddyfile": caddyHostile},
+		}
 	},
 	"node": func() Server {
 		return Server{

@@ -57,3 +57,17 @@ func TestExpand(t *testing.T) {
 		t.Fatalf("the shell read %q, %v", out, err)
 	}
 }
+
+func TestHostilePresets(t *testing.T) {
+	conf := nginxHostile(nginxConf)
+	for _, want := range []string{"client_header_timeout {idle};", "client_body_timeout {idle};", "keepalive_timeout {idle};", "worker_connections 10000;", "worker_rlimit_nofile 20000;"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("nginx's hostile configuration lacks %q", want)
+		}
+	}
+	for _, want := range []string{"read_header {idle}", "read_body {idle}", "idle {idle}", "http://127.0.0.1:{port}"} {
+		if !strings.Contains(caddyHostile, want) {
+			t.Errorf("Caddy's hostile configuration lacks %q", want)
+		}
+	}
+}

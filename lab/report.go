@@ -102,6 +102,9 @@ func newReport(cfg Config) *Report {
 	servers := map[string]string{}
 	for _, s := range cfg.Servers {
 		servers[s.Name] = s.Command
+		if s.Hostile != "" && slices.Contains(cfg.Scenarios, hostileScenario.name) {
+			servers[s.Name] += "; in the hostile scenario: " + s.Hostile
+		}
 	}
 	return &Report{
 		Started: time.Now(),

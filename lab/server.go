@@ -27,11 +27,17 @@ type Server struct {
 	// Command is the server's command line, run by /bin/sh after its
 	// placeholders are replaced: {dir} the folder to serve, {port} the
 	// port to listen on at 127.0.0.1, {tmp} a scratch folder of this
-	// process, {exe} the largo binary. Values are shell-quoted.
+	// process, {exe} the largo binary, {idle} the idle timeout of the
+	// hostile scenario. Values are shell-quoted.
 	Command string
 	// Upload, if set, replaces Command in the upload scenario (a server
 	// that needs a flag to accept uploads).
 	Upload string
+	// Hostile replaces Command in the hostile scenario: the server with
+	// its read-header, body and keep-alive timeouts set to the
+	// placeholder {idle} (a duration such as 5s). A server without it is
+	// not run in that scenario.
+	Hostile string
 	// Files are written into {tmp} before the server starts, keyed by
 	// name; their content may use the same placeholders, unquoted.
 	Files map[string]string
@@ -50,6 +56,7 @@ func Largo() Server {
 		Name:      "largo",
 		Command:   "exec {exe} serve {dir} --listen 127.0.0.1:0",
 		Upload:    "exec {exe} serve {dir} --listen 127.0.0.1:0 --upload --upload-open",
+		Hostile:   "exec {exe} serve {dir} --listen 127.0.0.1:0 --idle-timeout {idle}",
 		PrintsURL: true,
 	}
 }
@@ -60,6 +67,7 @@ func Naive() Server {
 	return Server{
 		Name:      "naive",
 		Command:   "exec {exe} bench naive-server {dir} --listen 127.0.0.1:0",
+		Hostile:   "exec {exe} bench naive-server {dir} --listen 127.0.0.1:0 --idle-timeout {idle}",
 		PrintsURL: true,
 	}
 }
@@ -101,7 +109,7 @@ func (r *runner) start(ctx context.Context, srv Server, dir string, upload bool)
 			return nil, err
 		}
 	}
-	vals := map[string]string{"{dir}": dir, "{port}": port, "{tmp}": tmp, "{exe}": r.cfg.Exe}
+	vals := map[string]string{"{dir}": dir, "{port}": port, "{tmp}": tmp, "{exe}": r.cfg.Exe, "{idle}": hostileIdle.String()}
 	for name, content := range srv.Files {
 		if err := os.WriteFile(filepath.Join(tmp, name), []byte(expand(content, vals, false)), 0o644); err != nil {
 			os.RemoveAll(tmp)

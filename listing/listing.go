@@ -52,6 +52,10 @@ type Config struct {
 // DefaultMax is the default memory of one listing.
 const DefaultMax = 4 << 20
 
+// MinMax is the least memory a listing is given, whatever Config.Max
+// says: the step it takes from the budget at a time.
+const MinMax = step
+
 // ErrBusy is the error of a listing that could not get the memory to
 // start: too many large listings are running at once.
 var ErrBusy = errors.New("listing: the memory for listings is all in use")

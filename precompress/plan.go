@@ -8,6 +8,7 @@ import (
 
 	"largo"
 	"largo/encode"
+	"largo/sidecar"
 )
 
 // Plan is the work a run will do, known before it starts, for a progress
@@ -28,6 +29,7 @@ type Plan struct {
 func Prepare(ctx context.Context, cfg Config) (*Plan, error) {
 	cfg = defaults(cfg)
 	store := cfg.Writes.Store()
+	_, records := stateOf(cfg)
 	p := &Plan{sizes: map[string]int64{}}
 	for dirs := []string{""}; len(dirs) > 0; {
 		dir := dirs[len(dirs)-1]
@@ -55,7 +57,7 @@ func Prepare(ctx context.Context, cfg Config) (*Plan, error) {
 			if !compressible(ctx, store, name, in, cfg.MediaType) {
 				continue
 			}
-			if upToDate(entries, in, cfg.Codings) {
+			if upToDate(ctx, cfg, records, entries, dir, in) {
 				p.Fresh = append(p.Fresh, name)
 				continue
 			}
@@ -105,19 +107,27 @@ func compressible(ctx context.Context, store largo.Store, name string, in largo.
 	return encode.Compressible(http.DetectContentType(buf[:n]))
 }
 
-// upToDate reports whether the file in has at least one sidecar among the
-// entries of its folder, and all of them are fresh.
-func upToDate(entries map[string]largo.Info, in largo.Info, codings []encode.Coding) bool {
+// upToDate reports whether the file in, of the folder dir, has at least
+// one sidecar among the entries of its folder, and all of them are fresh:
+// recorded as made from in, or with cfg.AnySidecars not older than in. A
+// file of its own under a sidecar's name (not recorded) is no sidecar.
+func upToDate(ctx context.Context, cfg Config, records *sidecar.Checker, entries map[string]largo.Info, dir string, in largo.Info) bool {
 	found := false
-	for _, c := range codings {
+	for _, c := range cfg.Codings {
 		si, ok := entries[encode.Sidecar(in.Name, c)]
 		if !ok || si.IsDir {
 			continue
 		}
-		if si.ModTime.Before(in.ModTime) {
-			return false
+		if cfg.AnySidecars {
+			if si.ModTime.Before(in.ModTime) {
+				return false
+			}
+			found = true
+			continue
 		}
-		found = true
+		if ok, _ := records.Recorded(ctx, largo.Join(dir, si.Name), si, in.ETag); ok {
+			found = true
+		}
 	}
 	return found
 }

@@ -14,8 +14,18 @@
 // or more is compressed when the compression policy would compress it,
 // by its media type as the server decides it (the store's, then its
 // name's, then its first 512 bytes), unless its sidecars are all fresh:
-// none older than the file. Run compresses one coding per task, on as many
-// workers as there are cores.
+// recorded as made from the file as it is now (package sidecar), or with
+// Config.AnySidecars none older than the file. Run compresses one coding
+// per task, on as many workers as there are cores.
+//
+// Every sidecar written is recorded in the store's state area, with its
+// ETag and its original's, for the server to tell it from a file someone
+// put there under the same name (an uploaded data.csv.gz beside
+// data.csv). A file under a sidecar's name that is not recorded is never
+// written over nor removed, unless Config.AnySidecars: it is reported
+// (Event.Foreign) and left; each write is conditional (If-None-Match: *,
+// or If-Match of the recorded sidecar), so that a file put there meanwhile
+// stays too.
 //
 // Each sidecar is an ingest.Write of unknown length that the encoder
 // writes into: its bytes go to the store's own staging (on a folder, a
@@ -35,12 +45,15 @@ package precompress
 import (
 	"bufio"
 	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"time"
 
+	"largo"
 	"largo/encode"
 	"largo/ingest"
+	"largo/sidecar"
 )
 
 // MinSaving is the least fraction of a file's size a sidecar must save to
@@ -74,6 +87,13 @@ type Config struct {
 	Read func(n int64)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// AnySidecars takes every file under a sidecar's name for a sidecar,
+	// as largo serve --sidecars any does: a fresh one (no older than its
+	// original) counts as up to date, and a stale one is written over.
+	// False, the default, knows only the sidecars it recorded (package
+	// sidecar): a file of someone else's under a sidecar's name is left
+	// as it is (Event.Foreign).
+	AnySidecars bool
 }
 
 // Event reports one task: a sidecar written, not worth keeping, skipped
@@ -87,8 +107,10 @@ type Event struct {
 	// skipped or failed).
 	Size, Encoded int64
 	// Kept reports a sidecar written; Fresh a file skipped because its
-	// sidecars are up to date.
-	Kept, Fresh bool
+	// sidecars are up to date; Foreign a sidecar not written because a
+	// file of its own has its name (see Config.AnySidecars), which is no
+	// failure.
+	Kept, Fresh, Foreign bool
 	// Err is the failure of the task, if any.
 	Err error
 }
@@ -99,8 +121,9 @@ type Summary struct {
 	// skipped as up to date; Compressed of those compressed now.
 	Files, Fresh, Compressed int
 	// Sidecars is the number of sidecars written; Dropped the number not
-	// kept for saving too little; Failed the number of failed tasks.
-	Sidecars, Dropped, Failed int
+	// kept for saving too little; Foreign the number not written because a
+	// file of its own has the name; Failed the number of failed tasks.
+	Sidecars, Dropped, Foreign, Failed int
 	// Before is the total size of the files compressed now; After the
 	// total of the smallest sidecar of each (the original's size when no
 	// sidecar was kept): what the best-compressing client receives.
@@ -109,6 +132,16 @@ type Summary struct {
 	Bytes map[encode.Coding]int64
 	// Elapsed is the wall time of the run.
 	Elapsed time.Duration
+}
+
+// stateOf returns the records of cfg's store (nil for a store without a
+// state area) and a Checker over them.
+func stateOf(cfg Config) (largo.State, *sidecar.Checker) {
+	var st largo.State
+	if sk, ok := cfg.Writes.Store().(largo.StateKeeper); ok {
+		st = sk.State()
+	}
+	return st, sidecar.NewChecker(st, sidecar.Options{Now: cfg.Now})
 }
 
 func defaults(cfg Config) Config {
@@ -146,6 +179,7 @@ func Run(ctx context.Context, cfg Config, plan *Plan) (Summary, error) {
 		report(Event{Name: name, Fresh: true})
 	}
 	smallest := map[string]int64{}
+	st, records := stateOf(cfg)
 	type task struct {
 		name string
 		c    encode.Coding
@@ -157,7 +191,7 @@ func Run(ctx context.Context, cfg Config, plan *Plan) (Summary, error) {
 			// Each worker's encoders write through one buffer of its own,
 			// so that the pipeline stores whole buffers, not the
 			// encoders' small pieces.
-			s := &sidecar{cfg: &cfg, buf: bufio.NewWriterSize(nil, bufSize)}
+			s := &writer{cfg: &cfg, state: st, records: records, buf: bufio.NewWriterSize(nil, bufSize)}
 			for t := range tasks {
 				ev := Event{Name: t.name, Coding: t.c, Size: plan.sizes[t.name]}
 				if ctx.Err() == nil {
@@ -165,8 +199,13 @@ func Run(ctx context.Context, cfg Config, plan *Plan) (Summary, error) {
 				} else {
 					ev.Err = ctx.Err()
 				}
+				if errors.Is(ev.Err, errForeign) {
+					ev.Foreign, ev.Err = true, nil
+				}
 				mu.Lock()
 				switch {
+				case ev.Foreign:
+					sum.Foreign++
 				case ev.Err != nil:
 					sum.Failed++
 				case ev.Kept:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"math/rand/v2"
@@ -19,6 +20,7 @@ import (
 	"largo/disk"
 	"largo/encode"
 	"largo/ingest"
+	"largo/sidecar"
 )
 
 func write(t *testing.T, path string, b []byte) {
@@ -40,11 +42,11 @@ func writes(t *testing.T, dir string) *ingest.Pipeline {
 	return ingest.New(ingest.Config{Store: s})
 }
 
-func run(t *testing.T, dir string) (Summary, []Event) {
+func run(t *testing.T, dir string, anySidecars bool) (Summary, []Event) {
 	t.Helper()
 	var mu sync.Mutex
 	var events []Event
-	cfg := Config{Writes: writes(t, dir), Level: encode.Best, Progress: func(ev Event) { mu.Lock(); events = append(events, ev); mu.Unlock() }}
+	cfg := Config{Writes: writes(t, dir), Level: encode.Best, AnySidecars: anySidecars, Progress: func(ev Event) { mu.Lock(); events = append(events, ev); mu.Unlock() }}
 	plan, err := Prepare(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +58,16 @@ func run(t *testing.T, dir string) (Summary, []Event) {
 	return sum, events
 }
 
+// TestPrecompress runs precompress on a folder three times, recording
+// its sidecars, and with anySidecars taking a hand-made stale old.txt.gz
+// for a sidecar to write over; without, it is a file of its own, left.
 func TestPrecompress(t *testing.T) {
+	for _, anySidecars := range []bool{false, true} {
+		t.Run(fmt.Sprintf("any=%v", anySidecars), func(t *testing.T) { testPrecompress(t, anySidecars) })
+	}
+}
+
+func testPrecompress(t *testing.T, anySidecars bool) {
 	dir := t.TempDir()
 	text := bytes.Repeat([]byte("2025-03-01 12:00:00 INFO served /index.html in 3ms\n"), 500)
 	noise := make([]byte, 50000)
@@ -73,8 +84,12 @@ func TestPrecompress(t *testing.T) {
 	past := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(dir, "old.txt.gz"), past, past)
 
-	sum, events := run(t, dir)
-	if sum.Files != 5 || sum.Compressed != 5 || sum.Fresh != 0 || sum.Sidecars != 12 || sum.Dropped != 3 || sum.Failed != 0 {
+	sum, events := run(t, dir, anySidecars)
+	want := Summary{Sidecars: 11, Foreign: 1} // old.txt.gz is a file of its own
+	if anySidecars {
+		want = Summary{Sidecars: 12}
+	}
+	if sum.Files != 5 || sum.Compressed != 5 || sum.Fresh != 0 || sum.Sidecars != want.Sidecars || sum.Foreign != want.Foreign || sum.Dropped != 3 || sum.Failed != 0 {
 		t.Errorf("first run: %+v", sum)
 	}
 	if len(events) != 15 || sum.Before != 4*int64(len(text))+int64(len(noise)) || sum.After >= sum.Before/2 {
@@ -82,6 +97,12 @@ func TestPrecompress(t *testing.T) {
 	}
 	for _, name := range []string{"app.log", "sub/data.json", "README", "old.txt"} {
 		for _, c := range encode.Codings {
+			if name == "old.txt" && c == encode.Gzip && !anySidecars {
+				if b, err := os.ReadFile(filepath.Join(dir, "old.txt.gz")); err != nil || string(b) != "stale!" {
+					t.Errorf("old.txt.gz, a file of its own, was changed: %q, %v", b, err)
+				}
+				continue
+			}
 			b, err := os.ReadFile(filepath.Join(dir, encode.Sidecar(name, c)))
 			if err != nil {
 				t.Fatalf("%s: %v", encode.Sidecar(name, c), err)
@@ -114,13 +135,26 @@ func TestPrecompress(t *testing.T) {
 
 	// Second run: everything fresh but the file whose sidecars were all
 	// dropped; then a changed file is done again.
-	sum, _ = run(t, dir)
+	// Every sidecar written is recorded, and nothing else.
+	st, err := disk.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, name := range []string{"app.log.gz", "sub/data.json.br", "README.zst", "old.txt.br", "old.txt.gz"} {
+		_, err := sidecar.Get(context.Background(), st.State(), name)
+		if recorded := err == nil; recorded != (anySidecars || name != "old.txt.gz") {
+			t.Errorf("%s recorded: %v (%v)", name, recorded, err)
+		}
+	}
+
+	sum, _ = run(t, dir, anySidecars)
 	if sum.Fresh != 4 || sum.Compressed != 1 || sum.Sidecars != 0 {
 		t.Errorf("second run: %+v", sum)
 	}
 	future := time.Now().Add(time.Hour)
 	os.Chtimes(filepath.Join(dir, "app.log"), future, future)
-	sum, _ = run(t, dir)
+	sum, _ = run(t, dir, anySidecars)
 	if sum.Fresh != 3 || sum.Compressed != 2 || sum.Sidecars != 3 {
 		t.Errorf("after a change: %+v", sum)
 	}
@@ -256,8 +290,8 @@ func (s racingStore) Remove(ctx context.Context, name string, opt largo.RemoveOp
 }
 
 // TestStaleSidecarRemoved: a stale sidecar that is not replaced (the file
-// no longer compresses well enough) is removed, unless it was rewritten
-// between the look and the removal.
+// no longer compresses well enough) is removed, with its record, unless
+// it was rewritten between the look and the removal.
 func TestStaleSidecarRemoved(t *testing.T) {
 	noise := make([]byte, 50000)
 	rand.NewChaCha8([32]byte{5}).Read(noise)
@@ -273,6 +307,14 @@ func TestStaleSidecarRemoved(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
+		// A sidecar precompress wrote from an older noise.txt.
+		sin, err := s.Stat(context.Background(), "noise.txt.gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sidecar.Put(context.Background(), s.State(), "noise.txt.gz", sin, `"an older noise.txt"`); err != nil {
+			t.Fatal(err)
+		}
 		rs := racingStore{Store: s, before: func(string) {}}
 		if race {
 			rs.before = func(string) {
@@ -294,6 +336,9 @@ func TestStaleSidecarRemoved(t *testing.T) {
 		}
 		if !race && !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("the stale sidecar is still there: %v", err)
+		}
+		if _, err := sidecar.Get(context.Background(), s.State(), "noise.txt.gz"); !race && !errors.Is(err, largo.ErrNotFound) {
+			t.Errorf("the stale sidecar's record is still there: %v", err)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"largo"
 	"largo/encode"
 	"largo/ingest"
+	"largo/sidecar"
 )
 
 // bufSize is the size of the pieces the encoders' output is stored in.
@@ -18,15 +19,24 @@ const bufSize = 256 << 10
 // errChanged is the failure of a file modified while it was compressed.
 var errChanged = errors.New("changed while being compressed; run again")
 
-// sidecar writes sidecars for one worker. It is used by one goroutine.
-type sidecar struct {
-	cfg *Config
-	buf *bufio.Writer // between the encoder and the write
+// errForeign is a file of its own under a sidecar's name: no sidecar is
+// written over it.
+var errForeign = errors.New("a file of its own has the sidecar's name")
+
+// writer writes sidecars for one worker. It is used by one goroutine.
+type writer struct {
+	cfg     *Config
+	state   largo.State // the store's records; nil for a store without
+	records *sidecar.Checker
+	buf     *bufio.Writer // between the encoder and the write
 }
 
-// write writes the sidecar of name in coding c and reports its size and
-// whether it was kept. A stale sidecar it does not replace is removed.
-func (s *sidecar) write(ctx context.Context, name string, c encode.Coding) (size int64, kept bool, err error) {
+// write writes the sidecar of name in coding c, records it, and reports
+// its size and whether it was kept. A stale sidecar it does not replace is
+// removed. A file under the sidecar's name that is no sidecar largo wrote
+// (not recorded) is left as it is, unless Config.AnySidecars: the error
+// wraps errForeign.
+func (s *writer) write(ctx context.Context, name string, c encode.Coding) (size int64, kept bool, err error) {
 	store := s.cfg.Writes.Store()
 	src, err := store.Open(ctx, name)
 	if err != nil {
@@ -35,7 +45,11 @@ func (s *sidecar) write(ctx context.Context, name string, c encode.Coding) (size
 	defer src.Close()
 	orig := src.Info()
 	target := encode.Sidecar(name, c)
-	w, err := s.cfg.Writes.Begin(ctx, ingest.Target{Name: target, Size: -1})
+	cond, err := s.overwrite(ctx, target)
+	if err != nil {
+		return 0, false, err
+	}
+	w, err := s.cfg.Writes.Begin(ctx, ingest.Target{Name: target, Size: -1, Cond: cond})
 	if err != nil {
 		return 0, false, err
 	}
@@ -56,14 +70,64 @@ func (s *sidecar) write(ctx context.Context, name string, c encode.Coding) (size
 		s.removeStale(ctx, target, orig)
 		return size, false, nil
 	}
-	if _, err := w.Commit(ctx); err != nil {
+	res, err := w.Commit(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	if err := s.record(ctx, target, res.Info, orig.ETag); err != nil {
 		return 0, false, err
 	}
 	return size, true, nil
 }
 
+// overwrite returns the condition of a write of the sidecar target: that
+// nothing is there, or that what is there is still the sidecar of largo's
+// (or with Config.AnySidecars, any file) found now.
+func (s *writer) overwrite(ctx context.Context, target string) (largo.Condition, error) {
+	si, err := s.cfg.Writes.Store().Stat(ctx, target)
+	switch {
+	case errors.Is(err, largo.ErrNotFound):
+		return largo.Condition{IfNoneMatch: true}, nil
+	case err != nil:
+		return largo.Condition{}, err
+	case si.IsDir:
+		return largo.Condition{}, fmt.Errorf("%s: %w", target, largo.ErrIsDir)
+	case si.ETag == "":
+		return largo.Condition{}, fmt.Errorf("%s: no ETag to write over it safely", target)
+	case !s.cfg.AnySidecars && !s.ours(ctx, target, si):
+		return largo.Condition{}, fmt.Errorf("%s: %w; left as it is", target, errForeign)
+	}
+	return largo.Condition{IfMatch: si.ETag}, nil
+}
+
+// ours reports whether si, the file target, is a sidecar largo recorded
+// (from whatever version of its original).
+func (s *writer) ours(ctx context.Context, target string, si largo.Info) bool {
+	_, ours, _ := s.records.Of(ctx, target, si)
+	return ours
+}
+
+// record records the sidecar target just committed (sin) as made from the
+// original whose ETag is source. A sidecar that cannot be recorded would
+// be taken for a file of its own, by the server and by the next run: it
+// is removed again.
+func (s *writer) record(ctx context.Context, target string, sin largo.Info, source string) error {
+	if s.state == nil {
+		return nil // a store without records: only --sidecars any serves them
+	}
+	err := sidecar.Put(ctx, s.state, target, sin, source)
+	if err == nil {
+		return nil
+	}
+	cond := largo.Condition{IfMatch: sin.ETag}
+	if rm, rerr := s.cfg.Writes.CheckRemove(ctx, target, cond, nil); rerr == nil {
+		rm.Remove(context.WithoutCancel(ctx), target, largo.RemoveOptions{Condition: cond})
+	}
+	return fmt.Errorf("recording %s: %w", target, err)
+}
+
 // encode compresses src into w.
-func (s *sidecar) encode(ctx context.Context, w *ingest.Write, src io.Reader, c encode.Coding) error {
+func (s *writer) encode(ctx context.Context, w *ingest.Write, src io.Reader, c encode.Coding) error {
 	s.buf.Reset(w)
 	enc, err := encode.NewWriter(s.buf, c, s.cfg.Level)
 	if err != nil {
@@ -79,14 +143,23 @@ func (s *sidecar) encode(ctx context.Context, w *ingest.Write, src io.Reader, c 
 	return s.buf.Flush()
 }
 
-// removeStale removes the sidecar target when it is older than the
-// original orig, and so would never be served: a sidecar that is no
-// longer worth writing goes. The removal is conditional on the stale
-// sidecar's ETag, so that one written meanwhile stays. Failing to remove
-// it is no failure of the task: a stale sidecar is ignored when serving.
-func (s *sidecar) removeStale(ctx context.Context, target string, orig largo.Info) {
+// removeStale removes the sidecar target when it was made from another
+// version of the original orig, and so would never be served: a sidecar
+// that is no longer worth writing goes, with its record. Only a recorded
+// sidecar of largo's is removed (with Config.AnySidecars, any file older
+// than the original), conditional on its ETag, so that one written
+// meanwhile stays. Failing to remove it is no failure of the task: a
+// stale sidecar is ignored when serving.
+func (s *writer) removeStale(ctx context.Context, target string, orig largo.Info) {
 	si, err := s.cfg.Writes.Store().Stat(ctx, target)
-	if err != nil || si.IsDir || si.ETag == "" || !si.ModTime.Before(orig.ModTime) {
+	if err != nil || si.IsDir || si.ETag == "" {
+		return
+	}
+	if fresh, _ := s.records.Recorded(ctx, target, si, orig.ETag); fresh {
+		return
+	}
+	ours := s.ours(ctx, target, si)
+	if !ours && (!s.cfg.AnySidecars || !si.ModTime.Before(orig.ModTime)) {
 		return
 	}
 	cond := largo.Condition{IfMatch: si.ETag}
@@ -94,7 +167,9 @@ func (s *sidecar) removeStale(ctx context.Context, target string, orig largo.Inf
 	if err != nil {
 		return
 	}
-	rm.Remove(ctx, target, largo.RemoveOptions{Condition: cond})
+	if rm.Remove(ctx, target, largo.RemoveOptions{Condition: cond}) == nil && s.state != nil {
+		sidecar.Delete(ctx, s.state, target)
+	}
 }
 
 // reader reads a source for compression: it reports progress and stops

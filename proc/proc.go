@@ -129,6 +129,38 @@ func parseIO(b []byte) (IO, error) {
 	return io, nil
 }
 
+// MaxOpenFiles returns the soft limit of pid's open descriptors, from
+// /proc/PID/limits; -1 means unlimited.
+func MaxOpenFiles(pid int) (int64, error) {
+	b, err := os.ReadFile(filepath.Join(Root, strconv.Itoa(pid), "limits"))
+	if err != nil {
+		return 0, err
+	}
+	return parseMaxOpenFiles(b)
+}
+
+func parseMaxOpenFiles(b []byte) (int64, error) {
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		rest, ok := bytes.CutPrefix(line, []byte("Max open files"))
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(string(rest))
+		if len(fields) == 0 {
+			break
+		}
+		if fields[0] == "unlimited" {
+			return -1, nil
+		}
+		n, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("proc: limits: max open files: %v", err)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("proc: limits: no max open files")
+}
+
 // CountFDs returns the number of open descriptors of pid.
 func CountFDs(pid int) (int, error) {
 	ents, err := os.ReadDir(filepath.Join(Root, strconv.Itoa(pid), "fd"))

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -87,6 +88,29 @@ func TestSelf(t *testing.T) {
 	}
 	if c, err := CountFDs(pid); err != nil || c < 3 {
 		t.Fatalf("CountFDs = %d, %v", c, err)
+	}
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := MaxOpenFiles(pid); err != nil || uint64(n) != lim.Cur {
+		t.Fatalf("MaxOpenFiles = %d, %v; want %d", n, err, lim.Cur)
+	}
+}
+
+func TestParseMaxOpenFiles(t *testing.T) {
+	const limits = "Limit                     Soft Limit           Hard Limit           Units     \n" +
+		"Max cpu time              unlimited            unlimited            seconds   \n" +
+		"Max open files            1024                 524288               files     \n"
+	if n, err := parseMaxOpenFiles([]byte(limits)); err != nil || n != 1024 {
+		t.Errorf("parse = %d, %v; want 1024", n, err)
+	}
+	unl := strings.Replace(limits, "1024 ", "unlimited", 1)
+	if n, err := parseMaxOpenFiles([]byte(unl)); err != nil || n != -1 {
+		t.Errorf("parse unlimited = %d, %v; want -1", n, err)
+	}
+	if _, err := parseMaxOpenFiles([]byte("Max cpu time unlimited\n")); err == nil {
+		t.Error("no line: want an error")
 	}
 }
 

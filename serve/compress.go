@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 
 	"largo"
 	"largo/encode"
+	"largo/sidecar"
 )
 
 // serveEncoded applies the compression policy to a file: it sends a fresh
@@ -51,22 +53,58 @@ func (h *Handler) serveEncoded(w http.ResponseWriter, r *http.Request, name stri
 }
 
 // sidecar returns the metadata of name's sidecar in coding c, if there is
-// one that is a regular file and not older than the original.
+// one that may stand for the original (isSidecar).
 func (h *Handler) sidecar(r *http.Request, name string, orig largo.Info, c encode.Coding) (largo.Info, bool) {
-	sin, err := h.cfg.Store.Stat(r.Context(), encode.Sidecar(name, c))
+	side := encode.Sidecar(name, c)
+	sin, err := h.cfg.Store.Stat(r.Context(), side)
 	if err != nil {
 		if !errors.Is(err, largo.ErrNotFound) && !errors.Is(err, fs.ErrNotExist) {
 			h.log.Warn("sidecar lookup failed", "path", r.URL.Path, "coding", string(c), "err", err)
 		}
 		return largo.Info{}, false
 	}
-	return sin, fresh(sin, orig)
+	return sin, h.isSidecar(r.Context(), side, sin, orig)
 }
 
-// fresh reports whether the sidecar sin may stand for orig: a file, no
-// older than the original.
-func fresh(sin, orig largo.Info) bool {
-	return !sin.IsDir && !sin.ModTime.Before(orig.ModTime)
+// isSidecar reports whether the file side, described by sin, may stand
+// for the original orig as its encoding: recorded by largo precompress
+// from orig as it is now and unchanged since, or, with
+// Config.AnySidecars, any regular file no older than orig.
+func (h *Handler) isSidecar(ctx context.Context, side string, sin, orig largo.Info) bool {
+	if h.cfg.AnySidecars {
+		return !sin.IsDir && !sin.ModTime.Before(orig.ModTime)
+	}
+	ok, err := h.sidecars.Recorded(ctx, side, sin, orig.ETag)
+	if err != nil {
+		h.log.Warn("reading a sidecar's record", "name", side, "err", err)
+	}
+	return ok
+}
+
+// ownSidecar reports whether the file side, described by sin, is one of
+// largo's sidecars of orig, to hide from listings and archives and to
+// remove with orig: recorded by largo precompress and unchanged since,
+// even when orig changed since (a stale sidecar is still no file of
+// anyone's), or with Config.AnySidecars one isSidecar takes.
+func (h *Handler) ownSidecar(ctx context.Context, side string, sin, orig largo.Info) bool {
+	if h.cfg.AnySidecars {
+		return h.isSidecar(ctx, side, sin, orig)
+	}
+	_, ours, err := h.sidecars.Of(ctx, side, sin)
+	if err != nil {
+		h.log.Warn("reading a sidecar's record", "name", side, "err", err)
+	}
+	return ours
+}
+
+// forgetSidecar removes the record of the sidecar side, once it is gone.
+func (h *Handler) forgetSidecar(ctx context.Context, side string) {
+	if sk, ok := h.cfg.Store.(largo.StateKeeper); ok {
+		if err := sidecar.Delete(ctx, sk.State(), side); err != nil {
+			h.log.Warn("removing a sidecar's record", "name", side, "err", err)
+		}
+	}
+	h.sidecars.Forget(side)
 }
 
 // sidecarETag is the ETag of the representation a sidecar holds: strong,

@@ -18,6 +18,7 @@ import (
 	"largo"
 	"largo/disk"
 	"largo/encode"
+	"largo/sidecar"
 )
 
 // compressFixture is a served folder with a compressible file that has
@@ -52,7 +53,35 @@ func newCompressFixture(t *testing.T, enc *encode.Encoders) *compressFixture {
 	}
 	t.Cleanup(func() { s.Close() })
 	fx.h = New(Config{Store: s, Compress: enc})
+	recordSidecars(t, fx.h, "page.js.gz", "page.js.br", "page.js.zst", "photo.jpg.gz")
 	return fx
+}
+
+// recordSidecars records the files names of h's store as sidecars of
+// their originals (the names without the coding's extension), as largo
+// precompress does when it writes them.
+func recordSidecars(t testing.TB, h *Handler, names ...string) {
+	t.Helper()
+	ctx := context.Background()
+	st := h.cfg.Store.(largo.StateKeeper).State()
+	for _, name := range names {
+		base, _, ok := encode.SidecarBase(name)
+		if !ok {
+			t.Fatalf("%s: not a sidecar's name", name)
+		}
+		sin, err := h.cfg.Store.Stat(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig, err := h.cfg.Store.Stat(ctx, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sidecar.Put(ctx, st, name, sin, orig.ETag); err != nil {
+			t.Fatal(err)
+		}
+		h.sidecars.Forget(name)
+	}
 }
 
 func write(t *testing.T, path string, b []byte) {
@@ -321,6 +350,7 @@ func TestListingHidesSidecars(t *testing.T) {
 		"photo.png": big, "photo.png.gz": "kept: png is never compressed",
 		"data.json.br": "lone too",
 	})
+	recordSidecars(t, h, "app.js.gz", "app.js.br", "app.js.zst", "small.txt.gz", "photo.png.gz")
 	rec := do(h, "GET", "/", "Accept", "application/json")
 	var names []string
 	for _, line := range strings.Split(rec.Body.String(), "\n") {
@@ -369,5 +399,101 @@ func TestPanicFreesCompressionSlot(t *testing.T) {
 	h = New(h.cfg)
 	if rec := do(h, "GET", "/app.js", "Accept-Encoding", "gzip"); rec.Header().Get("Content-Encoding") != "gzip" {
 		t.Errorf("after a panic, the next response went out uncompressed: the slot was kept")
+	}
+}
+
+// TestUploadedFileIsNoSidecar uploads data.csv, then a data.csv.gz of its
+// own, newer: a gzip client asking for data.csv gets data.csv's bytes,
+// the listing shows data.csv.gz, and deleting data.csv leaves it.
+func TestUploadedFileIsNoSidecar(t *testing.T) {
+	csv := strings.Repeat("id,name,value\n1,largo,42\n", 200)
+	own := compress(t, encode.Gzip, []byte(strings.Repeat("another table\n", 300)))
+	h, dir, _ := newWriteHandler(t, nil, Config{})
+	for _, f := range []struct{ name, body string }{{"/data.csv", csv}, {"/data.csv.gz", string(own)}} {
+		rec := send(h, "PUT", f.name, strings.NewReader(f.body), int64(len(f.body)), "Authorization", "Bearer "+token)
+		if rec.Code != http.StatusCreated {
+			t.Fatalf("PUT %s: %d %s", f.name, rec.Code, rec.Body)
+		}
+	}
+	// Newer than data.csv, as a sidecar would be.
+	later := time.Now().Add(time.Minute)
+	os.Chtimes(filepath.Join(dir, "data.csv.gz"), later, later)
+
+	rec := do(h, "GET", "/data.csv", "Accept-Encoding", "gzip")
+	if rec.Code != 200 || rec.Header().Get("Content-Encoding") != "" || rec.Body.String() != csv {
+		t.Errorf("GET data.csv for gzip: %d %v, %d bytes; want data.csv's own %d", rec.Code, rec.Header(), rec.Body.Len(), len(csv))
+	}
+	rec = do(h, "GET", "/", "Accept", "application/json")
+	if !strings.Contains(rec.Body.String(), `"name": "data.csv.gz"`) {
+		t.Errorf("the listing hides data.csv.gz:\n%s", rec.Body)
+	}
+	rec = send(h, "DELETE", "/data.csv", nil, 0, "Authorization", "Bearer "+token)
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("DELETE data.csv: %d", rec.Code)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "data.csv.gz")); err != nil || !bytes.Equal(b, own) {
+		t.Errorf("data.csv.gz after DELETE of data.csv: %v", err)
+	}
+}
+
+// TestAnySidecars serves hand-made sidecars, as nginx's gzip_static does,
+// when told to: a fresh one without a record is sent, a stale one is not,
+// and the listing hides only the fresh one.
+func TestAnySidecars(t *testing.T) {
+	js := strings.Repeat("function add(a, b) { return a + b; }\n", 100)
+	h, dir := newTestHandler(t, map[string]string{"app.js": js, "old.js": js})
+	write(t, filepath.Join(dir, "app.js.gz"), compress(t, encode.Gzip, []byte(js)))
+	write(t, filepath.Join(dir, "old.js.gz"), compress(t, encode.Gzip, []byte(js)))
+	past := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(dir, "old.js.gz"), past, past)
+	for _, anySidecar := range []bool{false, true} {
+		h := New(Config{Store: h.cfg.Store, AnySidecars: anySidecar})
+		rec := do(h, "GET", "/app.js", "Accept-Encoding", "gzip")
+		if got := rec.Header().Get("Content-Encoding") == "gzip"; got != anySidecar {
+			t.Errorf("any %v: hand-made sidecar served %v", anySidecar, got)
+		}
+		if rec := do(h, "GET", "/old.js", "Accept-Encoding", "gzip"); rec.Header().Get("Content-Encoding") != "" || rec.Body.String() != js {
+			t.Errorf("any %v: a stale sidecar was served", anySidecar)
+		}
+		listed := do(h, "GET", "/", "Accept", "application/json").Body.String()
+		if strings.Contains(listed, `"app.js.gz"`) == anySidecar || !strings.Contains(listed, `"old.js.gz"`) {
+			t.Errorf("any %v: listing %s", anySidecar, listed)
+		}
+	}
+}
+
+// TestStaleRecordedSidecar: once data.csv is uploaded again, its recorded
+// data.csv.gz is no longer sent as its encoding, but it is still largo's
+// sidecar, not a user's file: hidden from the listing, and removed with
+// data.csv.
+func TestStaleRecordedSidecar(t *testing.T) {
+	csv := strings.Repeat("id,name\n1,largo\n", 200)
+	h, dir, _ := newWriteHandler(t, map[string]string{"data.csv": csv}, Config{})
+	write(t, filepath.Join(dir, "data.csv.gz"), compress(t, encode.Gzip, []byte(csv)))
+	recordSidecars(t, h, "data.csv.gz")
+	if rec := do(h, "GET", "/data.csv", "Accept-Encoding", "gzip"); rec.Header().Get("Content-Encoding") != "gzip" {
+		t.Fatalf("the recorded sidecar is not served: %v", rec.Header())
+	}
+	newer := strings.Repeat("id,name\n2,other\n", 200)
+	if rec := send(h, "PUT", "/data.csv", strings.NewReader(newer), int64(len(newer)), "Authorization", "Bearer "+token); rec.Code != http.StatusNoContent {
+		t.Fatalf("PUT data.csv again: %d", rec.Code)
+	}
+	if rec := do(h, "GET", "/data.csv", "Accept-Encoding", "gzip"); rec.Header().Get("Content-Encoding") != "" || rec.Body.String() != newer {
+		t.Errorf("a sidecar of the old data.csv was served for the new one: %v", rec.Header())
+	}
+	if l := do(h, "GET", "/", "Accept", "application/json").Body.String(); strings.Contains(l, "data.csv.gz") {
+		t.Errorf("the stale sidecar is listed:\n%s", l)
+	}
+	if rec := send(h, "DELETE", "/data.csv", nil, 0, "Authorization", "Bearer "+token); rec.Code != http.StatusNoContent {
+		t.Fatalf("DELETE data.csv: %d", rec.Code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data.csv.gz")); !os.IsNotExist(err) {
+		t.Errorf("the stale sidecar outlived its file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".largo", "sidecars")); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, ".largo", "sidecars")); len(ents) != 0 {
+		t.Errorf("%d records left after the sidecar was removed", len(ents))
 	}
 }

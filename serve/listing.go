@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -86,13 +87,13 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 		if name == "" {
 			path = "/"
 		}
-		if err := writeListing(bw, path, sorted.All(), sidecarFilter()); err != nil {
+		if err := writeListing(bw, path, sorted.All(), h.sidecarFilter(r.Context(), name)); err != nil {
 			return err
 		}
 		return bw.Flush()
 	}
 	view := ui.ParseView(r.URL.Query())
-	match, hide := view.Matcher(), sidecarFilter()
+	match, hide := view.Matcher(), h.sidecarFilter(r.Context(), name)
 	total := 0
 	page, err := sorted.Resort(viewOrder(view), func(in largo.Info) bool {
 		if !hide(in) {
@@ -232,9 +233,11 @@ func (h *Handler) signedIn(r *http.Request, name string) (user string, may []str
 }
 
 // sidecarFilter returns a test that hides the precompressed sidecars of
-// a folder: NAME.zst, NAME.br or NAME.gz is a sidecar when NAME is a file
-// in the same folder that the compression policy would send it for. A
-// lone backup.tar.gz, or one beside a folder named backup.tar, stays. A
+// the folder dir: NAME.zst, NAME.br or NAME.gz is a sidecar when NAME is
+// a file in the same folder that the compression policy would send it
+// for, and the file is one of largo's (ownSidecar: recorded, stale or
+// not, or with Config.AnySidecars fresh). A lone backup.tar.gz, one beside a folder
+// named backup.tar, and a data.csv.gz someone put beside data.csv stay. A
 // file whose type is only known from its first bytes (no extension) may
 // be text, so its sidecars are hidden too.
 //
@@ -244,7 +247,7 @@ func (h *Handler) signedIn(r *http.Request, name string) (user string, may []str
 // order begins with NAME, so the test only keeps the chain of files seen
 // whose names begin the current one: its memory is bounded by the length
 // of a name, not by the size of the folder.
-func sidecarFilter() func(largo.Info) bool {
+func (h *Handler) sidecarFilter(ctx context.Context, dir string) func(largo.Info) bool {
 	var chain []largo.Info
 	return func(in largo.Info) bool {
 		if in.IsDir {
@@ -256,7 +259,8 @@ func sidecarFilter() func(largo.Info) bool {
 		show := true
 		if base, _, ok := encode.SidecarBase(in.Name); ok {
 			for _, orig := range chain {
-				if orig.Name == base && orig.Size >= encode.MinSize && sidecarType(contentType(orig)) {
+				if orig.Name == base && orig.Size >= encode.MinSize && sidecarType(contentType(orig)) &&
+					h.ownSidecar(ctx, largo.Join(dir, in.Name), in, orig) {
 					show = false
 				}
 			}

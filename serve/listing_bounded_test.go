@@ -105,6 +105,9 @@ func TestListingBounded(t *testing.T) {
 	budget := limit.NewBudget(4 << 20)
 	spill := t.TempDir()
 	h := New(Config{Store: s, Listing: listing.Config{Budget: budget, Max: 256 << 10, Dir: spill}})
+	for i := 0; i < 20_000; i += 1000 {
+		recordSidecars(t, h, fmt.Sprintf("f%d.txt.gz", i))
+	}
 
 	rec := do(h, "GET", "/", "Accept", "application/json")
 	var l Listing

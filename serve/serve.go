@@ -9,7 +9,11 @@
 // around every one: a precompressed sidecar is found through the Store
 // (Stat and Open of NAME.zst, NAME.br, NAME.gz), so it works on any store,
 // and sent like any file, with sendfile and ranges; dynamic compression
-// wraps only the responses it compresses.
+// wraps only the responses it compresses. A file with a sidecar's name is
+// taken for one only when largo precompress recorded it (package sidecar)
+// and it and its original are unchanged since, unless Config.AnySidecars
+// says to take any fresh one; otherwise it is a file of its own, and
+// listings and archives show it.
 //
 // Every request passes the same gate before it reaches a store: its path is
 // parsed by largo.ParseName (400 for anything that could leave the root or be
@@ -77,6 +81,7 @@ import (
 	"largo/ingest"
 	"largo/limit"
 	"largo/listing"
+	"largo/sidecar"
 	"largo/transfer"
 	"largo/ui"
 )
@@ -131,6 +136,13 @@ type Config struct {
 	// archives (without it, encoders of the handler's own, with the
 	// default bound, make them).
 	Compress *encode.Encoders
+	// AnySidecars takes any fresh NAME.zst, NAME.br or NAME.gz (a regular
+	// file not older than NAME) for NAME's encoding, whoever wrote it, as
+	// nginx's gzip_static does. False, the default, takes only the
+	// sidecars largo precompress recorded in the store's state area, while
+	// they and NAME keep the ETags recorded (package sidecar): anything
+	// else is a file of its own, served, listed and archived as such.
+	AnySidecars bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -208,6 +220,9 @@ type Handler struct {
 	// archiveEnc compresses tar.zst archives: Config.Compress, or with
 	// dynamic compression off encoders of the handler's own.
 	archiveEnc *encode.Encoders
+	// sidecars answers, from a bounded cache, which files are recorded
+	// sidecars (unused with Config.AnySidecars).
+	sidecars *sidecar.Checker
 }
 
 // New returns a Handler for cfg.
@@ -237,6 +252,11 @@ func New(cfg Config) *Handler {
 	if h.cfg.Listing.Budget == nil {
 		h.cfg.Listing.Budget = limit.NewBudget(DefaultListingMemory)
 	}
+	var state largo.State // none: no file is a recorded sidecar
+	if sk, ok := cfg.Store.(largo.StateKeeper); ok {
+		state = sk.State()
+	}
+	h.sidecars = sidecar.NewChecker(state, sidecar.Options{Now: h.cfg.Now})
 	h.ui = ui.New(UIPrefix)
 	h.own = http.NewServeMux()
 	h.own.Handle("GET "+UIPrefix, h.adapt(h.ui.Asset))

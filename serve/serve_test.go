@@ -238,7 +238,8 @@ func newTextLogger(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandl
 // listing shows: no precompressed sidecars, but a lone .gz file.
 func TestArchiveLeavesSidecars(t *testing.T) {
 	text := strings.Repeat("a line of text\n", 200)
-	h, _ := newTestHandler(t, map[string]string{"d/log.txt": text, "d/log.txt.gz": "gz", "d/backup.tar.gz": "gz"})
+	h, _ := newTestHandler(t, map[string]string{"d/log.txt": text, "d/log.txt.gz": "gz", "d/backup.tar.gz": "gz", "d/data.csv": text, "d/data.csv.gz": "a file of its own"})
+	recordSidecars(t, h, "d/log.txt.gz")
 	req := httptest.NewRequest("GET", "/d/?archive=tar", nil)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -254,7 +255,7 @@ func TestArchiveLeavesSidecars(t *testing.T) {
 		}
 		names = append(names, hdr.Name)
 	}
-	if got := strings.Join(names, " "); got != "d/ d/backup.tar.gz d/log.txt" {
+	if got := strings.Join(names, " "); got != "d/ d/backup.tar.gz d/data.csv d/data.csv.gz d/log.txt" {
 		t.Errorf("archive holds %q", got)
 	}
 }

@@ -324,6 +324,7 @@ func TestDeleteSidecars(t *testing.T) {
 	for _, n := range []string{"log.txt", "log.txt.gz", "log.txt.zst", "log.txt.br"} {
 		os.Chtimes(filepath.Join(dir, n), now, now) // written together, as precompress does
 	}
+	recordSidecars(t, h, "log.txt.gz", "log.txt.zst", "log.txt.br")
 	for _, p := range []string{"/log.txt", "/backup.tar", "/data.csv"} {
 		req := httptest.NewRequest("DELETE", "/", nil)
 		req.URL.Path = p

@@ -229,6 +229,7 @@ func writeFile(path string, write func(io.Writer) error) error {
 // baseline, so that the lab measures it from outside like any server.
 func newNaiveServer(e *env) *cobra.Command {
 	var listen string
+	var idle time.Duration
 	cmd := &cobra.Command{
 		Use:    "naive-server DIR",
 		Short:  "Serve DIR with the lab's deliberately naive buffered server (never for real use)",
@@ -244,6 +245,10 @@ func newNaiveServer(e *env) *cobra.Command {
 				ReadHeaderTimeout: readHeaderTimeout,
 				ErrorLog:          log.New(e.stderr, "naive: ", 0),
 			}
+			if idle > 0 {
+				// The timeouts a net/http server is usually given.
+				srv.ReadHeaderTimeout, srv.IdleTimeout = idle, idle
+			}
 			fmt.Fprintf(e.stdout, "naive: serving %s at http://%s/\n", args[0], ln.Addr())
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
@@ -257,6 +262,7 @@ func newNaiveServer(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to serve on, host:port")
+	cmd.Flags().DurationVar(&idle, "idle-timeout", 0, "net/http's ReadHeaderTimeout and IdleTimeout (default 0: a header timeout of 10s, no idle timeout)")
 	documentEnv(cmd.Flags())
 	return cmd
 }

@@ -27,12 +27,19 @@ type precompressConfig struct {
 	jobs     int
 	level    choiceValue
 	progress choiceValue
+	sidecars choiceValue
+}
+
+// sidecarsChoice is the --sidecars flag of serve and precompress.
+func sidecarsChoice() choiceValue {
+	return choiceValue{value: "recorded", choices: []string{"recorded", "any"}}
 }
 
 func newPrecompress(e *env) *cobra.Command {
 	cfg := &precompressConfig{
 		level:    choiceValue{value: "max", choices: append([]string{"max"}, encode.Levels...)},
 		progress: choiceValue{value: "auto", choices: []string{"auto", "bar", "lines", "none"}},
+		sidecars: sidecarsChoice(),
 	}
 	cmd := &cobra.Command{
 		Use:   "precompress DIR | --store s3://BUCKET/PREFIX",
@@ -41,9 +48,17 @@ func newPrecompress(e *env) *cobra.Command {
 write precompressed sidecars NAME.zst, NAME.br and NAME.gz beside each
 compressible file NAME of 1 KiB or more (text, HTML, CSS, JavaScript, JSON,
 NDJSON, CSV, XML, SVG, logs, WASM...), at each coding's best level, on as
-many workers as there are cores. largo serve sends a sidecar, with ranges
-(and sendfile, from a folder), to clients that accept its coding, as long as
-it is not older than NAME, and hides sidecars from listings.
+many workers as there are cores. Each sidecar written is recorded in the
+store's state area (.largo/sidecars on a folder) with its ETag and NAME's.
+largo serve sends a recorded sidecar, with ranges (and sendfile, from a
+folder), to clients that accept its coding while it and NAME are unchanged,
+and hides it from listings.
+
+A file under a sidecar's name that was not recorded (an uploaded data.csv.gz
+beside data.csv, or sidecars made by hand or by an older largo) is a file of
+its own: it is left as it is and reported. With --sidecars any, such files
+are taken for sidecars, as largo serve --sidecars any takes them: written
+over when older than NAME, and recorded.
 
 A sidecar is kept only when it is at least 10% smaller than NAME. Files whose
 sidecars are all fresh are skipped, so a second run only does what changed.
@@ -89,6 +104,7 @@ Exit code 0 when every sidecar was written or skipped, 1 when some failed.`,
 	f.IntVar(&cfg.jobs, "jobs", 0, "sidecars compressed at once (default 0: one per core)")
 	f.Var(&cfg.level, "level", "compression level: max, best, default or fast")
 	f.Var(&cfg.progress, "progress", "progress display: auto (a bar on a terminal, lines otherwise), bar, lines or none")
+	f.Var(&cfg.sidecars, "sidecars", "which files under a sidecar's name are sidecars: recorded (only those precompress recorded; others are left) or any (write over any older than NAME)")
 	documentEnv(f)
 	return cmd
 }
@@ -129,10 +145,11 @@ func runPrecompress(ctx context.Context, e *env, cfg *precompressConfig) error {
 		level, _ = encode.ParseLevel(cfg.level.value) // a choice already
 	}
 	pcfg := precompress.Config{
-		Writes:    ingest.New(ingest.Config{Store: store}),
-		Jobs:      cfg.jobs,
-		Level:     level,
-		MediaType: serve.MediaType,
+		Writes:      ingest.New(ingest.Config{Store: store}),
+		Jobs:        cfg.jobs,
+		Level:       level,
+		MediaType:   serve.MediaType,
+		AnySidecars: cfg.sidecars.value == "any",
 	}
 	plan, err := precompress.Prepare(ctx, pcfg)
 	if err != nil {
@@ -200,6 +217,8 @@ func printEvent(w io.Writer, ev precompress.Event) {
 	switch {
 	case ev.Fresh:
 		fmt.Fprintf(w, "fresh    %s\n", ev.Name)
+	case ev.Foreign:
+		fmt.Fprintf(w, "left     %s%s  a file of its own, not a sidecar largo wrote\n", ev.Name, ev.Coding.Ext())
 	case ev.Err != nil:
 		fmt.Fprintf(w, "FAILED   %s%s: %v\n", ev.Name, ev.Coding.Ext(), pathErrText(ev.Err))
 	case ev.Kept:
@@ -213,6 +232,9 @@ func printEvent(w io.Writer, ev precompress.Event) {
 func printSummary(w io.Writer, s precompress.Summary) {
 	fmt.Fprintf(w, "largo: %d compressible files: %d compressed, %d up to date; %d sidecars written, %d dropped (saved under 10%%), %d failed\n",
 		s.Files, s.Compressed, s.Fresh, s.Sidecars, s.Dropped, s.Failed)
+	if s.Foreign > 0 {
+		fmt.Fprintf(w, "largo: %d files under a sidecar's name left as they are: not sidecars largo wrote (--sidecars any takes them for sidecars)\n", s.Foreign)
+	}
 	fmt.Fprintf(w, "largo: %s before, %s after with the smallest sidecar of each (%s), in %s\n",
 		largo.FormatSize(s.Before), largo.FormatSize(s.After), saving(s.Before, s.After), s.Elapsed.Round(time.Millisecond))
 	for _, c := range encode.Codings {

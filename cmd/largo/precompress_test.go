@@ -67,6 +67,7 @@ func TestPrecompressUsage(t *testing.T) {
 		{"precompress", filepath.Join(t.TempDir(), "missing")},
 		{"precompress", "--store", "s3://"},
 		{"precompress", t.TempDir(), "--jobs", "-1"},
+		{"precompress", t.TempDir(), "--sidecars", "some"},
 	} {
 		_, _, err := runCLI(t, args...)
 		if exitCode(err) != exitUsage || strings.Contains(err.Error(), "\n") {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,7 @@ import (
 	"largo/encode"
 	"largo/ingest"
 	"largo/limit"
+	"largo/listing"
 	"largo/metrics"
 	"largo/resumable"
 	"largo/s3"
@@ -49,6 +51,10 @@ type serveConfig struct {
 	compress      choiceValue
 	compressLevel choiceValue
 	compressMax   int
+	sidecars      choiceValue
+	listingMemory sizeValue
+	listingBudget sizeValue
+	listingTemp   string
 
 	upload       bool
 	token        string
@@ -81,6 +87,24 @@ func headerTimeout(idle time.Duration) time.Duration {
 	return readHeaderTimeout
 }
 
+// listingConfig returns the listings' bounds the flags set, or the
+// user's mistake.
+func listingConfig(cfg *serveConfig) (listing.Config, error) {
+	mem, budget := int64(cfg.listingMemory), int64(cfg.listingBudget)
+	switch {
+	case mem < listing.MinMax:
+		return listing.Config{}, fmt.Errorf("--listing-memory %s: at least %s", &cfg.listingMemory, largo.FormatSize(listing.MinMax))
+	case budget < mem:
+		return listing.Config{}, fmt.Errorf("--listing-budget %s: at least --listing-memory (%s)", &cfg.listingBudget, &cfg.listingMemory)
+	}
+	if cfg.listingTemp != "" {
+		if fi, err := os.Stat(cfg.listingTemp); err != nil || !fi.IsDir() {
+			return listing.Config{}, fmt.Errorf("--listing-temp-dir %s: not a folder", cfg.listingTemp)
+		}
+	}
+	return listing.Config{Budget: limit.NewBudget(budget), Max: mem, Dir: cfg.listingTemp}, nil
+}
+
 // http2Config sets HTTP/2's limits explicitly rather than taking the
 // library's defaults: streams per connection, the largest frame and the
 // receive windows bound what one connection may make the server hold
@@ -106,6 +130,9 @@ func newServe(e *env) *cobra.Command {
 		logFormat:     choiceValue{value: "text", choices: []string{"text", "json"}},
 		compress:      choiceValue{value: "on", choices: []string{"on", "off"}},
 		compressLevel: choiceValue{value: "fast", choices: encode.Levels},
+		sidecars:      sidecarsChoice(),
+		listingMemory: listing.DefaultMax,
+		listingBudget: serve.DefaultListingMemory,
 		s3PartSize:    s3.DefaultPartSize,
 	}
 	cmd := &cobra.Command{
@@ -123,9 +150,11 @@ on, an upload area), or as JSON for Accept: application/json;
 
 Text files (HTML, CSS, JavaScript, JSON, NDJSON, CSV, XML, SVG, logs, WASM...)
 of 1 KiB or more are compressed for clients that accept it (zstd, br, gzip):
-from precompressed sidecars NAME.zst, NAME.br, NAME.gz when present and not
-older than NAME (see largo precompress), otherwise on the fly at
---compress-level. Range requests and already-compressed data (archives,
+from precompressed sidecars NAME.zst, NAME.br, NAME.gz that largo precompress
+wrote, while they and NAME are unchanged (--sidecars any: any such file not
+older than NAME), otherwise on the fly at --compress-level. A file that only
+has a sidecar's name (an uploaded data.csv.gz beside data.csv) is a file of
+its own. Range requests and already-compressed data (archives,
 images, audio, video, PDF) are sent as they are.
 
 Writes are off unless --upload is given; then PUT stores a file atomically
@@ -198,6 +227,10 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.compress, "compress", "compress text files on the fly for clients that accept it: on or off (precompressed sidecars are served either way)")
 	f.Var(&cfg.compressLevel, "compress-level", "on-the-fly compression level: fast, default or best")
 	f.IntVar(&cfg.compressMax, "compress-streams", encode.DefaultMaxStreams, "most responses compressed on the fly at once; beyond it files are sent uncompressed")
+	f.Var(&cfg.listingMemory, "listing-memory", "most memory one folder listing sorts in (each folder of an archive too); a larger folder spills sorted runs to --listing-temp-dir (at least 256KiB)")
+	f.Var(&cfg.listingBudget, "listing-budget", "most memory all listings and archives sort in together; beyond it they get 503 with Retry-After (at least --listing-memory)")
+	f.StringVar(&cfg.listingTemp, "listing-temp-dir", "", "folder of the sorted runs of large listings, on a disk, not a tmpfs (default: the system's temporary folder)")
+	f.Var(&cfg.sidecars, "sidecars", "which NAME.zst, NAME.br, NAME.gz are sent as NAME's encoding: recorded (those largo precompress wrote, while unchanged) or any (any not older than NAME, as nginx's gzip_static)")
 	f.BoolVar(&cfg.upload, "upload", false, "accept writes (PUT, multipart POST, DELETE, tus uploads at /_largo/uploads/), each with the token")
 	f.StringVar(&cfg.token, "token", "", "the token writes must carry (default: generated with --upload and printed once)")
 	f.BoolVar(&cfg.uploadOpen, "upload-open", false, "accept writes from anyone, without a token (implies --upload; dangerous)")
@@ -260,8 +293,14 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 			return usageErr(err)
 		}
 	}
+	lcfg, err := listingConfig(cfg)
+	if err != nil {
+		return usageErr(err)
+	}
 	hcfg := serve.Config{
+		Listing:     lcfg,
 		Compress:    enc,
+		AnySidecars: cfg.sidecars.value == "any",
 		Compression: m,
 		Store:       store,
 		Logger:      logger,
