@@ -5,4 +5,9 @@
 //
 // A test that needs a program the machine lacks skips with a loud message;
 // with LARGO_TEST_STRICT=1 (what `make test` and CI set) it fails instead.
+//
+// The tests are behind the build tag e2e, so that `go test ./...` is the
+// fast unit suite; `make test` sets the tag. To run some of them:
+//
+//	go test -tags e2e ./e2e -run 'TestGet'
 package e2e
