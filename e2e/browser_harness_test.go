@@ -5,10 +5,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +20,8 @@ import (
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"largo/internal/testenv"
 )
 
 // browser is a headless Chromium driven through the DevTools protocol,
@@ -82,12 +82,7 @@ func newBrowser(t *testing.T) *browser {
 // LARGO_TEST_STRICT=1) when it is missing.
 func findChromium(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return need(t, "chromium")
+	return testenv.Program(t, "chromium", "chromium-browser")
 }
 
 // collect records what the page reports as wrong.
@@ -366,14 +361,9 @@ type axeViolation struct {
 // contrast among them, and fails the test on each violation.
 func (b *browser) checkAccessibility(page string) {
 	b.t.Helper()
-	src, err := os.ReadFile(filepath.Join("node", "node_modules", "axe-core", "axe.min.js"))
-	if errors.Is(err, os.ErrNotExist) {
-		msg := "axe-core not installed: run scripts/test-deps (make test does)"
-		if strict() {
-			b.t.Fatal("LARGO_TEST_STRICT=1: " + msg)
-		}
-		b.t.Skip("SKIPPED, NOT TESTED: " + msg)
-	}
+	axe := filepath.Join("node", "node_modules", "axe-core", "axe.min.js")
+	testenv.File(b.t, axe, "axe-core")
+	src, err := os.ReadFile(axe)
 	if err != nil {
 		b.t.Fatal(err)
 	}

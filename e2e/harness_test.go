@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"largo/internal/testenv"
 	"largo/proc"
 )
 
@@ -49,22 +50,13 @@ func TestMain(m *testing.M) {
 
 // strict reports whether a missing component fails the test instead of
 // skipping it.
-func strict() bool { return os.Getenv("LARGO_TEST_STRICT") == "1" }
+func strict() bool { return testenv.Strict() }
 
 // need returns the path of a program the test requires, or skips the test
 // (fails it, under LARGO_TEST_STRICT=1) when the program is missing.
 func need(t testing.TB, program string) string {
 	t.Helper()
-	p, err := exec.LookPath(program)
-	if err == nil {
-		return p
-	}
-	msg := fmt.Sprintf("%s not found: install it (make test does) to run this test", program)
-	if strict() {
-		t.Fatal("LARGO_TEST_STRICT=1: " + msg)
-	}
-	t.Skip("SKIPPED, NOT TESTED: " + msg)
-	return ""
+	return testenv.Program(t, program)
 }
 
 // server is a running largo process.

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"largo/internal/testenv"
 )
 
 // nodeScript returns the command that runs a script of e2e/node under
@@ -28,13 +30,7 @@ import (
 func nodeScript(t *testing.T, script string, args ...string) *exec.Cmd {
 	t.Helper()
 	node := need(t, "node")
-	if _, err := os.Stat(filepath.Join("node", "node_modules", "tus-js-client")); err != nil {
-		msg := "e2e/node/node_modules is missing: run scripts/test-deps (make test does)"
-		if strict() {
-			t.Fatal("LARGO_TEST_STRICT=1: " + msg)
-		}
-		t.Skip("SKIPPED, NOT TESTED: " + msg)
-	}
+	testenv.File(t, filepath.Join("node", "node_modules", "tus-js-client"), "e2e/node/node_modules")
 	return exec.Command(node, append([]string{filepath.Join("node", script)}, args...)...)
 }
 

@@ -16,9 +16,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"largo/internal/testenv"
 )
 
 const testToken = "e2e-secret-token"
@@ -479,14 +480,7 @@ func concurrentPuts(t *testing.T, g *target) {
 // 507, leave nothing half-written, and the server goes on serving.
 func TestDiskFull(t *testing.T) {
 	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=48m"); err != nil {
-		msg := fmt.Sprintf("cannot mount a tmpfs (%v): run as root to test a full disk", err)
-		if strict() {
-			t.Fatal("LARGO_TEST_STRICT=1: " + msg)
-		}
-		t.Skip("SKIPPED, NOT TESTED: " + msg)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	testenv.Tmpfs(t, dir, "48m", "to test a full disk")
 	os.WriteFile(filepath.Join(dir, "keep.bin"), []byte("old content"), 0o644)
 	s := startWriter(t, dir)
 
