@@ -14,13 +14,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"largo/internal/ready"
 	"largo/internal/testenv"
 	"largo/proc"
 )
@@ -65,6 +65,7 @@ type server struct {
 	cmd    *exec.Cmd
 	URL    string // base URL, with a trailing slash
 	Addr   string // host:port
+	Admin  string // the admin listener's base URL, if any
 	PID    int
 	stdout *lockedBuffer
 	stderr *lockedBuffer
@@ -72,17 +73,16 @@ type server struct {
 	err    error // of Wait, once done is closed
 }
 
-var urlLine = regexp.MustCompile(`serving .* at (https?://([^/\s]+)/)`)
-
 // startServer runs `largo serve dir --listen 127.0.0.1:0 args...` and waits
-// until it prints its URL. The process is killed when the test ends.
+// until it announces that it is ready (package ready). The process is
+// killed when the test ends.
 func startServer(t testing.TB, dir string, args ...string) *server {
 	t.Helper()
 	return startLargo(t, append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, args...), nil)
 }
 
 // startLargo runs largo with args and environment additions env, and
-// waits for its URL line.
+// waits for its ready line.
 func startLargo(t testing.TB, args []string, env []string) *server {
 	t.Helper()
 	s := &server{t: t, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
@@ -97,15 +97,15 @@ func startLargo(t testing.TB, args []string, env []string) *server {
 		t.Fatal(err)
 	}
 	s.PID = s.cmd.Process.Pid
-	found := make(chan []string, 1)
+	found := make(chan ready.Line, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
 			s.stdout.Write([]byte(line + "\n"))
-			if m := urlLine.FindStringSubmatch(line); m != nil && !sent {
-				found <- m
+			if l, ok := ready.Parse(sc.Bytes()); ok && !sent {
+				found <- l
 				sent = true
 			}
 		}
@@ -120,12 +120,12 @@ func startLargo(t testing.TB, args []string, env []string) *server {
 		}
 	})
 	select {
-	case m := <-found:
-		s.URL, s.Addr = m[1], m[2]
+	case l := <-found:
+		s.URL, s.Addr, s.Admin = l.URL, l.Addr, l.Admin
 	case <-s.done:
 		t.Fatalf("largo exited before serving: %v\n%s", s.err, s.stderr.String())
 	case <-time.After(20 * time.Second):
-		t.Fatalf("largo printed no URL in 20s\n%s", s.stderr.String())
+		t.Fatalf("largo announced no readiness in 20s\n%s", s.stderr.String())
 	}
 	return s
 }

@@ -56,6 +56,33 @@ func TestStartPeer(t *testing.T) {
 	}
 }
 
+// TestStartAnnounced starts a server that picks its own port and learns
+// the port from the server's ready line.
+func TestStartAnnounced(t *testing.T) {
+	r := testRunner(t, 0)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello"), 0o644)
+	srv := roleServer("announcer", "serve")
+	srv.PrintsURL = true
+	in, err := r.start(context.Background(), srv, dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.stop()
+	if !strings.HasPrefix(in.addr, "127.0.0.1:") || strings.HasSuffix(in.addr, ":0") {
+		t.Fatalf("address %q", in.addr)
+	}
+	resp, err := http.Get(in.base + "hello.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "hello" {
+		t.Fatalf("served %q", b)
+	}
+}
+
 func TestStartFailures(t *testing.T) {
 	r := testRunner(t, 0)
 	for _, tt := range []struct {

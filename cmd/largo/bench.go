@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"largo/internal/ready"
 	"largo/lab"
 )
 
@@ -245,6 +246,7 @@ func newNaiveServer(e *env) *cobra.Command {
 				ErrorLog:          log.New(e.stderr, "naive: ", 0),
 			}
 			fmt.Fprintf(e.stdout, "naive: serving %s at http://%s/\n", args[0], ln.Addr())
+			ready.Write(e.stdout, ready.Line{URL: fmt.Sprintf("http://%s/", ln.Addr()), Addr: ln.Addr().String()})
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 			select {

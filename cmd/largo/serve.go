@@ -18,6 +18,7 @@ import (
 	"largo"
 	"largo/encode"
 	"largo/ingest"
+	"largo/internal/ready"
 	"largo/limit"
 	"largo/metrics"
 	"largo/resumable"
@@ -140,6 +141,9 @@ write and delete, give an access file (--access; see largo passwd and
 largo share for passwords and share links).
 
 largo's own endpoints live under /_largo/: healthz, readyz and metrics.
+Once it accepts connections, largo writes one JSON line on standard output
+for programs that start it: {"msg":"largo ready","url":URL,"addr":HOST:PORT}
+(with "admin":URL when --admin-listen is given).
 SIGINT or SIGTERM stops accepting connections and lets transfers in flight
 finish for up to --drain-timeout; a second signal exits at once.
 
@@ -286,6 +290,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		HTTP2:             http2Config(cfg.idleTimeout),
 	}
 	var admin *http.Server
+	var adminURL string
 	if cfg.adminListen != "" {
 		aln, err := net.Listen("tcp", cfg.adminListen)
 		if err != nil {
@@ -295,7 +300,8 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		admin = &http.Server{Handler: adminMux(m.Handler()), ReadHeaderTimeout: readHeaderTimeout}
 		go admin.Serve(aln)
 		defer admin.Close()
-		fmt.Fprintf(e.stdout, "largo: metrics and pprof at http://%s/\n", aln.Addr())
+		adminURL = fmt.Sprintf("http://%s/", aln.Addr())
+		fmt.Fprintf(e.stdout, "largo: metrics and pprof at %s\n", adminURL)
 	}
 
 	served := make(chan error, 1)
@@ -310,7 +316,9 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	if tlsConf != nil {
 		scheme = "https"
 	}
-	fmt.Fprintf(e.stdout, "largo: serving %s at %s://%s/\n", where, scheme, displayAddr(ln.Addr()))
+	url := fmt.Sprintf("%s://%s/", scheme, displayAddr(ln.Addr()))
+	fmt.Fprintf(e.stdout, "largo: serving %s at %s\n", where, url)
+	ready.Write(e.stdout, ready.Line{URL: url, Addr: ln.Addr().String(), Admin: adminURL})
 
 	select {
 	case err := <-served:
