@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"largo/internal/poll"
 	"largo/internal/ready"
 	"largo/internal/testenv"
 	"largo/proc"
@@ -159,6 +160,19 @@ func (s *server) fds() int {
 	return n
 }
 
+// idleFDs returns the server's open descriptor count once it has settled
+// (the same in three reads 50 ms apart): the baseline of a test that
+// checks descriptors come back, taken after the connections before it
+// have been closed on the server's side too.
+func (s *server) idleFDs() int {
+	s.t.Helper()
+	n, ok := poll.Steady(10*time.Second, 50*time.Millisecond, 3, s.fds)
+	if !ok {
+		s.t.Fatalf("the server's descriptors did not settle in 10s (last %d)", n)
+	}
+	return n
+}
+
 // memory returns the server's resident memory.
 func (s *server) memory() proc.Memory {
 	s.t.Helper()
@@ -262,16 +276,7 @@ func (s *server) rchar() int64 {
 
 // waitFor polls cond every 50 ms until it holds or timeout passes.
 func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return poll.Until(timeout, 50*time.Millisecond, cond)
 }
 
 // writeRandom writes size pseudo-random bytes (seeded, so reruns match) to

@@ -215,8 +215,8 @@ func TestS3AbortedDownloads(t *testing.T) {
 	s := startS3Largo(t, srv, "", "--admin-listen", "127.0.0.1:0")
 	get(t, s.URL+"_largo/healthz")
 	goroutines(t, s) // warm up the admin listener too
-	time.Sleep(200 * time.Millisecond)
-	idleFDs, idleG := s.fds(), goroutines(t, s)
+	idleFDs := s.idleFDs()
+	idleG := goroutines(t, s)
 
 	abortDownloads(t, s.Addr, "/big.iso", 50)
 	var busy, pooled, fds, g int

@@ -375,8 +375,7 @@ func abortedUpload(t *testing.T, g *target) {
 	g.seed(t, "target.bin", "old")
 	s := g.serve(t)
 	metric(t, s, "largo_upload_pending_bytes") // opens the connection the checks reuse
-	time.Sleep(200 * time.Millisecond)
-	idle := s.fds()
+	idle := s.idleFDs()
 	for _, target := range []string{"/new.bin", "/target.bin"} {
 		c := partialPut(t, s.Addr, target, 200<<20, 50<<20)
 		if !waitFor(5*time.Second, func() bool { return g.writing(t, s) }) {

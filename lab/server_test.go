@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"largo/internal/poll"
 )
 
 // TestStartPeer starts a peer from a command template on a port the lab
@@ -190,7 +192,7 @@ func TestPeakFromIdle(t *testing.T) {
 	if idle.hwm < idle.rss+startupPeak/2 {
 		t.Skipf("the start-up peak did not show in VmHWM: %d MiB, RSS %d MiB", idle.hwm>>20, idle.rss>>20)
 	}
-	time.Sleep(3 * samplePeriod)
+	poll.Wait(t, 10*time.Second, "a sample since the server was idle", func() bool { return in.guard.sampledPeak() > 0 })
 	r.end(in, idle, &res, 0)
 	if res.Outcome != "" {
 		t.Fatal(res.Outcome)
