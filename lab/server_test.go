@@ -28,15 +28,7 @@ func TestStartPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(in.base + "hello.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(b) != "hello" {
-		t.Fatalf("peer served %q", b)
-	}
+	checkHello(t, in)
 	note, err := os.ReadFile(filepath.Join(in.tmp, "note.txt"))
 	if err != nil || !strings.Contains(string(note), dir) || !strings.HasSuffix(string(note), in.addr[strings.LastIndex(in.addr, ":")+1:]) {
 		t.Fatalf("file written before the start: %q, %v", note, err)
@@ -74,6 +66,12 @@ func TestStartAnnounced(t *testing.T) {
 	if !strings.HasPrefix(in.addr, "127.0.0.1:") || strings.HasSuffix(in.addr, ":0") {
 		t.Fatalf("address %q", in.addr)
 	}
+	checkHello(t, in)
+}
+
+// checkHello checks that in serves hello.txt, "hello".
+func checkHello(t *testing.T, in *instance) {
+	t.Helper()
 	resp, err := http.Get(in.base + "hello.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +79,7 @@ func TestStartAnnounced(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if string(b) != "hello" {
-		t.Fatalf("served %q", b)
+		t.Fatalf("%s served %q", in.name, b)
 	}
 }
 
