@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"largo/internal/testenv"
+
+	"largo/internal/poll"
 )
 
 // nodeScript returns the command that runs a script of e2e/node under
@@ -89,13 +91,8 @@ func TestTusJSClient(t *testing.T) {
 	// flight and hangs; then it is killed.
 	first, uploadURL, accepted := stoppedTusClient(t, append(args, "--stop-at", strconv.Itoa(stop)), stop)
 	// The offset settles where the cut request left it.
-	var held int64
-	if !waitFor(10*time.Second, func() bool {
-		a := tusOffset(t, uploadURL)
-		time.Sleep(200 * time.Millisecond)
-		held = tusOffset(t, uploadURL)
-		return a == held
-	}) || held < accepted || held >= size {
+	held, settled := poll.Steady(10*time.Second, 200*time.Millisecond, 2, func() int64 { return tusOffset(t, uploadURL) })
+	if !settled || held < accepted || held >= size {
 		t.Fatalf("server offset %d; the client saw %d accepted", held, accepted)
 	}
 	first.Process.Kill()
