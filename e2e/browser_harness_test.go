@@ -303,8 +303,8 @@ func (b *browser) setColorScheme(scheme string) {
 		})
 		return err
 	})
-	// Let the page restyle (and any transition end) before it is read.
-	time.Sleep(300 * time.Millisecond)
+	// The page is read once it matches the scheme and no transition runs.
+	b.waitJS("the "+scheme+" scheme to apply", `matchMedia("(prefers-color-scheme: `+scheme+`)").matches && document.getAnimations().length === 0`, 10*time.Second)
 }
 
 // setScripts turns the page's JavaScript on or off.
