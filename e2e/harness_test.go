@@ -49,10 +49,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// strict reports whether a missing component fails the test instead of
-// skipping it.
-func strict() bool { return testenv.Strict() }
-
 // need returns the path of a program the test requires, or skips the test
 // (fails it, under LARGO_TEST_STRICT=1) when the program is missing.
 func need(t testing.TB, program string) string {
