@@ -275,7 +275,14 @@ func TestBenchInterrupt(t *testing.T) {
 	}) {
 		t.Fatalf("no server started:\n%s", b.errb.String())
 	}
-	time.Sleep(time.Second)
+	// Held: the server has read off the file what the stalled client's
+	// socket takes (megabytes; the warm-up file is 4 KiB).
+	if !waitFor(30*time.Second, func() bool {
+		io, err := proc.TreeIO(servers[0])
+		return err == nil && io.RChar > 1<<20
+	}) {
+		t.Fatalf("the server never sent the stalled client its fill:\n%s", b.errb.String())
+	}
 	b.cmd.Process.Signal(syscall.SIGINT)
 	if code := b.wait(t, 20*time.Second); code != 3 {
 		t.Errorf("exit %d after SIGINT; want 3", code)
