@@ -9,9 +9,10 @@ serve:
 	CGO_ENABLED=0 $(GO) run ./cmd/largo serve
 
 # Install what the tests need, check the code, run every test with the race
-# detector; a test that lacks a real component it needs fails.
+# detector, the end-to-end tests (build tag e2e) included; a test that lacks a
+# real component it needs fails. `go test ./...` alone is the fast unit suite.
 test: deps check
-	LARGO_TEST_STRICT=1 $(GO) test -race -timeout 40m ./...
+	LARGO_TEST_STRICT=1 $(GO) test -race -timeout 40m -tags e2e ./...
 	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime 60000x ./serve
 	$(GO) test -run '^$$' -fuzz FuzzLockTokens -fuzztime 20000x ./ingest
 
@@ -22,7 +23,9 @@ check:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./...
 	$(GO) tool staticcheck ./...
+	$(GO) tool staticcheck -tags e2e ./...
 
 # A static binary: no C library mapped, about 1.5 MiB less resident memory.
 build:

@@ -69,7 +69,7 @@ type download struct {
 	part   string // path + ".part"
 	prog   Progress
 	res    Result
-	redone bool // restarted from zero once after a digest mismatch
+	redone bool // started over from zero once already
 }
 
 // Get downloads rawURL into the file path, through path.part, resuming from
@@ -80,12 +80,47 @@ type download struct {
 func (c *Client) Get(ctx context.Context, rawURL, path string) (Result, error) {
 	d := &download{c: c, url: rawURL, path: path, part: path + ".part", prog: c.progress(), res: Result{Path: path}}
 	defer d.prog.End()
+	next := d.begin()
+	for next.do != stop {
+		switch next.do {
+		case fetchSegments:
+			next = d.segmented(ctx, next.st)
+		case fetchStream:
+			next = d.single(ctx, next.st, next.first)
+		}
+	}
+	return d.res, next.err
+}
+
+// action is what a download does next.
+type action int
+
+const (
+	stop          action = iota // the download is over: done, or failed with the step's err
+	fetchSegments               // fetch in ranged requests at once (segmented)
+	fetchStream                 // fetch in one stream (single)
+)
+
+// step is a download's next action and what it starts from.
+type step struct {
+	do    action
+	st    *partState     // the state to resume from; nil: from zero
+	first *http.Response // fetchStream: an answer for the whole file, already received
+	err   error          // stop: why; nil when the download is done
+}
+
+// stopped is the step that ends a download with err (nil: done).
+func stopped(err error) step { return step{do: stop, err: err} }
+
+// begin takes up what an earlier run left, when it is for the same URL and
+// still fits, and returns the first step.
+func (d *download) begin() step {
 	st, err := loadState(d.part)
 	if err != nil {
-		c.logf("%s: ignoring the resume state (%v); starting from zero", path, err)
+		d.c.logf("%s: ignoring the resume state (%v); starting from zero", d.path, err)
 	}
-	if st != nil && st.URL != rawURL {
-		c.logf("%s: the part file came from %s; starting from zero", path, st.URL)
+	if st != nil && st.URL != d.url {
+		d.c.logf("%s: the part file came from %s; starting from zero", d.path, st.URL)
 		st = nil
 	}
 	if st != nil {
@@ -93,7 +128,7 @@ func (c *Client) Get(ctx context.Context, rawURL, path string) (Result, error) {
 		if err != nil {
 			st = nil
 		} else if st.Segments == nil && st.Size >= 0 && fi.Size() > st.Size {
-			c.logf("%s: the part file is longer than the remote file; starting from zero", path)
+			d.c.logf("%s: the part file is longer than the remote file; starting from zero", d.path)
 			st = nil
 		}
 	}
@@ -102,13 +137,26 @@ func (c *Client) Get(ctx context.Context, rawURL, path string) (Result, error) {
 	} else {
 		d.res.Resumed = true
 		if st.ifRange() == "" {
-			c.logf("%s: the server gives no ETag or Last-Modified: resuming without checking that the file is unchanged", path)
+			d.c.logf("%s: the server gives no ETag or Last-Modified: resuming without checking that the file is unchanged", d.path)
 		}
 	}
-	if c.Segments > 1 || st != nil && st.Segments != nil {
-		return d.segmented(ctx, st)
+	if d.c.Segments > 1 || st != nil && st.Segments != nil {
+		return step{do: fetchSegments, st: st}
 	}
-	return d.single(ctx, st, nil)
+	return step{do: fetchStream, st: st}
+}
+
+// fromZero is the step after err made a download throw its part file
+// away: do again from zero, once in a run (logged, ending with how); a
+// second time, err ends the download.
+func (d *download) fromZero(err error, do action, how string) step {
+	if d.redone {
+		return stopped(err)
+	}
+	d.redone = true
+	d.res.Resumed = false
+	d.c.logf("%s: %v; %s", d.path, err, how)
+	return step{do: do}
 }
 
 // request sends a GET for the bytes from off on, validated by st.
@@ -150,37 +198,65 @@ type stream struct {
 	starts int        // restarts from zero
 }
 
-// single runs a one-stream download; first, when set, is an answer already
-// received for the whole file.
-func (d *download) single(ctx context.Context, st *partState, first *http.Response) (Result, error) {
+// outcome is how an attempt at a stream or at a segment ended, and so
+// what comes next.
+type outcome int
+
+const (
+	failed    outcome = iota // with an error: try again after a pause, if the error allows
+	receive                  // the answer's head is good: receive its body
+	complete                 // the part file (or the segment) holds all its bytes
+	current                  // the target already holds the remote file: nothing to do
+	restarted                // the part file was emptied: try again at once
+	startOver                // the remote file changed, or ranges stopped working: the whole download starts from zero
+)
+
+// maxRestarts bounds the restarts from zero of one run: a server that
+// answers every range wrongly must not keep a download going for ever.
+const maxRestarts = 3
+
+// single is the step that runs a one-stream download; first, when set, is
+// an answer already received for the whole file.
+func (d *download) single(ctx context.Context, st *partState, first *http.Response) step {
 	f, err := os.OpenFile(d.part, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		if first != nil {
 			first.Body.Close()
 		}
-		return d.res, localError{err}
+		return stopped(localError{err})
 	}
 	defer f.Close()
 	s := &stream{d: d, f: f, st: st}
 	if st != nil {
 		fi, err := f.Stat()
 		if err != nil {
-			return d.res, localError{err}
+			return stopped(localError{err})
 		}
 		s.off = fi.Size()
 	}
-	r := d.c.retrier()
+	out, err := s.fetch(ctx, first)
+	switch {
+	case out == current:
+		return stopped(nil)
+	case err != nil:
+		return stopped(err)
+	}
+	return s.verify()
+}
+
+// fetch makes attempts until the part file holds the whole file
+// (complete), the target turns out to be up to date (current), or an
+// error ends the download (failed).
+func (s *stream) fetch(ctx context.Context, first *http.Response) (outcome, error) {
+	r := s.d.c.retrier()
 	for {
 		before := s.off
-		done, err := s.attempt(ctx, first)
+		out, err := s.attempt(ctx, first)
 		first = nil
-		if err == nil && done {
-			break
-		}
-		if errors.Is(err, errUpToDate) {
-			return d.res, nil
-		}
-		if errors.Is(err, errRestart) {
+		switch out {
+		case complete, current:
+			return out, nil
+		case restarted:
 			if s.starts++; s.starts <= maxRestarts {
 				continue
 			}
@@ -189,52 +265,54 @@ func (d *download) single(ctx context.Context, st *partState, first *http.Respon
 		if s.off > before {
 			r.progressed()
 		}
-		if err == nil {
-			continue
-		}
 		if err = r.again(ctx, err); err != nil {
-			return d.res, err
+			return failed, err
 		}
 	}
+}
+
+// verify checks that the part file is whole and matches the server's
+// digest, if it sent one, and makes it the target.
+func (s *stream) verify() step {
 	if s.st.Size >= 0 && s.off != s.st.Size {
-		return d.res, fmt.Errorf("received %d bytes of %d", s.off, s.st.Size)
+		return stopped(fmt.Errorf("received %d bytes of %d", s.off, s.st.Size))
 	}
 	if s.st.Digest != "" {
 		if s.h == nil {
-			if s.h, err = hashFile(d.part, s.off, s.st.Digest); err != nil {
-				return d.res, err
+			h, err := hashFile(s.d.part, s.off, s.st.Digest)
+			if err != nil {
+				return stopped(err)
 			}
+			s.h = h
 		}
 		if err := checkDigest(s.st.Digest, s.h.Sum(nil)); err != nil {
-			return d.mismatch(ctx, err)
+			return s.d.mismatch(err)
 		}
-		d.res.Verified = s.st.Digest
+		s.d.res.Verified = s.st.Digest
 	}
-	return d.finish(f, s.st, s.off)
+	return stopped(s.d.finish(s.f, s.st, s.off))
 }
 
-// mismatch handles content that does not match the server's digest: a
-// resumed download is fetched again from zero, once; otherwise the part
-// file is removed and the error returned.
-func (d *download) mismatch(ctx context.Context, err error) (Result, error) {
+// mismatch is the step after content did not match the server's digest:
+// the part file is removed; a resumed download is fetched again from zero,
+// once; otherwise the error ends it.
+func (d *download) mismatch(err error) step {
 	removePart(d.part)
-	if !d.res.Resumed || d.redone {
-		return d.res, err
+	if !d.res.Resumed {
+		return stopped(err)
 	}
-	d.redone = true
-	d.res.Resumed = false
-	d.c.logf("%s: %v; downloading again from zero", d.path, err)
+	do := fetchStream
 	if d.c.Segments > 1 {
-		return d.segmented(ctx, nil)
+		do = fetchSegments
 	}
-	return d.single(ctx, nil, nil)
+	return d.fromZero(err, do, "downloading again from zero")
 }
 
 // attempt makes one request (or takes first) and appends its body to the
-// part file. done is true when the file is complete.
-func (s *stream) attempt(ctx context.Context, first *http.Response) (done bool, err error) {
+// part file.
+func (s *stream) attempt(ctx context.Context, first *http.Response) (outcome, error) {
 	if s.st != nil && s.st.Size >= 0 && s.off == s.st.Size {
-		return true, nil
+		return complete, nil
 	}
 	actx, wd := s.d.c.watch(ctx)
 	defer wd.stop()
@@ -244,99 +322,125 @@ func (s *stream) attempt(ctx context.Context, first *http.Response) (done bool, 
 		if s.off > 0 {
 			rangeHdr = "bytes=" + strconv.FormatInt(s.off, 10) + "-"
 		}
+		var err error
 		if resp, err = s.d.request(actx, s.st, rangeHdr); err != nil {
-			return false, cause(actx, err)
+			return failed, cause(actx, err)
 		}
 	}
 	defer resp.Body.Close()
+	out, err := s.answer(resp)
+	if out != receive {
+		return out, err
+	}
+	return s.receive(actx, wd, resp)
+}
+
+// answer reads an answer's status and headers, and tells whether to
+// receive its body.
+func (s *stream) answer(resp *http.Response) (outcome, error) {
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
-		start, end, total, err := parseContentRange(resp.Header.Get("Content-Range"))
-		switch {
-		case err == nil && s.st == nil && start == 0 && end+1 == total:
-			// The whole file as a 206: take it as a 200.
-			s.st = stateFor(s.d.url, resp, total)
-			if err := saveState(s.d.part, s.st); err != nil {
-				return false, err
-			}
-		case err != nil || s.st == nil || start != s.off || end+1 != total || s.st.Size >= 0 && total != s.st.Size:
-			s.d.c.logf("%s: the server answered the range with %q; starting from zero", s.d.path, resp.Header.Get("Content-Range"))
-			return false, s.restart()
-		default:
-			s.st.Size = total
-		}
+		return s.partial(resp)
 	case http.StatusOK:
-		if s.off > 0 {
-			if s.st.changed(resp) {
-				s.d.c.logf("%s: the remote file changed since the part file was written; starting from zero", s.d.path)
-			} else {
-				s.d.c.logf("%s: the server ignored the range request; starting from zero", s.d.path)
-			}
-			if err := s.reset(); err != nil {
-				return false, err
-			}
-		}
-		if s.st == nil && s.d.upToDate(resp.ContentLength, resp.Header.Get("Last-Modified")) {
-			s.d.res.UpToDate, s.d.res.Size = true, resp.ContentLength
-			removePart(s.d.part)
-			return false, errUpToDate
-		}
-		s.st = stateFor(s.d.url, resp, resp.ContentLength)
-		if err := saveState(s.d.part, s.st); err != nil {
-			return false, err
-		}
+		return s.whole(resp)
 	case http.StatusRequestedRangeNotSatisfiable:
-		if s.st != nil && s.st.Size < 0 {
-			if _, _, total, err := parseContentRange(resp.Header.Get("Content-Range")); err == nil && total == s.off {
-				s.st.Size = total
-				return true, nil
-			}
-		}
-		s.d.c.logf("%s: the remote file is shorter than the part file; starting from zero", s.d.path)
-		return false, s.restart()
-	default:
-		return false, statusError(resp)
+		return s.unsatisfiable(resp)
 	}
+	return failed, statusError(resp)
+}
+
+// partial takes a 206: the rest of the part file, or the whole file as a
+// 206; any other range throws the part file away.
+func (s *stream) partial(resp *http.Response) (outcome, error) {
+	start, end, total, err := parseContentRange(resp.Header.Get("Content-Range"))
+	switch {
+	case err == nil && s.st == nil && start == 0 && end+1 == total:
+		// The whole file as a 206: take it as a 200.
+		s.st = stateFor(s.d.url, resp, total)
+		if err := saveState(s.d.part, s.st); err != nil {
+			return failed, err
+		}
+	case err != nil || s.st == nil || start != s.off || end+1 != total || s.st.Size >= 0 && total != s.st.Size:
+		s.d.c.logf("%s: the server answered the range with %q; starting from zero", s.d.path, resp.Header.Get("Content-Range"))
+		return s.restart()
+	default:
+		s.st.Size = total
+	}
+	return receive, nil
+}
+
+// whole takes a 200: the whole file, which replaces the part file, unless
+// the target already holds it.
+func (s *stream) whole(resp *http.Response) (outcome, error) {
+	if s.off > 0 {
+		if s.st.changed(resp) {
+			s.d.c.logf("%s: the remote file changed since the part file was written; starting from zero", s.d.path)
+		} else {
+			s.d.c.logf("%s: the server ignored the range request; starting from zero", s.d.path)
+		}
+		if err := s.reset(); err != nil {
+			return failed, err
+		}
+	}
+	if s.st == nil && s.d.upToDate(resp.ContentLength, resp.Header.Get("Last-Modified")) {
+		s.d.res.UpToDate, s.d.res.Size = true, resp.ContentLength
+		removePart(s.d.part)
+		return current, nil
+	}
+	s.st = stateFor(s.d.url, resp, resp.ContentLength)
+	if err := saveState(s.d.part, s.st); err != nil {
+		return failed, err
+	}
+	return receive, nil
+}
+
+// unsatisfiable takes a 416: the end of a file of unknown size when the
+// part file holds exactly its bytes; otherwise the remote file is shorter
+// than the part file, which is thrown away.
+func (s *stream) unsatisfiable(resp *http.Response) (outcome, error) {
+	if s.st != nil && s.st.Size < 0 {
+		if _, _, total, err := parseContentRange(resp.Header.Get("Content-Range")); err == nil && total == s.off {
+			s.st.Size = total
+			return complete, nil
+		}
+	}
+	s.d.c.logf("%s: the remote file is shorter than the part file; starting from zero", s.d.path)
+	return s.restart()
+}
+
+// receive appends an answer's body to the part file.
+func (s *stream) receive(actx context.Context, wd *watchdog, resp *http.Response) (outcome, error) {
 	if ce := resp.Header.Get("Content-Encoding"); ce != "" && ce != "identity" {
-		return false, fmt.Errorf("the server sent the file %s-encoded although asked for it as is", ce)
+		return failed, fmt.Errorf("the server sent the file %s-encoded although asked for it as is", ce)
 	}
 	if s.st.Digest != "" && s.h == nil {
-		if s.h, err = hashFile(s.d.part, s.off, s.st.Digest); err != nil {
-			return false, err
+		h, err := hashFile(s.d.part, s.off, s.st.Digest)
+		if err != nil {
+			return failed, err
 		}
+		s.h = h
 	}
 	if !s.begun {
 		s.d.prog.Begin(filepath.Base(s.d.path), s.st.Size, s.off)
 		s.begun = true
 	}
 	if _, err := s.f.Seek(s.off, io.SeekStart); err != nil {
-		return false, localError{err}
+		return failed, localError{err}
 	}
 	sink := &partWriter{w: s.f, h: s.h, count: func(n int64) { s.off += n }}
 	moved, err := io.CopyBuffer(sink, &touchReader{r: resp.Body, w: wd, prog: s.d.prog}, make([]byte, copyBuf))
 	s.d.res.Moved += moved
 	if err != nil {
-		return false, cause(actx, err)
+		return failed, cause(actx, err)
 	}
 	if s.st.Size >= 0 && s.off != s.st.Size {
-		return false, transient("the answer ended after %d bytes, at %d of %d", moved, s.off, s.st.Size)
+		return failed, transient("the answer ended after %d bytes, at %d of %d", moved, s.off, s.st.Size)
 	}
 	if s.st.Size < 0 {
 		s.st.Size = s.off
 	}
-	return true, nil
+	return complete, nil
 }
-
-// errUpToDate ends a download that has nothing to do; errRestart ends an
-// attempt that threw the part file away, for a new one at once.
-var (
-	errUpToDate = errors.New("up to date")
-	errRestart  = errors.New("restart from zero")
-)
-
-// maxRestarts bounds the restarts from zero of one run: a server that
-// answers every range wrongly must not keep a download going for ever.
-const maxRestarts = 3
 
 // reset empties the part file and forgets the state.
 func (s *stream) reset() error {
@@ -349,12 +453,12 @@ func (s *stream) reset() error {
 	return nil
 }
 
-// restart resets the stream and ends the attempt for a new one.
-func (s *stream) restart() error {
+// restart resets the stream for a new attempt at once.
+func (s *stream) restart() (outcome, error) {
 	if err := s.reset(); err != nil {
-		return err
+		return failed, err
 	}
-	return errRestart
+	return restarted, nil
 }
 
 // copyBuf is the size of the buffer bodies are copied through.
@@ -383,23 +487,23 @@ func (p *partWriter) Write(b []byte) (int, error) {
 
 // finish makes the part file the target: synced, renamed over the target,
 // its modification time the server's Last-Modified, the state removed.
-func (d *download) finish(f *os.File, st *partState, size int64) (Result, error) {
+func (d *download) finish(f *os.File, st *partState, size int64) error {
 	d.res.Size = size
 	if err := f.Sync(); err != nil {
-		return d.res, localError{err}
+		return localError{err}
 	}
 	if err := f.Close(); err != nil && !errors.Is(err, fs.ErrClosed) {
-		return d.res, localError{err}
+		return localError{err}
 	}
 	if err := os.Rename(d.part, d.path); err != nil {
-		return d.res, localError{err}
+		return localError{err}
 	}
 	os.Remove(statePath(d.part))
 	if t, err := http.ParseTime(st.LastModified); err == nil {
 		os.Chtimes(d.path, t, t)
 	}
 	syncDir(filepath.Dir(d.path))
-	return d.res, nil
+	return nil
 }
 
 // syncDir makes a rename in dir durable.

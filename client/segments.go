@@ -33,13 +33,6 @@ const (
 	syncEvery = 2 * time.Second
 )
 
-// errChanged ends a segmented download whose remote file changed (or whose
-// server stopped honouring ranges).
-var (
-	errChanged  = errors.New("the remote file changed")
-	errNoRanges = errors.New("the server ignored the range request")
-)
-
 // liveSeg is a segment being fetched; done is read by the saver while a
 // worker adds to it.
 type liveSeg struct {
@@ -47,199 +40,82 @@ type liveSeg struct {
 	done       atomic.Int64
 }
 
-// segmented fetches the file in ranged requests at once into a preallocated
-// part file, resuming each segment where st left it. With no state it first
-// asks for one byte, to learn the size, the validator and whether ranges
-// work at all.
-func (d *download) segmented(ctx context.Context, st *partState) (Result, error) {
+// segmented is the step that fetches the file in ranged requests at once
+// into a preallocated part file, resuming each segment where st left it.
+// With no state it probes first (the next step then depends on what the
+// probe learnt). When the remote file changed, or its server stopped
+// honouring ranges, the next step starts over from zero.
+func (d *download) segmented(ctx context.Context, st *partState) step {
 	if st == nil {
-		var resp *http.Response
-		var err error
-		st, resp, err = d.probe(ctx)
-		switch {
-		case errors.Is(err, errUpToDate):
-			return d.res, nil
-		case err != nil:
-			return d.res, err
-		case resp != nil: // no ranges: this answer is the whole file
-			d.c.logf("%s: the server does not support ranges; downloading in one stream", d.path)
-			return d.single(ctx, nil, resp)
-		case st == nil: // too small to split
-			return d.single(ctx, nil, nil)
-		}
+		return d.probe(ctx)
 	}
 	if st.Size < 0 {
-		return d.single(ctx, st, nil)
+		return step{do: fetchStream, st: st}
 	}
-	if st.Segments == nil {
-		// A one-stream part file: its bytes become the first segment.
-		fi, err := os.Stat(d.part)
-		if err != nil {
-			return d.res, localError{err}
-		}
-		st.Segments = split(fi.Size(), st.Size, max(d.c.Segments, 1))
-	}
-	f, err := os.OpenFile(d.part, os.O_RDWR|os.O_CREATE, 0o644)
+	run, err := d.openSegments(st)
 	if err != nil {
-		return d.res, localError{err}
+		return stopped(err)
 	}
-	defer f.Close()
-	if err := allocate(f, st.Size); err != nil {
-		return d.res, localError{fmt.Errorf("reserving %d bytes for %s: %w", st.Size, d.part, err)}
-	}
-	if err := saveState(d.part, st); err != nil {
-		return d.res, err
-	}
-
-	boot := bootID()
-	sameBoot := boot != "" && st.Boot == boot
-	st.Boot = boot
-	segs := make([]*liveSeg, len(st.Segments))
-	var have int64
-	for i, s := range st.Segments {
-		from := s.resumeFrom(sameBoot)
-		segs[i] = &liveSeg{start: s.Start, end: s.End}
-		segs[i].done.Store(from)
-		st.Segments[i].Written = from // Done stays: only a sync makes bytes durable
-		have += from
-	}
-	d.prog.Begin(filepath.Base(d.path), st.Size, have)
-	var moved atomic.Int64
-	lastSync := time.Now()
-	// snapshot saves the progress; with sync, it first makes the bytes
-	// written so far durable and counts them as done.
-	snapshot := func(sync bool) error {
-		written := make([]int64, len(segs))
-		for i, s := range segs {
-			written[i] = s.done.Load() // read before the sync: covered by it
-		}
-		if sync {
-			if err := f.Sync(); err != nil {
-				return localError{err}
-			}
-		}
-		for i := range segs {
-			st.Segments[i].Written = written[i]
-			if sync {
-				st.Segments[i].Done = written[i]
-			}
-		}
-		return saveState(d.part, st)
-	}
-
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(d.c.Segments, 1))
-	stopSaver := make(chan struct{})
-	var saver sync.WaitGroup
-	saver.Go(func() {
-		t := time.NewTicker(saveCheck)
-		defer t.Stop()
-		lastSave, savedMoved := time.Now(), int64(0)
-		for {
-			select {
-			case <-stopSaver:
-				return
-			case <-t.C:
-				if time.Since(lastSave) < saveEvery && moved.Load()-savedMoved < saveBytes {
-					continue
-				}
-				lastSave, savedMoved = time.Now(), moved.Load()
-				sync := time.Since(lastSync) >= syncEvery
-				if sync {
-					lastSync = time.Now()
-				}
-				if err := snapshot(sync); err != nil {
-					d.c.logf("%s: saving the resume state: %v", d.path, err)
-				}
-			}
-		}
-	})
-	for _, s := range segs {
-		if s.done.Load() == s.end-s.start {
-			continue
-		}
-		g.Go(func() error { return d.fetchSegment(gctx, f, st, s, &moved) })
-	}
-	err = g.Wait()
-	close(stopSaver)
-	saver.Wait()
-	d.res.Moved += moved.Load()
-	if serr := snapshot(true); err == nil {
-		err = serr
-	}
-	if (errors.Is(err, errChanged) || errors.Is(err, errNoRanges)) && ctx.Err() == nil {
+	defer run.f.Close()
+	out, err := run.fetch(ctx)
+	switch {
+	case out == startOver && ctx.Err() == nil:
 		removePart(d.part)
-		if d.redone {
-			return d.res, err
-		}
-		d.redone = true
-		d.res.Resumed = false
-		d.c.logf("%s: %v; starting from zero", d.path, err)
-		return d.segmented(ctx, nil)
+		return d.fromZero(err, fetchSegments, "starting from zero")
+	case err != nil && ctx.Err() != nil:
+		return stopped(resumable(context.Cause(ctx)))
+	case err != nil:
+		return stopped(err)
 	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return d.res, resumable(context.Cause(ctx))
-		}
-		return d.res, err
-	}
-	if st.Digest != "" {
-		h, err := hashFile(d.part, st.Size, st.Digest)
-		if err != nil {
-			return d.res, err
-		}
-		if err := checkDigest(st.Digest, h.Sum(nil)); err != nil {
-			return d.mismatch(ctx, err)
-		}
-		d.res.Verified = st.Digest
-	}
-	return d.finish(f, st, st.Size)
+	return run.verify()
 }
 
-// probe asks for the first byte. It returns the state of a segmented
-// download; or the answer itself when the server sent the whole file
-// (no range support); or neither when the file is too small to split.
-func (d *download) probe(ctx context.Context) (*partState, *http.Response, error) {
+// probe asks for the first byte, retrying, to learn the size, the
+// validator and whether ranges work at all, and returns the next step:
+// segments with a new state; one stream, with the answer when the server
+// sent the whole file; or stop, when the target is already up to date.
+func (d *download) probe(ctx context.Context) step {
 	r := d.c.retrier()
 	for {
-		st, resp, err := d.probeOnce(ctx)
-		if err == nil || errors.Is(err, errUpToDate) {
-			return st, resp, err
+		next, err := d.probeOnce(ctx)
+		if err == nil {
+			return next
 		}
 		if err = r.again(ctx, err); err != nil {
-			return nil, nil, err
+			return stopped(err)
 		}
 	}
 }
 
-func (d *download) probeOnce(ctx context.Context) (*partState, *http.Response, error) {
+func (d *download) probeOnce(ctx context.Context) (step, error) {
 	resp, err := d.request(ctx, nil, "bytes=0-0")
 	if err != nil {
-		return nil, nil, err
+		return step{}, err
 	}
 	switch resp.StatusCode {
-	case http.StatusOK:
-		return nil, resp, nil
+	case http.StatusOK: // no ranges: this answer is the whole file
+		d.c.logf("%s: the server does not support ranges; downloading in one stream", d.path)
+		return step{do: fetchStream, first: resp}, nil
 	case http.StatusPartialContent:
 	default:
-		return nil, nil, statusError(resp)
+		return step{}, statusError(resp)
 	}
 	resp.Body.Close()
 	_, _, total, err := parseContentRange(resp.Header.Get("Content-Range"))
 	if err != nil || total < 0 {
-		return nil, nil, transient("probing %s: %v", d.url, err)
+		return step{}, transient("probing %s: %v", d.url, err)
 	}
 	if d.upToDate(total, resp.Header.Get("Last-Modified")) {
 		d.res.UpToDate, d.res.Size = true, total
-		return nil, nil, errUpToDate
+		return stopped(nil), nil
 	}
 	n := min(int64(d.c.Segments), total/minSegment)
-	if n < 2 {
-		return nil, nil, nil
+	if n < 2 { // too small to split
+		return step{do: fetchStream}, nil
 	}
 	st := stateFor(d.url, resp, total)
 	st.Segments = split(0, total, int(n))
-	return st, nil, nil
+	return step{do: fetchSegments, st: st}, nil
 }
 
 // split divides [0, size) into a finished segment [0, have) (when have is
@@ -261,60 +137,243 @@ func split(have, size int64, n int) []segment {
 	return segs
 }
 
-// fetchSegment fetches one segment to its end, retrying.
-func (d *download) fetchSegment(ctx context.Context, f *os.File, st *partState, s *liveSeg, moved *atomic.Int64) error {
-	r := d.c.retrier()
-	for s.done.Load() < s.end-s.start {
-		before := s.done.Load()
-		err := d.segmentAttempt(ctx, f, st, s, moved)
-		if err == nil {
+// segmentRun is one run of a segmented download over its part file:
+// workers fetch the unfinished segments at once while a saver keeps the
+// resume state. The first segment to fail stops the others and decides
+// how the run ends.
+type segmentRun struct {
+	d     *download
+	f     *os.File
+	st    *partState
+	segs  []*liveSeg
+	moved atomic.Int64 // bytes received in this run
+
+	cancel context.CancelCauseFunc // stops the workers
+	failed sync.Once
+	end    outcome // how the first segment to fail ended, with err
+	err    error
+}
+
+// openSegments prepares a run from st: the segments (a one-stream part
+// file's bytes become the first, finished one), the part file opened and
+// preallocated at the file's size, the state saved, and the progress begun
+// at the bytes already there.
+func (d *download) openSegments(st *partState) (*segmentRun, error) {
+	if st.Segments == nil {
+		fi, err := os.Stat(d.part)
+		if err != nil {
+			return nil, localError{err}
+		}
+		st.Segments = split(fi.Size(), st.Size, max(d.c.Segments, 1))
+	}
+	f, err := os.OpenFile(d.part, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, localError{err}
+	}
+	if err := allocate(f, st.Size); err != nil {
+		f.Close()
+		return nil, localError{fmt.Errorf("reserving %d bytes for %s: %w", st.Size, d.part, err)}
+	}
+	if err := saveState(d.part, st); err != nil {
+		f.Close()
+		return nil, err
+	}
+	run := &segmentRun{d: d, f: f, st: st}
+	have := run.resume(bootID())
+	d.prog.Begin(filepath.Base(d.path), st.Size, have)
+	return run, nil
+}
+
+// resume makes the live segments, each starting where the state says it
+// may resume during boot (bytes written but not synced are trusted only
+// within the boot that wrote them), and records boot in the state. It
+// returns the bytes already in the part file. Done stays as it was: only a
+// sync makes bytes durable.
+func (run *segmentRun) resume(boot string) int64 {
+	sameBoot := boot != "" && run.st.Boot == boot
+	run.st.Boot = boot
+	run.segs = make([]*liveSeg, len(run.st.Segments))
+	var have int64
+	for i, s := range run.st.Segments {
+		from := s.resumeFrom(sameBoot)
+		run.segs[i] = &liveSeg{start: s.Start, end: s.End}
+		run.segs[i].done.Store(from)
+		run.st.Segments[i].Written = from
+		have += from
+	}
+	return have
+}
+
+// fetch fetches every unfinished segment, at most Segments at a time, while
+// the saver keeps the state, and at the end saves the state synced. It
+// returns complete, or how the first segment to fail ended and why.
+func (run *segmentRun) fetch(ctx context.Context) (outcome, error) {
+	gctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	run.cancel = cancel
+	var g errgroup.Group
+	g.SetLimit(max(run.d.c.Segments, 1))
+	stopSaver := make(chan struct{})
+	var saver sync.WaitGroup
+	saver.Go(func() { run.save(stopSaver) })
+	for _, s := range run.segs {
+		if s.done.Load() == s.end-s.start {
 			continue
 		}
-		if errors.Is(err, errChanged) || errors.Is(err, errNoRanges) {
-			return err
+		g.Go(func() error {
+			if out, err := run.fetchSegment(gctx, s); err != nil {
+				run.fail(out, err)
+			}
+			return nil
+		})
+	}
+	g.Wait()
+	close(stopSaver)
+	saver.Wait()
+	run.d.res.Moved += run.moved.Load()
+	out, err := complete, error(nil)
+	if run.err != nil {
+		out, err = run.end, run.err
+	}
+	if serr := run.snapshot(true); err == nil && serr != nil {
+		return failed, serr
+	}
+	return out, err
+}
+
+// fail records how the first segment to fail ended, and stops the others.
+func (run *segmentRun) fail(out outcome, err error) {
+	run.failed.Do(func() {
+		run.end, run.err = out, err
+		run.cancel(err)
+	})
+}
+
+// save saves the state every saveEvery, or sooner once saveBytes more have
+// arrived, syncing the part file first every syncEvery, until stop is
+// closed. A failed save is logged: the download goes on.
+func (run *segmentRun) save(stop <-chan struct{}) {
+	t := time.NewTicker(saveCheck)
+	defer t.Stop()
+	lastSave, lastSync, savedMoved := time.Now(), time.Now(), int64(0)
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if time.Since(lastSave) < saveEvery && run.moved.Load()-savedMoved < saveBytes {
+			continue
+		}
+		lastSave, savedMoved = time.Now(), run.moved.Load()
+		sync := time.Since(lastSync) >= syncEvery
+		if sync {
+			lastSync = time.Now()
+		}
+		if err := run.snapshot(sync); err != nil {
+			run.d.c.logf("%s: saving the resume state: %v", run.d.path, err)
+		}
+	}
+}
+
+// snapshot saves the progress; with sync, it first makes the bytes written
+// so far durable and counts them as done.
+func (run *segmentRun) snapshot(sync bool) error {
+	written := make([]int64, len(run.segs))
+	for i, s := range run.segs {
+		written[i] = s.done.Load() // read before the sync: covered by it
+	}
+	if sync {
+		if err := run.f.Sync(); err != nil {
+			return localError{err}
+		}
+	}
+	for i := range run.segs {
+		run.st.Segments[i].Written = written[i]
+		if sync {
+			run.st.Segments[i].Done = written[i]
+		}
+	}
+	return saveState(run.d.part, run.st)
+}
+
+// verify checks the whole part file against the server's digest, if it
+// sent one, and makes it the target.
+func (run *segmentRun) verify() step {
+	d, st := run.d, run.st
+	if st.Digest != "" {
+		h, err := hashFile(d.part, st.Size, st.Digest)
+		if err != nil {
+			return stopped(err)
+		}
+		if err := checkDigest(st.Digest, h.Sum(nil)); err != nil {
+			return d.mismatch(err)
+		}
+		d.res.Verified = st.Digest
+	}
+	return stopped(d.finish(run.f, st, st.Size))
+}
+
+// fetchSegment fetches one segment to its end, retrying. It returns
+// complete; or startOver when the whole download must start from zero; or
+// failed with the error that ended the retries.
+func (run *segmentRun) fetchSegment(ctx context.Context, s *liveSeg) (outcome, error) {
+	r := run.d.c.retrier()
+	for s.done.Load() < s.end-s.start {
+		before := s.done.Load()
+		out, err := run.attempt(ctx, s)
+		switch {
+		case out == startOver:
+			return out, err
+		case err == nil:
+			continue
 		}
 		if s.done.Load() > before {
 			r.progressed()
 		}
 		if err = r.again(ctx, err); err != nil {
-			return err
+			return failed, err
 		}
 	}
-	return nil
+	return complete, nil
 }
 
-func (d *download) segmentAttempt(ctx context.Context, f *os.File, st *partState, s *liveSeg, moved *atomic.Int64) error {
+// attempt asks for the rest of segment s and writes the answer in place. It
+// returns complete when the answer was whole, startOver when the remote
+// file changed or ranges stopped working, or failed with why.
+func (run *segmentRun) attempt(ctx context.Context, s *liveSeg) (outcome, error) {
+	d, st := run.d, run.st
 	actx, wd := d.c.watch(ctx)
 	defer wd.stop()
 	from := s.start + s.done.Load()
 	resp, err := d.request(actx, st, fmt.Sprintf("bytes=%d-%d", from, s.end-1))
 	if err != nil {
-		return cause(actx, err)
+		return failed, cause(actx, err)
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
 	case http.StatusOK:
 		if st.changed(resp) {
-			return fmt.Errorf("%w since the part file was written", errChanged)
+			return startOver, errors.New("the remote file changed since the part file was written")
 		}
-		return errNoRanges
+		return startOver, errors.New("the server ignored the range request")
 	case http.StatusRequestedRangeNotSatisfiable:
-		return fmt.Errorf("%w: it is shorter than the part file", errChanged)
+		return startOver, errors.New("the remote file changed: it is shorter than the part file")
 	default:
-		return statusError(resp)
+		return failed, statusError(resp)
 	}
 	start, end, total, err := parseContentRange(resp.Header.Get("Content-Range"))
 	if err != nil || start != from || end != s.end-1 || total != st.Size {
-		return transient("asked for bytes %d-%d/%d, the server sent %q", from, s.end-1, st.Size, resp.Header.Get("Content-Range"))
+		return failed, transient("asked for bytes %d-%d/%d, the server sent %q", from, s.end-1, st.Size, resp.Header.Get("Content-Range"))
 	}
-	w := &partWriter{w: io.NewOffsetWriter(f, from), count: func(n int64) { s.done.Add(n); moved.Add(n) }}
+	w := &partWriter{w: io.NewOffsetWriter(run.f, from), count: func(n int64) { s.done.Add(n); run.moved.Add(n) }}
 	n, err := io.CopyBuffer(w, &touchReader{r: resp.Body, w: wd, prog: d.prog}, make([]byte, copyBuf))
 	if err != nil {
-		return cause(actx, err)
+		return failed, cause(actx, err)
 	}
 	if n != s.end-from {
-		return transient("bytes %d-%d: the answer ended after %d bytes", from, s.end-1, n)
+		return failed, transient("bytes %d-%d: the answer ended after %d bytes", from, s.end-1, n)
 	}
-	return nil
+	return complete, nil
 }

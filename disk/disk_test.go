@@ -13,6 +13,8 @@ import (
 
 	"largo"
 	"largo/storetest"
+
+	"largo/internal/testenv"
 )
 
 // makeTree writes files under a new temporary folder and returns it.
@@ -243,13 +245,7 @@ func TestListLeavesOutBadNames(t *testing.T) {
 func TestCommitAcrossFilesystems(t *testing.T) {
 	dir := makeTree(t, map[string]string{"mnt/.keep": ""})
 	mnt := filepath.Join(dir, "mnt")
-	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=8m"); err != nil {
-		if os.Getenv("LARGO_TEST_STRICT") == "1" {
-			t.Fatalf("LARGO_TEST_STRICT=1: cannot mount a tmpfs (%v): run as root", err)
-		}
-		t.Skipf("SKIPPED, NOT TESTED: cannot mount a tmpfs (%v): run as root", err)
-	}
-	t.Cleanup(func() { syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	testenv.Tmpfs(t, mnt, "8m", "to test a commit across filesystems")
 	os.WriteFile(filepath.Join(mnt, "old.bin"), []byte("old"), 0o600)
 	s, err := Open(dir)
 	if err != nil {

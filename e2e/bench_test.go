@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -18,7 +20,7 @@ import (
 // through a fresh largo process, and reports the throughput and largo's
 // peak RSS above its idle RSS. Run it alone, the machine otherwise quiet:
 //
-//	go test ./e2e -run '^$' -bench Download -benchtime 3x
+//	go test -tags e2e ./e2e -run '^$' -bench Download -benchtime 3x
 func BenchmarkDownload(b *testing.B) {
 	const size = 256 << 20
 	dir := b.TempDir()
@@ -88,7 +90,7 @@ func BenchmarkDownload(b *testing.B) {
 // throughput and largo's peak RSS above its idle RSS. Run it alone, the
 // machine otherwise quiet:
 //
-//	go test ./e2e -run '^$' -bench Upload -benchtime 2x
+//	go test -tags e2e ./e2e -run '^$' -bench Upload -benchtime 2x
 func BenchmarkUpload(b *testing.B) {
 	const size = 1 << 30
 	src := filepath.Join(b.TempDir(), "upload.bin")

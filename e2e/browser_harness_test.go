@@ -1,12 +1,12 @@
+//go:build e2e
+
 package e2e
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +20,8 @@ import (
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"largo/internal/testenv"
 )
 
 // browser is a headless Chromium driven through the DevTools protocol,
@@ -80,12 +82,7 @@ func newBrowser(t *testing.T) *browser {
 // LARGO_TEST_STRICT=1) when it is missing.
 func findChromium(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return need(t, "chromium")
+	return testenv.Program(t, "chromium", "chromium-browser")
 }
 
 // collect records what the page reports as wrong.
@@ -306,8 +303,8 @@ func (b *browser) setColorScheme(scheme string) {
 		})
 		return err
 	})
-	// Let the page restyle (and any transition end) before it is read.
-	time.Sleep(300 * time.Millisecond)
+	// The page is read once it matches the scheme and no transition runs.
+	b.waitJS("the "+scheme+" scheme to apply", `matchMedia("(prefers-color-scheme: `+scheme+`)").matches && document.getAnimations().length === 0`, 10*time.Second)
 }
 
 // setScripts turns the page's JavaScript on or off.
@@ -359,19 +356,24 @@ type axeViolation struct {
 	} `json:"nodes"`
 }
 
+// axeScript is axe-core's script, installed by scripts/test-deps.
+const axeScript = "node/node_modules/axe-core/axe.min.js"
+
+// needAxe skips t (fails it, under LARGO_TEST_STRICT=1) when axe-core is
+// not installed. A test that checks accessibility in the middle of
+// something it must finish calls it first.
+func needAxe(t testing.TB) {
+	t.Helper()
+	testenv.File(t, axeScript, "axe-core")
+}
+
 // checkAccessibility runs axe-core (from the npm package pinned in
 // e2e/node) in the page against the WCAG 2.1 A and AA rules, labels and
 // contrast among them, and fails the test on each violation.
 func (b *browser) checkAccessibility(page string) {
 	b.t.Helper()
-	src, err := os.ReadFile(filepath.Join("node", "node_modules", "axe-core", "axe.min.js"))
-	if errors.Is(err, os.ErrNotExist) {
-		msg := "axe-core not installed: run scripts/test-deps (make test does)"
-		if strict() {
-			b.t.Fatal("LARGO_TEST_STRICT=1: " + msg)
-		}
-		b.t.Skip("SKIPPED, NOT TESTED: " + msg)
-	}
+	needAxe(b.t)
+	src, err := os.ReadFile(axeScript)
 	if err != nil {
 		b.t.Fatal(err)
 	}

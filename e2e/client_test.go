@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -18,6 +20,8 @@ import (
 	"time"
 
 	"largo/proc"
+
+	"largo/internal/poll"
 )
 
 // clientRun is the real largo binary run as a client.
@@ -78,19 +82,17 @@ func (c *clientRun) stopAfter(t *testing.T, n int64, sig syscall.Signal) int {
 // waitForFast polls cond every 5 ms until it holds; false when done
 // closes first or timeout passes.
 func waitForFast(timeout time.Duration, done <-chan struct{}, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	ended := false
+	met := poll.Until(timeout, 5*time.Millisecond, func() bool {
 		select {
 		case <-done:
-			return false
+			ended = true
+			return true
 		default:
 		}
-		if cond() {
-			return true
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return false
+		return cond()
+	})
+	return met && !ended
 }
 
 // runClient runs largo to its end and returns its exit code and stderr.

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -20,7 +22,7 @@ import (
 // throughput and largo's CPU per GiB for it, their ratio, and largo's peak
 // RSS above idle. Run it alone, the machine otherwise quiet:
 //
-//	go test ./e2e -run '^$' -bench DAV -benchtime 3x
+//	go test -tags e2e ./e2e -run '^$' -bench DAV -benchtime 3x
 func BenchmarkDAV(b *testing.B) {
 	curl, rclone := need(b, "curl"), need(b, "rclone")
 	const size = 1 << 30

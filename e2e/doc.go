@@ -4,5 +4,14 @@
 // measuring the server from outside through /proc.
 //
 // A test that needs a program the machine lacks skips with a loud message;
-// with LARGO_TEST_STRICT=1 (what `make test` and CI set) it fails instead.
+// with LARGO_TEST_STRICT=1 (what `make test` and CI set) it fails instead
+// (internal/testenv decides). The harness learns where a server listens
+// from its ready line (internal/ready), and tests wait for what they need
+// by polling it with a deadline (internal/poll); a sleep is a stretch of
+// time a test measures (a stalled client held), not a wait.
+//
+// The tests are behind the build tag e2e, so that `go test ./...` is the
+// fast unit suite; `make test` sets the tag. To run some of them:
+//
+//	go test -tags e2e ./e2e -run 'TestGet'
 package e2e

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -212,8 +214,7 @@ func TestAbortedDownloads(t *testing.T) {
 	f.Close()
 	s := startServer(t, dir)
 	get(t, s.URL+"_largo/healthz") // warm up the runtime's descriptors
-	time.Sleep(200 * time.Millisecond)
-	idle := s.fds()
+	idle := s.idleFDs()
 
 	abortDownloads(t, s.Addr, "/big.iso", 50)
 	if !waitFor(5*time.Second, func() bool { return s.fds() <= idle }) {
@@ -461,11 +462,15 @@ func TestDrain(t *testing.T) {
 		<-started
 	}
 	s.signal(syscall.SIGTERM)
-	time.Sleep(300 * time.Millisecond)
 	d := net.Dialer{Timeout: 2 * time.Second}
-	if c, err := d.DialContext(context.Background(), "tcp", s.Addr); err == nil {
-		c.Close()
-		t.Error("a new connection was accepted while draining")
+	if !waitFor(10*time.Second, func() bool {
+		c, err := d.DialContext(context.Background(), "tcp", s.Addr)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	}) {
+		t.Error("new connections were still accepted 10s into the drain")
 	}
 	wg.Wait()
 	close(errs)

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -14,20 +16,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"largo/internal/testenv"
 )
 
 // tmpfs mounts a tmpfs of size at dir, or skips the test (fails it under
 // LARGO_TEST_STRICT) where that is not allowed.
 func tmpfs(t *testing.T, dir, size string) {
 	t.Helper()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		msg := fmt.Sprintf("cannot mount a tmpfs (%v): run as root to test a full or read-only disk", err)
-		if strict() {
-			t.Fatal("LARGO_TEST_STRICT=1: " + msg)
-		}
-		t.Skip("SKIPPED, NOT TESTED: " + msg)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	testenv.Tmpfs(t, dir, size, "to test a full or read-only disk")
 }
 
 // formBody is a multipart form of one file.

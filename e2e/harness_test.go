@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -12,13 +14,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"largo/internal/poll"
+	"largo/internal/ready"
+	"largo/internal/testenv"
 	"largo/proc"
 )
 
@@ -45,24 +49,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// strict reports whether a missing component fails the test instead of
-// skipping it.
-func strict() bool { return os.Getenv("LARGO_TEST_STRICT") == "1" }
-
 // need returns the path of a program the test requires, or skips the test
 // (fails it, under LARGO_TEST_STRICT=1) when the program is missing.
 func need(t testing.TB, program string) string {
 	t.Helper()
-	p, err := exec.LookPath(program)
-	if err == nil {
-		return p
-	}
-	msg := fmt.Sprintf("%s not found: install it (make test does) to run this test", program)
-	if strict() {
-		t.Fatal("LARGO_TEST_STRICT=1: " + msg)
-	}
-	t.Skip("SKIPPED, NOT TESTED: " + msg)
-	return ""
+	return testenv.Program(t, program)
 }
 
 // server is a running largo process.
@@ -71,6 +62,7 @@ type server struct {
 	cmd    *exec.Cmd
 	URL    string // base URL, with a trailing slash
 	Addr   string // host:port
+	Admin  string // the admin listener's base URL, if any
 	PID    int
 	stdout *lockedBuffer
 	stderr *lockedBuffer
@@ -78,17 +70,16 @@ type server struct {
 	err    error // of Wait, once done is closed
 }
 
-var urlLine = regexp.MustCompile(`serving .* at (https?://([^/\s]+)/)`)
-
 // startServer runs `largo serve dir --listen 127.0.0.1:0 args...` and waits
-// until it prints its URL. The process is killed when the test ends.
+// until it announces that it is ready (package ready). The process is
+// killed when the test ends.
 func startServer(t testing.TB, dir string, args ...string) *server {
 	t.Helper()
 	return startLargo(t, append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, args...), nil)
 }
 
 // startLargo runs largo with args and environment additions env, and
-// waits for its URL line.
+// waits for its ready line.
 func startLargo(t testing.TB, args []string, env []string) *server {
 	t.Helper()
 	s := &server{t: t, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
@@ -103,15 +94,15 @@ func startLargo(t testing.TB, args []string, env []string) *server {
 		t.Fatal(err)
 	}
 	s.PID = s.cmd.Process.Pid
-	found := make(chan []string, 1)
+	found := make(chan ready.Line, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
 			s.stdout.Write([]byte(line + "\n"))
-			if m := urlLine.FindStringSubmatch(line); m != nil && !sent {
-				found <- m
+			if l, ok := ready.Parse(sc.Bytes()); ok && !sent {
+				found <- l
 				sent = true
 			}
 		}
@@ -126,12 +117,12 @@ func startLargo(t testing.TB, args []string, env []string) *server {
 		}
 	})
 	select {
-	case m := <-found:
-		s.URL, s.Addr = m[1], m[2]
+	case l := <-found:
+		s.URL, s.Addr, s.Admin = l.URL, l.Addr, l.Admin
 	case <-s.done:
 		t.Fatalf("largo exited before serving: %v\n%s", s.err, s.stderr.String())
 	case <-time.After(20 * time.Second):
-		t.Fatalf("largo printed no URL in 20s\n%s", s.stderr.String())
+		t.Fatalf("largo announced no readiness in 20s\n%s", s.stderr.String())
 	}
 	return s
 }
@@ -161,6 +152,19 @@ func (s *server) fds() int {
 	n, err := proc.CountFDs(s.PID)
 	if err != nil {
 		s.t.Fatal(err)
+	}
+	return n
+}
+
+// idleFDs returns the server's open descriptor count once it has settled
+// (the same in three reads 50 ms apart): the baseline of a test that
+// checks descriptors come back, taken after the connections before it
+// have been closed on the server's side too.
+func (s *server) idleFDs() int {
+	s.t.Helper()
+	n, ok := poll.Steady(10*time.Second, 50*time.Millisecond, 3, s.fds)
+	if !ok {
+		s.t.Fatalf("the server's descriptors did not settle in 10s (last %d)", n)
 	}
 	return n
 }
@@ -268,16 +272,7 @@ func (s *server) rchar() int64 {
 
 // waitFor polls cond every 50 ms until it holds or timeout passes.
 func waitFor(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return poll.Until(timeout, 50*time.Millisecond, cond)
 }
 
 // writeRandom writes size pseudo-random bytes (seeded, so reruns match) to

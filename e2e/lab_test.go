@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -266,14 +268,23 @@ func TestBenchErrors(t *testing.T) {
 // run prints what it measured, exits 3, and leaves no server behind.
 func TestBenchInterrupt(t *testing.T) {
 	b := startBench(t, "--quick", "--scenarios", "stalled", "--hold", "60s")
+	// Held: a server has read off the file what the stalled client's
+	// socket takes (megabytes; the warm-up file is 4 KiB).
 	var servers []int
 	if !waitFor(60*time.Second, func() bool {
+		if !strings.Contains(b.errb.String(), "[1/2]") {
+			return false
+		}
 		servers, _ = proc.Children(b.cmd.Process.Pid)
-		return strings.Contains(b.errb.String(), "[1/2]") && len(servers) > 0
+		for _, pid := range servers {
+			if io, err := proc.TreeIO(pid); err == nil && io.RChar > 1<<20 {
+				return true
+			}
+		}
+		return false
 	}) {
-		t.Fatalf("no server started:\n%s", b.errb.String())
+		t.Fatalf("no server sent the stalled client its fill:\n%s", b.errb.String())
 	}
-	time.Sleep(time.Second)
 	b.cmd.Process.Signal(syscall.SIGINT)
 	if code := b.wait(t, 20*time.Second); code != 3 {
 		t.Errorf("exit %d after SIGINT; want 3", code)

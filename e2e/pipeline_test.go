@@ -1,7 +1,8 @@
+//go:build e2e
+
 package e2e
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"largo/internal/testenv"
 )
 
 // TestReserveHeldByWritesInFlight: two PUTs that each fit above --reserve
@@ -19,14 +22,7 @@ import (
 // its body, while the first is still sending; the first is stored.
 func TestReserveHeldByWritesInFlight(t *testing.T) {
 	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64m"); err != nil {
-		msg := fmt.Sprintf("cannot mount a tmpfs (%v): run as root to test the reserve", err)
-		if strict() {
-			t.Fatal("LARGO_TEST_STRICT=1: " + msg)
-		}
-		t.Skip("SKIPPED, NOT TESTED: " + msg)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	testenv.Tmpfs(t, dir, "64m", "to test the reserve")
 	s := startWriter(t, dir, "--reserve", "16MiB")
 
 	const size = 30 << 20

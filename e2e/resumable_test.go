@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -18,6 +20,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"largo/internal/testenv"
+
+	"largo/internal/poll"
 )
 
 // nodeScript returns the command that runs a script of e2e/node under
@@ -26,13 +32,7 @@ import (
 func nodeScript(t *testing.T, script string, args ...string) *exec.Cmd {
 	t.Helper()
 	node := need(t, "node")
-	if _, err := os.Stat(filepath.Join("node", "node_modules", "tus-js-client")); err != nil {
-		msg := "e2e/node/node_modules is missing: run scripts/test-deps (make test does)"
-		if strict() {
-			t.Fatal("LARGO_TEST_STRICT=1: " + msg)
-		}
-		t.Skip("SKIPPED, NOT TESTED: " + msg)
-	}
+	testenv.File(t, filepath.Join("node", "node_modules", "tus-js-client"), "e2e/node/node_modules")
 	return exec.Command(node, append([]string{filepath.Join("node", script)}, args...)...)
 }
 
@@ -91,13 +91,8 @@ func TestTusJSClient(t *testing.T) {
 	// flight and hangs; then it is killed.
 	first, uploadURL, accepted := stoppedTusClient(t, append(args, "--stop-at", strconv.Itoa(stop)), stop)
 	// The offset settles where the cut request left it.
-	var held int64
-	if !waitFor(10*time.Second, func() bool {
-		a := tusOffset(t, uploadURL)
-		time.Sleep(200 * time.Millisecond)
-		held = tusOffset(t, uploadURL)
-		return a == held
-	}) || held < accepted || held >= size {
+	held, settled := poll.Steady(10*time.Second, 200*time.Millisecond, 2, func() int64 { return tusOffset(t, uploadURL) })
+	if !settled || held < accepted || held >= size {
 		t.Fatalf("server offset %d; the client saw %d accepted", held, accepted)
 	}
 	first.Process.Kill()

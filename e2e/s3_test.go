@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -176,14 +178,13 @@ func TestS3ObjectReplaced(t *testing.T) {
 // admin listener.
 func goroutines(t *testing.T, s *server) int {
 	t.Helper()
-	m := regexp.MustCompile(`metrics and pprof at (http://\S+/)`).FindStringSubmatch(s.stdout.String())
-	if m == nil {
-		t.Fatal("no admin address printed")
+	if s.Admin == "" {
+		t.Fatal("no admin address announced")
 	}
 	// A connection of its own, closed at once, so that asking adds no
 	// goroutine to the count.
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Get(m[1] + "debug/pprof/goroutine?debug=1")
+	resp, err := client.Get(s.Admin + "debug/pprof/goroutine?debug=1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,8 +215,8 @@ func TestS3AbortedDownloads(t *testing.T) {
 	s := startS3Largo(t, srv, "", "--admin-listen", "127.0.0.1:0")
 	get(t, s.URL+"_largo/healthz")
 	goroutines(t, s) // warm up the admin listener too
-	time.Sleep(200 * time.Millisecond)
-	idleFDs, idleG := s.fds(), goroutines(t, s)
+	idleFDs := s.idleFDs()
+	idleG := goroutines(t, s)
 
 	abortDownloads(t, s.Addr, "/big.iso", 50)
 	var busy, pooled, fds, g int

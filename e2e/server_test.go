@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -21,6 +23,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"largo/internal/poll"
 )
 
 // runLargo runs largo to its end and returns its exit code and output.
@@ -124,6 +128,7 @@ func TestConnectionLimits(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644)
 	s := startServer(t, dir, "--max-conns", "3")
+	idle := s.idleFDs()
 	var held []net.Conn
 	for range 3 {
 		c, err := net.Dial("tcp", s.Addr)
@@ -133,7 +138,8 @@ func TestConnectionLimits(t *testing.T) {
 		defer c.Close()
 		held = append(held, c)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The three are taken once the server holds a descriptor for each.
+	poll.Wait(t, 10*time.Second, "the server to accept three connections", func() bool { return s.fds() >= idle+3 })
 	code, hdr := rawStatus(t, s.Addr, "/f")
 	if code != 503 || hdr.Get("Retry-After") == "" {
 		t.Fatalf("fourth connection: %d, Retry-After %q; want 503 with Retry-After", code, hdr.Get("Retry-After"))
@@ -146,12 +152,13 @@ func TestConnectionLimits(t *testing.T) {
 	}
 
 	s2 := startServer(t, dir, "--max-conns-per-ip", "1")
+	idle2 := s2.idleFDs()
 	c, err := net.Dial("tcp", s2.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	time.Sleep(100 * time.Millisecond)
+	poll.Wait(t, 10*time.Second, "the server to accept a connection", func() bool { return s2.fds() >= idle2+1 })
 	if code, _ := rawStatus(t, s2.Addr, "/f"); code != 503 {
 		t.Fatalf("second connection from one address: %d; want 503", code)
 	}

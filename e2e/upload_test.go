@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -14,9 +16,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"largo/internal/testenv"
 )
 
 const testToken = "e2e-secret-token"
@@ -372,8 +375,7 @@ func abortedUpload(t *testing.T, g *target) {
 	g.seed(t, "target.bin", "old")
 	s := g.serve(t)
 	metric(t, s, "largo_upload_pending_bytes") // opens the connection the checks reuse
-	time.Sleep(200 * time.Millisecond)
-	idle := s.fds()
+	idle := s.idleFDs()
 	for _, target := range []string{"/new.bin", "/target.bin"} {
 		c := partialPut(t, s.Addr, target, 200<<20, 50<<20)
 		if !waitFor(5*time.Second, func() bool { return g.writing(t, s) }) {
@@ -477,14 +479,7 @@ func concurrentPuts(t *testing.T, g *target) {
 // 507, leave nothing half-written, and the server goes on serving.
 func TestDiskFull(t *testing.T) {
 	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=48m"); err != nil {
-		msg := fmt.Sprintf("cannot mount a tmpfs (%v): run as root to test a full disk", err)
-		if strict() {
-			t.Fatal("LARGO_TEST_STRICT=1: " + msg)
-		}
-		t.Skip("SKIPPED, NOT TESTED: " + msg)
-	}
-	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	testenv.Tmpfs(t, dir, "48m", "to test a full disk")
 	os.WriteFile(filepath.Join(dir, "keep.bin"), []byte("old content"), 0o644)
 	s := startWriter(t, dir)
 

@@ -8,24 +8,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"largo/internal/testenv"
 )
 
 // needCurl skips the test without curl, or fails it under
 // LARGO_TEST_STRICT=1.
 func needCurl(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("curl"); err == nil {
-		return
-	}
-	if os.Getenv("LARGO_TEST_STRICT") == "1" {
-		t.Fatal("LARGO_TEST_STRICT=1: curl not found: install it (make test does)")
-	}
-	t.Skip("SKIPPED, NOT TESTED: curl not found: install it (make test does)")
+	testenv.Program(t, "curl")
 }
 
 // testFiles serves content with ranges at /ranged, without at /whole, and

@@ -8,10 +8,13 @@ import (
 	"runtime/debug"
 	"testing"
 	"time"
+
+	"largo/internal/ready"
 )
 
 // TestMain lets the test binary play the processes the lab measures:
-// with LAB_ROLE=serve it is a small file server (DIR PORT), with
+// with LAB_ROLE=serve it is a small file server (DIR PORT; on port 0 it
+// prints a line for people and then the ready line, as largo does), with
 // LAB_ROLE=timeouts the same with the hostile scenario's timeouts, with
 // LAB_ROLE=startup-peak the same after holding 64 MiB at start-up, with
 // LAB_ROLE=alloc a process whose memory grows until it is killed.
@@ -39,6 +42,10 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
+		}
+		if os.Args[len(os.Args)-1] == "0" {
+			fmt.Printf("stand-in: serving at http://%s/\n", ln.Addr())
+			ready.Write(os.Stdout, ready.Line{URL: fmt.Sprintf("http://%s/", ln.Addr()), Addr: ln.Addr().String()})
 		}
 		http.Serve(ln, http.FileServer(http.Dir(os.Args[len(os.Args)-2])))
 		os.Exit(1)

@@ -11,12 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"largo/internal/ready"
 )
 
 // Server is a server under test: how to start a fresh process of it
@@ -42,8 +43,9 @@ type Server struct {
 	// name; their content may use the same placeholders, unquoted.
 	Files map[string]string
 	// PrintsURL means the server picks its own port (Command listens on
-	// port 0) and prints its URL on stdout; otherwise the lab picks a free
-	// port and waits until it accepts connections.
+	// port 0) and announces where it listens with the ready line of
+	// package ready on stdout, as largo does; otherwise the lab picks a
+	// free port and waits until it accepts connections.
 	PrintsURL bool
 }
 
@@ -71,9 +73,6 @@ func Naive() Server {
 		PrintsURL: true,
 	}
 }
-
-// urlLine finds the URL a server prints: "... at http://127.0.0.1:PORT/".
-var urlLine = regexp.MustCompile(`at (http://(127\.0\.0\.1:\d+)/)`)
 
 // instance is a running server process.
 type instance struct {
@@ -139,9 +138,9 @@ func (r *runner) start(ctx context.Context, srv Server, dir string, upload bool)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if m := urlLine.FindStringSubmatch(sc.Text()); m != nil {
+			if l, ok := ready.Parse(sc.Bytes()); ok {
 				select {
-				case found <- m[2]:
+				case found <- l.Addr:
 				default:
 				}
 			}

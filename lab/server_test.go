@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"largo/internal/poll"
 )
 
 // TestStartPeer starts a peer from a command template on a port the lab
@@ -26,15 +28,7 @@ func TestStartPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(in.base + "hello.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if string(b) != "hello" {
-		t.Fatalf("peer served %q", b)
-	}
+	checkHello(t, in)
 	note, err := os.ReadFile(filepath.Join(in.tmp, "note.txt"))
 	if err != nil || !strings.Contains(string(note), dir) || !strings.HasSuffix(string(note), in.addr[strings.LastIndex(in.addr, ":")+1:]) {
 		t.Fatalf("file written before the start: %q, %v", note, err)
@@ -53,6 +47,39 @@ func TestStartPeer(t *testing.T) {
 	}
 	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
 		t.Error("scratch folder left behind")
+	}
+}
+
+// TestStartAnnounced starts a server that picks its own port and learns
+// the port from the server's ready line.
+func TestStartAnnounced(t *testing.T) {
+	r := testRunner(t, 0)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello"), 0o644)
+	srv := roleServer("announcer", "serve")
+	srv.PrintsURL = true
+	in, err := r.start(context.Background(), srv, dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.stop()
+	if !strings.HasPrefix(in.addr, "127.0.0.1:") || strings.HasSuffix(in.addr, ":0") {
+		t.Fatalf("address %q", in.addr)
+	}
+	checkHello(t, in)
+}
+
+// checkHello checks that in serves hello.txt, "hello".
+func checkHello(t *testing.T, in *instance) {
+	t.Helper()
+	resp, err := http.Get(in.base + "hello.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "hello" {
+		t.Fatalf("%s served %q", in.name, b)
 	}
 }
 
@@ -163,7 +190,7 @@ func TestPeakFromIdle(t *testing.T) {
 	if idle.hwm < idle.rss+startupPeak/2 {
 		t.Skipf("the start-up peak did not show in VmHWM: %d MiB, RSS %d MiB", idle.hwm>>20, idle.rss>>20)
 	}
-	time.Sleep(3 * samplePeriod)
+	poll.Wait(t, 10*time.Second, "a sample since the server was idle", func() bool { return in.guard.sampledPeak() > 0 })
 	r.end(in, idle, &res, 0)
 	if res.Outcome != "" {
 		t.Fatal(res.Outcome)

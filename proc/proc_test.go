@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"largo/internal/poll"
 )
 
 func TestParseStatus(t *testing.T) {
@@ -123,13 +125,7 @@ func TestTree(t *testing.T) {
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	pid := cmd.Process.Pid
 	var pids []int
-	for range 100 {
-		pids, _ = Tree(pid)
-		if len(pids) == 3 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(5*time.Second, 20*time.Millisecond, func() bool { pids, _ = Tree(pid); return len(pids) == 3 })
 	if len(pids) != 3 || pids[0] != pid {
 		t.Fatalf("Tree(%d) = %v; want the shell and two children", pid, pids)
 	}
@@ -269,11 +265,5 @@ func TestTCPConnsTo(t *testing.T) {
 }
 
 func waitUntil(cond func() bool) bool {
-	for range 100 {
-		if cond() {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return false
+	return poll.Until(5*time.Second, 10*time.Millisecond, cond)
 }

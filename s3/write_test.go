@@ -16,6 +16,8 @@ import (
 	"largo"
 	"largo/s3/s3test"
 	"largo/storetest"
+
+	"largo/internal/poll"
 )
 
 // newWriteStore returns a Store on a fresh bucket of srv holding files,
@@ -282,12 +284,9 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	crashed.Write(part)
-	for deadline := time.Now().Add(10 * time.Second); len(srv.Uploads(t, s.bucket, "w/crashed.bin")) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the crashed upload never began its multipart upload")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Wait(t, 10*time.Second, "the crashed upload to begin its multipart upload", func() bool {
+		return len(srv.Uploads(t, s.bucket, "w/crashed.bin")) > 0
+	})
 	s.active.Range(func(id, _ any) bool {
 		if !before[id] {
 			s.active.Delete(id) // what a new process would not know

@@ -3,27 +3,21 @@ package ui
 import (
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"largo"
+
+	"largo/internal/testenv"
 )
 
 // TestScriptMatchesServer runs the page's format.js in Node.js and checks
 // that it writes sizes and orders names exactly as the server does, so a
 // table sorted or re-rendered in the browser reads like the server's.
 func TestScriptMatchesServer(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		msg := "node not found: install it (make test does) to run this test"
-		if os.Getenv("LARGO_TEST_STRICT") == "1" {
-			t.Fatal("LARGO_TEST_STRICT=1: " + msg)
-		}
-		t.Skip("SKIPPED, NOT TESTED: " + msg)
-	}
+	node := testenv.Program(t, "node")
 	sizes := []int64{0, 1, 1023, 1024, 1025, 1280, 1331, 1536, 10239, 10240, 1048575, 1048576, 1<<20 + 1<<19, 5 << 30, 1<<40 + 1<<38, 1 << 60, 9_000_000_000_000_000_000, -1, -2048}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 200 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"largo/internal/ready"
 	"largo/lab"
 )
 
@@ -250,6 +251,7 @@ func newNaiveServer(e *env) *cobra.Command {
 				srv.ReadHeaderTimeout, srv.IdleTimeout = idle, idle
 			}
 			fmt.Fprintf(e.stdout, "naive: serving %s at http://%s/\n", args[0], ln.Addr())
+			ready.Write(e.stdout, ready.Line{URL: fmt.Sprintf("http://%s/", ln.Addr()), Addr: ln.Addr().String()})
 			served := make(chan error, 1)
 			go func() { served <- srv.Serve(ln) }()
 			select {

@@ -20,6 +20,7 @@ import (
 	"largo/dav"
 	"largo/encode"
 	"largo/ingest"
+	"largo/internal/ready"
 	"largo/limit"
 	"largo/listing"
 	"largo/metrics"
@@ -179,6 +180,9 @@ removes all it holds, as WebDAV asks. Finder's ._NAME and .DS_Store files are
 accepted and discarded. See docs/webdav.md.
 
 largo's own endpoints live under /_largo/: healthz, readyz and metrics.
+Once it accepts connections, largo writes one JSON line on standard output
+for programs that start it: {"msg":"largo ready","url":URL,"addr":HOST:PORT}
+(with "admin":URL when --admin-listen is given).
 SIGINT or SIGTERM stops accepting connections and lets transfers in flight
 finish for up to --drain-timeout; a second signal exits at once.
 
@@ -341,6 +345,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		HTTP2:             http2Config(cfg.idleTimeout),
 	}
 	var admin *http.Server
+	var adminURL string
 	if cfg.adminListen != "" {
 		aln, err := handed.listenAdmin(cfg.adminListen)
 		if err != nil {
@@ -350,7 +355,8 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		admin = &http.Server{Handler: adminMux(m.Handler()), ReadHeaderTimeout: readHeaderTimeout}
 		go admin.Serve(aln)
 		defer admin.Close()
-		fmt.Fprintf(e.stdout, "largo: metrics and pprof at http://%s/\n", aln.Addr())
+		adminURL = fmt.Sprintf("http://%s/", aln.Addr())
+		fmt.Fprintf(e.stdout, "largo: metrics and pprof at %s\n", adminURL)
 	}
 
 	served := make(chan error, 1)
@@ -365,7 +371,9 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	if tlsConf != nil {
 		scheme = "https"
 	}
-	fmt.Fprintf(e.stdout, "largo: serving %s at %s://%s/\n", where, scheme, displayAddr(ln.Addr()))
+	url := fmt.Sprintf("%s://%s/", scheme, displayAddr(ln.Addr()))
+	fmt.Fprintf(e.stdout, "largo: serving %s at %s\n", where, url)
+	ready.Write(e.stdout, ready.Line{URL: url, Addr: ln.Addr().String(), Admin: adminURL})
 
 	select {
 	case err := <-served:

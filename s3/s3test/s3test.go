@@ -28,6 +28,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"largo/internal/testenv"
 )
 
 // Program is the name of the server binary.
@@ -68,9 +70,6 @@ type Server struct {
 	done chan struct{}
 }
 
-// strict reports whether a missing server fails the test.
-func strict() bool { return os.Getenv("LARGO_TEST_STRICT") == "1" }
-
 // Find returns the path of versitygw, or "" when it is not installed.
 func Find() string {
 	if p, err := exec.LookPath(Program); err == nil {
@@ -108,11 +107,7 @@ func Start(t testing.TB, opt Options) *Server {
 	t.Helper()
 	bin := Find()
 	if bin == "" {
-		msg := Program + " not found: install it (make test does, through scripts/test-deps) to run this test"
-		if strict() {
-			t.Fatal("LARGO_TEST_STRICT=1: " + msg)
-		}
-		t.Skip("SKIPPED, NOT TESTED: " + msg)
+		testenv.Missing(t, "%s not found: install it (make test does, through scripts/test-deps) to run this test", Program)
 	}
 	var err error
 	for range 3 { // the free port may be taken between finding and binding it
