@@ -101,7 +101,13 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 		r2.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 		r = &r2
 	}
-	rl := &requestLocks{Locks: h.cfg.Locks}
+	if r.Method == "MOVE" && r.Header.Get("Overwrite") == "" {
+		// No Overwrite header means T (RFC 4918, 10.6); the library
+		// reads it as F for a MOVE.
+		r = r.Clone(r.Context())
+		r.Header.Set("Overwrite", "T")
+	}
+	rl := &requestLocks{Locks: h.cfg.Locks, target: clean(path.Clean("/" + r.URL.Path)), scoped: true}
 	fsys := &fileSystem{h: h, view: view, locks: rl, tokens: ingest.LockTokens(r.Header)}
 	wh := webdav.Handler{
 		FileSystem: fsys,
@@ -112,9 +118,49 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 			}
 		},
 	}
-	wh.ServeHTTP(w, r)
+	wh.ServeHTTP(&answer{ResponseWriter: w, fsys: fsys}, r)
 	fsys.close()
 }
+
+// answer is the ResponseWriter the library answers through. The library
+// turns the errors of a change into statuses of its own: 500 for most,
+// 403 for any failed rename or folder made during a COPY. Where the
+// adapter met an error of the store or the write pipeline, answer puts
+// the status and one-line reason of the pipeline's table (ingest.Status)
+// in their place, as a PUT would be answered: 413 and 507 for a COPY too
+// large or out of space, 409 for a missing folder, 423 for a lock.
+type answer struct {
+	http.ResponseWriter
+	fsys     *fileSystem
+	replaced bool
+}
+
+func (a *answer) WriteHeader(code int) {
+	if (code == http.StatusInternalServerError || code == http.StatusForbidden) && a.fsys.failed != nil {
+		if c, reason := ingest.Status(a.fsys.failed); c != http.StatusInternalServerError && c != code {
+			a.replaced = true
+			hdr := a.Header()
+			hdr.Del("Content-Length")
+			hdr.Set("Content-Type", "text/plain; charset=utf-8")
+			hdr.Set("Cache-Control", "no-store")
+			a.ResponseWriter.WriteHeader(c)
+			a.ResponseWriter.Write([]byte(reason + "\n"))
+			return
+		}
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+// Write drops the library's own text for a status answer replaced.
+func (a *answer) Write(p []byte) (int, error) {
+	if a.replaced {
+		return len(p), nil
+	}
+	return a.ResponseWriter.Write(p)
+}
+
+// Unwrap gives http.ResponseController the connection's writer.
+func (a *answer) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // finiteDepth reports whether a PROPFIND's Depth is 0 or 1. A missing
 // Depth means infinity (RFC 4918, 9.1).

@@ -431,6 +431,28 @@ func clean(p string) string {
 type requestLocks struct {
 	*Locks
 	made []string
+	// target, when scoped, is the name the request is at: UNLOCK and a
+	// refresh apply only to a lock whose scope holds it (RFC 4918,
+	// 9.10.2 and 9.11.1), else they fail as an unknown token does.
+	target string
+	scoped bool
+}
+
+// inScope checks that the lock of token holds the request's name.
+// The locks the library takes for the request itself (at a COPY's or
+// MOVE's destination) are its own to release.
+func (rl *requestLocks) inScope(ctx context.Context, token string) error {
+	if !rl.scoped || slices.Contains(rl.made, token) {
+		return nil
+	}
+	l, err := rl.byToken(ctx, token)
+	if err != nil {
+		return err
+	}
+	if !l.covers(rl.target) {
+		return webdav.ErrNoSuchLock
+	}
+	return nil
 }
 
 var _ webdav.LockSystem = (*requestLocks)(nil)
@@ -466,11 +488,17 @@ func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, err
 func (rl *requestLocks) Refresh(now time.Time, token string, d time.Duration) (webdav.LockDetails, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
 	defer cancel()
+	if err := rl.inScope(ctx, token); err != nil {
+		return webdav.LockDetails{}, err
+	}
 	return rl.refresh(ctx, now, token, d)
 }
 
 func (rl *requestLocks) Unlock(now time.Time, token string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
 	defer cancel()
+	if err := rl.inScope(ctx, token); err != nil {
+		return err
+	}
 	return rl.unlock(ctx, token)
 }
