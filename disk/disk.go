@@ -27,6 +27,7 @@ import (
 	"iter"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 
 	"largo"
@@ -38,6 +39,8 @@ type Store struct {
 	dir   string
 	root  *os.Root
 	locks keylock.Set // by name: commits and removals
+
+	swapMu sync.Mutex // the state area's swaps, in this process
 }
 
 var _ largo.Store = (*Store)(nil)
