@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDAVOptions: what OPTIONS announces is true. Read-only, DAV class
@@ -132,5 +133,31 @@ func TestDAVStatuses(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "a.txt")); err != nil || string(b) != "a" {
 		t.Errorf("a.txt = %q, %v; want it untouched", b, err)
+	}
+}
+
+// TestDAVLockSweep: a server with writes on removes the records of
+// expired locks it finds in the state area, and keeps the live ones.
+func TestDAVLockSweep(t *testing.T) {
+	dir := t.TempDir()
+	locks := filepath.Join(dir, ".largo", "dav", "locks")
+	os.MkdirAll(locks, 0o755)
+	rec := func(name, expires string) string {
+		return `{"token":"opaquelocktoken:00000000-0000-4000-8000-000000000000/_` + name + `","root":"` + name + `","zero_depth":true,"expires":"` + expires + `","timeout":60}`
+	}
+	os.WriteFile(filepath.Join(locks, "_old.txt"), []byte(rec("old.txt", "2020-01-01T00:00:00Z")), 0o644)
+	os.WriteFile(filepath.Join(locks, "_live.txt"), []byte(rec("live.txt", "2999-01-01T00:00:00Z")), 0o644)
+	s := startWriter(t, dir, "--webdav")
+	if !waitFor(10*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(locks, "_old.txt"))
+		return os.IsNotExist(err)
+	}) {
+		t.Error("the expired lock's record is still there")
+	}
+	if _, err := os.Stat(filepath.Join(locks, "_live.txt")); err != nil {
+		t.Errorf("the live lock's record: %v", err)
+	}
+	if resp, _ := put(t, s.URL+"live.txt", strings.NewReader("x"), 1, bearer...); resp.StatusCode != 423 {
+		t.Errorf("PUT of the live lock's file: %d; want 423", resp.StatusCode)
 	}
 }
