@@ -65,10 +65,10 @@ type StateSwapper interface {
 	// record is an error wrapping ErrNotFound.
 	GetVersion(ctx context.Context, key string) ([]byte, string, error)
 	// Swap replaces the record key with data if it is still the record
-	// of version; else, or if it is gone, it fails with an error
-	// wrapping ErrPrecondition. Of two instances swapping one version
-	// at once, exactly one succeeds.
-	Swap(ctx context.Context, key string, data []byte, version string) error
+	// of version, and returns the new record's version; else, or if it
+	// is gone, it fails with an error wrapping ErrPrecondition. Of two
+	// instances swapping one version at once, exactly one succeeds.
+	Swap(ctx context.Context, key string, data []byte, version string) (string, error)
 	// DeleteIf removes the record key if it is still the record of
 	// version; else it fails with an error wrapping ErrPrecondition. A
 	// record already gone is no error.

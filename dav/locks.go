@@ -180,7 +180,8 @@ func (ls *Locks) swap(ctx context.Context, name, ver string, l *lock) error {
 	if err != nil {
 		return err
 	}
-	return ls.sw.Swap(ctx, lockKey(name), b, ver)
+	_, err = ls.sw.Swap(ctx, lockKey(name), b, ver)
+	return err
 }
 
 // Sweep removes the records of the locks that expired, each only if no
@@ -384,7 +385,7 @@ func (ls *Locks) create(ctx context.Context, now time.Time, d webdav.LockDetails
 		if old.live(now) {
 			return "", webdav.ErrLocked
 		}
-		err = ls.sw.Swap(ctx, lockKey(name), b, ver)
+		_, err = ls.sw.Swap(ctx, lockKey(name), b, ver)
 		if errors.Is(err, largo.ErrPrecondition) {
 			return "", webdav.ErrLocked // another took it over first
 		}

@@ -78,8 +78,11 @@ func (st state) GetVersion(ctx context.Context, key string) ([]byte, string, err
 
 // Swap implements largo.StateSwapper: under the swap lock, the record is
 // read, compared and replaced by a rename.
-func (st state) Swap(ctx context.Context, key string, data []byte, ver string) error {
-	return st.swapped(ctx, key, ver, func() error { return st.write(key, data, false) })
+func (st state) Swap(ctx context.Context, key string, data []byte, ver string) (string, error) {
+	if err := st.swapped(ctx, key, ver, func() error { return st.write(key, data, false) }); err != nil {
+		return "", err
+	}
+	return version(data), nil
 }
 
 // DeleteIf implements largo.StateSwapper.

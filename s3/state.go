@@ -69,18 +69,18 @@ func (st state) GetVersion(ctx context.Context, key string) ([]byte, string, err
 
 // Swap implements largo.StateSwapper: one PUT with If-Match, which the
 // bucket refuses (412) when the object changed, or (404) is gone.
-func (st state) Swap(ctx context.Context, key string, data []byte, version string) error {
+func (st state) Swap(ctx context.Context, key string, data []byte, version string) (string, error) {
 	if !st.s.ConditionalWrites() {
-		return fmt.Errorf("state record %s: replace only if unchanged: %w", key, largo.ErrUnsupported)
+		return "", fmt.Errorf("state record %s: replace only if unchanged: %w", key, largo.ErrUnsupported)
 	}
 	if version == "" {
-		return fmt.Errorf("state record %s: no version: %w", key, largo.ErrPrecondition)
+		return "", fmt.Errorf("state record %s: no version: %w", key, largo.ErrPrecondition)
 	}
 	k, err := st.key(key)
 	if err != nil {
-		return err
+		return "", err
 	}
-	_, err = st.s.api.PutObject(ctx, &awss3.PutObjectInput{
+	out, err := st.s.api.PutObject(ctx, &awss3.PutObjectInput{
 		Bucket:        &st.s.bucket,
 		Key:           &k,
 		Body:          bytes.NewReader(data),
@@ -88,12 +88,12 @@ func (st state) Swap(ctx context.Context, key string, data []byte, version strin
 		IfMatch:       aws.String(version),
 	})
 	if err == nil {
-		return nil
+		return aws.ToString(out.ETag), nil
 	}
 	if err = mapErr(key, err); errors.Is(err, largo.ErrNotFound) {
-		return fmt.Errorf("state record %s: gone: %w: %w", key, largo.ErrPrecondition, err)
+		return "", fmt.Errorf("state record %s: gone: %w: %w", key, largo.ErrPrecondition, err)
 	}
-	return err
+	return "", err
 }
 
 // DeleteIf implements largo.StateSwapper: one DELETE with If-Match.

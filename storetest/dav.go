@@ -198,8 +198,9 @@ func runStateSwap(t *testing.T, sts ...largo.State) {
 		// Every taker read the same version; exactly one may replace it.
 		var wg sync.WaitGroup
 		errs := make([]error, n)
+		vers := make([]string, n)
 		for i := range n {
-			wg.Go(func() { errs[i] = sws[i%len(sws)].Swap(ctx, key, []byte{byte('a' + round), byte('a' + i)}, v0) })
+			wg.Go(func() { vers[i], errs[i] = sws[i%len(sws)].Swap(ctx, key, []byte{byte('a' + round), byte('a' + i)}, v0) })
 		}
 		wg.Wait()
 		won := -1
@@ -223,9 +224,12 @@ func runStateSwap(t *testing.T, sts ...largo.State) {
 		if v1 == v0 {
 			t.Errorf("round %d: the version did not change with the record", round)
 		}
+		if vers[won] != v1 {
+			t.Errorf("round %d: Swap returned version %q, GetVersion %q", round, vers[won], v1)
+		}
 		v0 = v1
 	}
-	if err := sw.Swap(ctx, key, []byte("late"), "stale"); !errors.Is(err, largo.ErrPrecondition) {
+	if _, err := sw.Swap(ctx, key, []byte("late"), "stale"); !errors.Is(err, largo.ErrPrecondition) {
 		t.Errorf("Swap of a stale version: %v; want ErrPrecondition", err)
 	}
 	if err := sw.DeleteIf(ctx, key, "stale"); !errors.Is(err, largo.ErrPrecondition) {
@@ -243,7 +247,7 @@ func runStateSwap(t *testing.T, sts ...largo.State) {
 	if err := sw.DeleteIf(ctx, key, v0); err != nil {
 		t.Errorf("DeleteIf of a record gone: %v; want no error", err)
 	}
-	if err := sw.Swap(ctx, key, []byte("back"), v0); !errors.Is(err, largo.ErrPrecondition) {
+	if _, err := sw.Swap(ctx, key, []byte("back"), v0); !errors.Is(err, largo.ErrPrecondition) {
 		t.Errorf("Swap of a record gone: %v; want ErrPrecondition", err)
 	}
 	if _, err := st.Get(ctx, key); !errors.Is(err, largo.ErrNotFound) {
