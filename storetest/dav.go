@@ -200,7 +200,9 @@ func runStateSwap(t *testing.T, sts ...largo.State) {
 		errs := make([]error, n)
 		vers := make([]string, n)
 		for i := range n {
-			wg.Go(func() { vers[i], errs[i] = sws[i%len(sws)].Swap(ctx, key, []byte{byte('a' + round), byte('a' + i)}, v0) })
+			wg.Go(func() {
+				vers[i], errs[i] = sws[i%len(sws)].Swap(ctx, key, []byte{byte('a' + round), byte('a' + i)}, v0)
+			})
 		}
 		wg.Wait()
 		won := -1
