@@ -98,6 +98,9 @@ type Config struct {
 	Observer Observer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Lease is how long an append's lease on its upload lasts unless
+	// renewed (lease.go); zero means DefaultLease.
+	Lease time.Duration
 }
 
 // Handler serves resumable uploads. Create one with New, and run Expire
@@ -109,8 +112,9 @@ type Handler struct {
 	tus   http.Handler
 	store *dataStore
 
-	state largo.State // nil: finished uploads are not kept on record
-	locks keylock.Set // by upload ID, held while an upload is placed
+	state  largo.State // nil: finished uploads are not kept on record
+	locks  keylock.Set // by upload ID, held while an upload is placed
+	leases *leases     // nil: appends are serialised in this server only
 
 	mu     sync.Mutex
 	active map[string]int // uploads with a chunk being written
@@ -146,6 +150,7 @@ func New(cfg Config) (*Handler, error) {
 	h.store = &dataStore{st: cfg.Staging, h: h}
 	if sk, ok := cfg.Writes.Store().(largo.StateKeeper); ok {
 		h.state = sk.State()
+		h.leases = newLeases(h.state, cfg.Lease, cfg.Now)
 	}
 	composer := tusd.NewStoreComposer()
 	composer.UseCore(h.store)

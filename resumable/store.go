@@ -113,6 +113,31 @@ type upload struct {
 
 func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
 	h := u.s.h
+	le, err := h.leases.take(ctx, u.id)
+	if errors.Is(err, errBusy) {
+		return 0, err
+	}
+	if err != nil {
+		return 0, h.storeErr("lease", err)
+	}
+	defer le.release()
+	if le != nil {
+		// Another server may have appended before the lease was ours:
+		// the upload is read again, and appended to only where it ends.
+		fresh, err := u.s.st.GetUpload(ctx, u.id)
+		if err != nil {
+			return 0, h.storeErr("open", err)
+		}
+		info, err := fresh.GetInfo(ctx)
+		if err != nil {
+			return 0, h.storeErr("open", err)
+		}
+		if info.Offset != offset {
+			return 0, &movedError{offset: info.Offset}
+		}
+		u.Upload = fresh
+		src = &leasedReader{r: src, le: le}
+	}
 	h.begin(u.id)
 	defer h.end(u.id)
 	var tee *countingTee

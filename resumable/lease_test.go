@@ -1,0 +1,103 @@
+package resumable
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	tusd "github.com/tus/tusd/v2/pkg/handler"
+
+	"largo/disk"
+)
+
+// TestLeases: the leases of two servers on one state area. One append
+// holds an upload at a time; a lease its server stopped renewing is taken
+// over, and its old holder then neither takes bytes nor removes the new
+// holder's lease.
+func TestLeases(t *testing.T) {
+	s, err := disk.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var mu sync.Mutex
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	a := newLeases(s.State(), time.Hour, clock) // renewals far apart: the test moves the clock
+	b := newLeases(s.State(), time.Hour, clock)
+	if a == nil || b == nil {
+		t.Fatal("no leases on a folder's state area")
+	}
+	la, err := a.take(ctx, "up1")
+	if err != nil || !la.valid() {
+		t.Fatalf("take: %v", err)
+	}
+	_, err = b.take(ctx, "up1")
+	var te tusd.Error
+	if !errors.Is(err, errBusy) || !errors.As(err, &te) || te.HTTPResponse.StatusCode != http.StatusLocked {
+		t.Errorf("take through the other server: %v; want errBusy, 423", err)
+	}
+	if lb, err := b.take(ctx, "up2"); err != nil {
+		t.Errorf("take of another upload: %v", err)
+	} else {
+		lb.release()
+	}
+	la.release()
+	lb, err := b.take(ctx, "up1")
+	if err != nil {
+		t.Fatalf("take after the release: %v", err)
+	}
+	// b's server dies: its lease is never renewed nor released.
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	if lb.valid() {
+		t.Error("a lease past its life still takes bytes")
+	}
+	la, err = a.take(ctx, "up1")
+	if err != nil {
+		t.Fatalf("takeover of an expired lease: %v", err)
+	}
+	lb.release() // late: must leave a's lease alone
+	if _, err := b.take(ctx, "up1"); !errors.Is(err, errBusy) {
+		t.Errorf("take after the old holder's late release: %v; want errBusy", err)
+	}
+	la.release()
+
+	// Takeovers at once, of an expired lease, through both servers.
+	for round := range 10 {
+		mu.Lock()
+		now = now.Add(2 * time.Hour)
+		mu.Unlock()
+		var wg sync.WaitGroup
+		got := make([]*lease, 8)
+		errs := make([]error, 8)
+		for i := range 8 {
+			wg.Go(func() { got[i], errs[i] = []*leases{a, b}[i%2].take(ctx, "up3") })
+		}
+		wg.Wait()
+		held := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				held++
+			case !errors.Is(err, errBusy):
+				t.Errorf("round %d: take %d: %v", round, i, err)
+			}
+		}
+		if held != 1 {
+			t.Fatalf("round %d: %d appends hold the upload; want 1", round, held)
+		}
+		// Left unreleased: the next round takes it over.
+		for _, le := range got {
+			if le != nil {
+				close(le.stop)
+				<-le.done
+			}
+		}
+	}
+}
