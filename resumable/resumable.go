@@ -14,10 +14,13 @@
 // The upload state is a Staging (staging.go) in the store's own state
 // area: DiskStaging under a folder's .largo/tus, S3Staging, tusd's S3
 // store, under a bucket's, chosen by what the store offers (StagingFor).
-// Uploads are locked against concurrent appends within one server only
-// (ietfflight.go stops an IETF append in flight when a new request on its
-// upload arrives). The reasons, and what tusd does and does not do, are in
-// the design document, docs/design.md ("Resumable uploads").
+// Within one server, requests on an upload take turns (tusd's memory
+// locker; ietfflight.go stops an IETF append in flight when a new request
+// on its upload arrives); across servers sharing a store, an append holds
+// a lease on its upload in the state area (lease.go), and an append
+// through another server meanwhile is refused. The reasons, and what tusd
+// does and does not do, are in the design document, docs/design.md
+// ("Resumable uploads").
 //
 // A Handler is safe for concurrent use.
 package resumable
