@@ -118,7 +118,12 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 			}
 		},
 	}
-	wh.ServeHTTP(&answer{ResponseWriter: w, fsys: fsys}, r)
+	wh.ServeHTTP(&answer{ResponseWriter: w, failed: func() error {
+		if fsys.failed != nil {
+			return fsys.failed
+		}
+		return rl.failed
+	}}, r)
 	fsys.close()
 }
 
@@ -131,13 +136,13 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 // large or out of space, 409 for a missing folder, 423 for a lock.
 type answer struct {
 	http.ResponseWriter
-	fsys     *fileSystem
+	failed   func() error // the adapter's error, if any
 	replaced bool
 }
 
 func (a *answer) WriteHeader(code int) {
-	if (code == http.StatusInternalServerError || code == http.StatusForbidden) && a.fsys.failed != nil {
-		if c, reason := ingest.Status(a.fsys.failed); c != http.StatusInternalServerError && c != code {
+	if err := a.failed(); err != nil && (code == http.StatusInternalServerError || code == http.StatusForbidden) {
+		if c, reason := ingest.Status(err); c != http.StatusInternalServerError && c != code {
 			a.replaced = true
 			hdr := a.Header()
 			hdr.Del("Content-Length")

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -198,10 +199,12 @@ func (ls *Locks) Sweep(ctx context.Context) (int, error) {
 		}
 	}
 	n := 0
+	var failed error
 	for _, name := range names {
 		l, ver, err := ls.read(ctx, name)
 		if err != nil {
-			return n, err
+			failed = err // one record unread leaves the others to sweep
+			continue
 		}
 		if l == nil || l.live(ls.now()) {
 			continue
@@ -211,10 +214,10 @@ func (ls *Locks) Sweep(ctx context.Context) (int, error) {
 		case err == nil:
 			n++
 		case !errors.Is(err, largo.ErrPrecondition):
-			return n, err
+			failed = err
 		}
 	}
-	return n, nil
+	return n, failed
 }
 
 // below yields the live locks on the names below dir.
@@ -333,8 +336,19 @@ func (ls *Locks) Forget(ctx context.Context, name string) {
 	}
 }
 
+// MaxOwner bounds the owner a LOCK records (its XML, as sent): the
+// record of a lock is read by every write below its name, and must stay
+// small.
+const MaxOwner = 16 << 10
+
+// errOwnerTooLong refuses a LOCK whose owner is over MaxOwner.
+var errOwnerTooLong = ingest.Refuse(http.StatusBadRequest, "lock owner too long: at most 16 KiB")
+
 // create takes a new lock.
 func (ls *Locks) create(ctx context.Context, now time.Time, d webdav.LockDetails) (string, error) {
+	if len(d.OwnerXML) > MaxOwner {
+		return "", errOwnerTooLong
+	}
 	name := clean(d.Root)
 	for n := name; n != ""; {
 		n = parent(n)
@@ -534,6 +548,9 @@ type requestLocks struct {
 	// 9.10.2 and 9.11.1), else they fail as an unknown token does.
 	target string
 	scoped bool
+	// failed is the error of a lock not taken, which the answer tells
+	// (see answer).
+	failed error
 }
 
 // inScope checks that the lock of token holds the request's name.
@@ -579,6 +596,9 @@ func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, err
 	token, err := rl.create(ctx, now, d)
 	if err == nil {
 		rl.made = append(rl.made, token)
+	}
+	if err != nil && err != webdav.ErrLocked {
+		rl.failed = err
 	}
 	return token, err
 }

@@ -36,6 +36,7 @@ func TestStatuses(t *testing.T) {
 		{"MOVE into a missing folder", ingest.Config{}, "MOVE", "/a.txt", "", []string{"Destination", "/missing/a.txt"}, 409, "folder does not exist", "missing"},
 		{"COPY into a missing folder", ingest.Config{}, "COPY", "/a.txt", "", []string{"Destination", "/missing/a.txt"}, 409, "", "missing"},
 		{"MOVE of a folder into a missing folder", ingest.Config{}, "MOVE", "/sub", "", []string{"Destination", "/missing/sub"}, 409, "folder does not exist", "missing"},
+		{"LOCK with an owner too long", ingest.Config{}, "LOCK", "/a.txt", strings.Replace(lockBody, "</D:lockinfo>", "<D:owner>"+strings.Repeat("o", MaxOwner+1)+"</D:owner></D:lockinfo>", 1), nil, 400, "lock owner too long", ""},
 		{"MOVE of a missing file", ingest.Config{}, "MOVE", "/gone.txt", "", []string{"Destination", "/b.txt"}, 404, "not found", "b.txt"},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
