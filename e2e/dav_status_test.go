@@ -110,6 +110,9 @@ func TestDAVStatuses(t *testing.T) {
 		{"Destination on another host", s, "COPY", "a.txt", "", []string{"Destination", "http://example.com/b.txt"}, 502, "another server", "b.txt"},
 		{"Destination under the reserved prefix", s, "COPY", "a.txt", "", []string{"Destination", "/_largo/b.txt"}, 403, "reserved", ""},
 		{"Destination a dotfile", s, "COPY", "a.txt", "", []string{"Destination", "/.b.txt"}, 403, "reserved", ".b.txt"},
+		{"PUT with a malformed If", s, "PUT", "a.txt", "new", []string{"If", "garbage"}, 400, "malformed If header", ""},
+		{"PUT with an unclosed If list", s, "PUT", "a.txt", "new", []string{"If", "(<opaquelocktoken:x>"}, 400, "malformed If header", ""},
+		{"DELETE with a malformed If", s, "DELETE", "a.txt", "", []string{"If", "("}, 400, "malformed If header", ""},
 		{"Destination not a path", s, "MOVE", "a.txt", "", []string{"Destination", "%zz"}, 400, "Destination", ""},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
