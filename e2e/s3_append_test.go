@@ -75,6 +75,23 @@ func inFlight(t *testing.T, a *server, srv *s3test.Server, base float64) {
 	}
 }
 
+// firstAlone lets the first append's last bytes go, and checks its answer
+// (code), that name holds its bytes alone (sha want), and that no lease
+// is left.
+func firstAlone(t *testing.T, srv *s3test.Server, release chan struct{}, first <-chan *http.Response, code int, name, want string) {
+	t.Helper()
+	close(release)
+	if resp := <-first; resp == nil || resp.StatusCode != code {
+		t.Fatalf("the first append: %v; want %d", resp, code)
+	}
+	if got := fileSHA(t, filepath.Join(srv.Dir, srv.Bucket, name)); got != want {
+		t.Errorf("stored sha %s; want the first client's %s", got, want)
+	}
+	if keys := leaseKeys(t, srv); len(keys) != 0 {
+		t.Errorf("leases left: %v", keys)
+	}
+}
+
 // leaseKeys lists the records of the appends in flight in the bucket.
 func leaseKeys(t *testing.T, srv *s3test.Server) []string {
 	t.Helper()
@@ -120,16 +137,7 @@ func TestS3ConcurrentAppends(t *testing.T) {
 				t.Errorf("a PATCH through the other instance during the first: %d %q; want 423 and one line", resp.StatusCode, text)
 			}
 		}
-		close(release)
-		if resp := <-first; resp == nil || resp.StatusCode != 204 {
-			t.Fatalf("the first PATCH: %v", resp)
-		}
-		if got := fileSHA(t, filepath.Join(srv.Dir, srv.Bucket, "tus.bin")); got != want {
-			t.Errorf("stored sha %s; want the first client's %s", got, want)
-		}
-		if keys := leaseKeys(t, srv); len(keys) != 0 {
-			t.Errorf("leases left: %v", keys)
-		}
+		firstAlone(t, srv, release, first, 204, "tus.bin", want)
 	})
 
 	t.Run("ietf", func(t *testing.T) {
@@ -147,16 +155,7 @@ func TestS3ConcurrentAppends(t *testing.T) {
 		if resp.StatusCode != 409 || resp.Header.Get("Upload-Offset") == "" || strings.Contains(strings.TrimSpace(text), "\n") {
 			t.Errorf("an append through the other instance during the first: %d %v %q; want 409 with Upload-Offset, one line", resp.StatusCode, resp.Header, text)
 		}
-		close(release)
-		if resp := <-first; resp == nil || resp.StatusCode != 201 {
-			t.Fatalf("the first append: %v", resp)
-		}
-		if got := fileSHA(t, filepath.Join(srv.Dir, srv.Bucket, "ietf.bin")); got != want {
-			t.Errorf("stored sha %s; want the first client's %s", got, want)
-		}
-		if keys := leaseKeys(t, srv); len(keys) != 0 {
-			t.Errorf("leases left: %v", keys)
-		}
+		firstAlone(t, srv, release, first, 201, "ietf.bin", want)
 	})
 
 	t.Run("after", func(t *testing.T) {
