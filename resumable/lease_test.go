@@ -3,7 +3,9 @@ package resumable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,6 +100,41 @@ func TestLeases(t *testing.T) {
 				close(le.stop)
 				<-le.done
 			}
+		}
+	}
+}
+
+// BenchmarkPatch: tus PATCHes of 1 and 16 MiB (the page's chunks) to one
+// upload on a folder, with the append's lease (taken, the upload read
+// again, released) and without, side by side: what the lease costs a
+// single server.
+func BenchmarkPatch(b *testing.B) {
+	for _, chunk := range []int{1 << 20, 16 << 20} {
+		data := strings.Repeat("x", chunk)
+		for _, leased := range []bool{true, false} {
+			name := fmt.Sprintf("%dMiB/lease", chunk>>20)
+			if !leased {
+				name = fmt.Sprintf("%dMiB/none", chunk>>20)
+			}
+			b.Run(name, func(b *testing.B) {
+				f := newFixture(b, Config{})
+				if !leased {
+					f.h.leases = nil
+				} else if f.h.leases == nil {
+					b.Fatal("no leases on a folder")
+				}
+				url, resp := f.create(b, int64(b.N+1)*int64(chunk), map[string]string{"filename": "bench.bin"})
+				if resp.StatusCode != 201 {
+					b.Fatalf("create: %d", resp.StatusCode)
+				}
+				b.SetBytes(int64(chunk))
+				b.ResetTimer()
+				for i := range b.N {
+					if resp := f.patch(b, url, int64(i)*int64(chunk), data); resp.StatusCode != 204 {
+						b.Fatalf("PATCH %d: %d", i, resp.StatusCode)
+					}
+				}
+			})
 		}
 	}
 }
