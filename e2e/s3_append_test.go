@@ -137,6 +137,9 @@ func TestS3ConcurrentAppends(t *testing.T) {
 				t.Errorf("a PATCH through the other instance during the first: %d %q; want 423 and one line", resp.StatusCode, text)
 			}
 		}
+		if resp, text := send(t, "DELETE", onInstance(b, upload), nil, 0, append([]string{"Tus-Resumable", "1.0.0"}, bearer...)...); resp.StatusCode != 423 {
+			t.Errorf("a termination through the other instance during the append: %d %q; want 423", resp.StatusCode, text)
+		}
 		firstAlone(t, srv, release, first, 204, "tus.bin", want)
 	})
 
@@ -154,6 +157,9 @@ func TestS3ConcurrentAppends(t *testing.T) {
 		resp, text = send(t, "PATCH", b.URL+strings.TrimPrefix(loc, "/"), bytes.NewReader(intruder), int64(len(intruder)), appendHeaders(0, false)...)
 		if resp.StatusCode != 409 || resp.Header.Get("Upload-Offset") == "" || strings.Contains(strings.TrimSpace(text), "\n") {
 			t.Errorf("an append through the other instance during the first: %d %v %q; want 409 with Upload-Offset, one line", resp.StatusCode, resp.Header, text)
+		}
+		if resp, text := send(t, "DELETE", b.URL+strings.TrimPrefix(loc, "/"), nil, 0, ietfHeaders()...); resp.StatusCode != 409 {
+			t.Errorf("a cancellation through the other instance during the append: %d %q; want 409", resp.StatusCode, text)
 		}
 		firstAlone(t, srv, release, first, 201, "ietf.bin", want)
 	})

@@ -50,6 +50,7 @@ var tusLocked = tusd.NewError("ERR_UPLOAD_LOCKED", "upload locked: another serve
 // none (a state area without conditional writes): appends are then
 // serialised within one server only.
 type leases struct {
+	st     largo.State
 	sc     largo.StateCreator
 	sw     largo.StateSwapper
 	ttl    time.Duration
@@ -70,7 +71,7 @@ func newLeases(st largo.State, ttl time.Duration, now func() time.Time) *leases 
 	}
 	var b [12]byte
 	rand.Read(b[:])
-	return &leases{sc: sc, sw: sw, ttl: ttl, now: now, holder: hex.EncodeToString(b[:])}
+	return &leases{st: st, sc: sc, sw: sw, ttl: ttl, now: now, holder: hex.EncodeToString(b[:])}
 }
 
 // leaseRecord is a lease's record.
@@ -146,6 +147,37 @@ func (ls *leases) take(ctx context.Context, id string) (*lease, error) {
 		return ls.start(key, ver, start), nil
 	}
 	return nil, fmt.Errorf("upload %s: %w: %w", id, errBusy, tusLocked)
+}
+
+// sweep removes the records of leases that expired (their servers died
+// appending), each only if no one took it over meanwhile, and returns how
+// many it removed.
+func (ls *leases) sweep(ctx context.Context) (int, error) {
+	if ls == nil {
+		return 0, nil
+	}
+	var keys []string
+	for rec, err := range ls.st.List(ctx, leasePrefix) {
+		if err != nil {
+			return 0, err
+		}
+		keys = append(keys, rec.Key)
+	}
+	n := 0
+	for _, key := range keys {
+		b, ver, err := ls.sw.GetVersion(ctx, key)
+		if err != nil {
+			continue // gone, or to be swept next time
+		}
+		var rec leaseRecord
+		if json.Unmarshal(b, &rec) == nil && ls.now().Before(rec.Expires) {
+			continue
+		}
+		if ls.sw.DeleteIf(ctx, key, ver) == nil {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // start begins renewing a lease just taken at start.

@@ -102,6 +102,19 @@ func TestLeases(t *testing.T) {
 			}
 		}
 	}
+	// The last one, its server gone, is swept once expired, and only then.
+	if n, err := a.sweep(ctx); err != nil || n != 0 {
+		t.Errorf("sweep of a live lease = %d, %v; want 0", n, err)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	if n, err := b.sweep(ctx); err != nil || n != 1 {
+		t.Errorf("sweep = %d, %v; want 1", n, err)
+	}
+	for rec, err := range s.State().List(ctx, leasePrefix) {
+		t.Errorf("left after the sweep: %v, %v", rec.Key, err)
+	}
 }
 
 // BenchmarkPatch: tus PATCHes of 1 and 16 MiB (the page's chunks) to one

@@ -162,6 +162,15 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 }
 
 func (u *upload) Terminate(ctx context.Context) error {
+	// Not while another server appends to it.
+	le, err := u.s.h.leases.take(ctx, u.id)
+	if errors.Is(err, errBusy) {
+		return err
+	}
+	if err != nil {
+		return u.s.h.storeErr("lease", err)
+	}
+	defer le.release()
 	info, _ := u.GetInfo(ctx)
 	if err := u.s.st.AsTerminatableUpload(u.Upload).Terminate(ctx); err != nil {
 		return u.s.h.storeErr("terminate", err)
@@ -225,13 +234,20 @@ func (h *Handler) Expire() (n int, freed int64, err error) {
 		if err != nil {
 			return n, freed, err
 		}
+		// Not while another server appends to it.
+		le, err := h.leases.take(ctx, up.ID)
+		if err != nil {
+			continue
+		}
 		h.mu.Lock()
 		if h.active[up.ID] > 0 {
 			h.mu.Unlock()
+			le.release()
 			continue
 		}
-		err := h.store.st.Remove(ctx, up.ID)
+		err = h.store.st.Remove(ctx, up.ID)
 		h.mu.Unlock()
+		le.release()
 		if err != nil {
 			h.log.Warn("removing an expired upload", "id", up.ID, "err", err)
 			continue
@@ -243,6 +259,9 @@ func (h *Handler) Expire() (n int, freed int64, err error) {
 		freed += up.Size
 	}
 	h.expireRecords(ctx, now.Add(-h.cfg.Expiry))
+	if _, err := h.leases.sweep(ctx); err != nil {
+		h.log.Warn("sweeping the leases of appends", "err", err)
+	}
 	return n, freed, nil
 }
 
