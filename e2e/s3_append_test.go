@@ -183,3 +183,42 @@ func TestS3ConcurrentAppends(t *testing.T) {
 		}
 	})
 }
+
+// TestAppendAfterCrash: a server killed in the middle of an append leaves
+// its lease behind; the server started again on the same folder takes
+// the upload's appends back at once (the lease's process is gone), not a
+// minute later.
+func TestAppendAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	s := startWriter(t, dir)
+	meta := "filename " + base64.StdEncoding.EncodeToString([]byte("crash.bin"))
+	const size = 1 << 20
+	resp, text := send(t, "POST", s.URL+"_largo/uploads/", nil, 0, append([]string{"Tus-Resumable", "1.0.0", "Upload-Length", strconv.Itoa(size), "Upload-Metadata", meta}, bearer...)...)
+	if resp.StatusCode != 201 {
+		t.Fatalf("creation: %d %s", resp.StatusCode, text)
+	}
+	upload := resp.Header.Get("Location")
+	data := bytes.Repeat([]byte("c"), size)
+	hdr := func(off int64) []string {
+		return append([]string{"Tus-Resumable", "1.0.0", "Upload-Offset", strconv.FormatInt(off, 10), "Content-Type", "application/offset+octet-stream"}, bearer...)
+	}
+	slowAppend(t, upload, data, 64<<10, make(chan struct{}), hdr(0)...)
+	leases := filepath.Join(dir, ".largo", "uploads", "leases")
+	if !waitFor(10*time.Second, func() bool { ents, _ := os.ReadDir(leases); return len(ents) > 0 }) {
+		t.Fatal("the append holds no lease")
+	}
+	s.cmd.Process.Kill()
+	s.wait(10 * time.Second)
+	s2 := startWriter(t, dir)
+	again := onInstance(s2, upload)
+	off := tusOffset(t, again)
+	if off < 0 || off > size {
+		t.Fatalf("offset after the restart: %d", off)
+	}
+	if resp, text := send(t, "PATCH", again, bytes.NewReader(data[off:]), size-off, hdr(off)...); resp.StatusCode != 204 {
+		t.Fatalf("PATCH after the restart: %d %q; want 204 at once", resp.StatusCode, text)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "crash.bin")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("crash.bin: %d bytes, %v", len(got), err)
+	}
+}

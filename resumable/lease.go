@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
 	tusd "github.com/tus/tusd/v2/pkg/handler"
 
 	"largo"
+	"largo/internal/process"
 )
 
 // Appends to one upload through several servers sharing a store are
@@ -26,7 +28,9 @@ import (
 // is refused before it reads a byte: 423 for tus (as tusd answers a
 // locked upload), 409 for the IETF protocol (a conflict the client
 // resolves by retrieving the offset). A lease that its server stopped
-// renewing (it died) expires after DefaultLease and is taken over.
+// renewing (it died) expires after DefaultLease and is taken over; one of
+// a process of this machine that is gone (a server restarted after a
+// crash) at once.
 //
 // Within one server keylock and the flights (ietfflight.go) order the
 // requests first: the lease is only met by requests through another.
@@ -56,6 +60,8 @@ type leases struct {
 	ttl    time.Duration
 	now    func() time.Time
 	holder string // this server's, in its records
+	host   string // this machine's name
+	pid    int    // this process's
 }
 
 // newLeases returns the leases kept in st, or nil when st cannot write
@@ -71,13 +77,28 @@ func newLeases(st largo.State, ttl time.Duration, now func() time.Time) *leases 
 	}
 	var b [12]byte
 	rand.Read(b[:])
-	return &leases{st: st, sc: sc, sw: sw, ttl: ttl, now: now, holder: hex.EncodeToString(b[:])}
+	host, _ := os.Hostname()
+	return &leases{st: st, sc: sc, sw: sw, ttl: ttl, now: now, holder: hex.EncodeToString(b[:]), host: host, pid: os.Getpid()}
 }
 
 // leaseRecord is a lease's record.
 type leaseRecord struct {
 	Holder  string    `json:"holder"`
+	Host    string    `json:"host,omitempty"`
+	PID     int       `json:"pid,omitempty"`
 	Expires time.Time `json:"expires"`
+}
+
+// held reports whether rec holds its upload still: it has not expired,
+// and its server is not a process of this machine that is gone (a server
+// restarted after a crash takes its own appends back at once, not after
+// the lease's life).
+func (ls *leases) held(rec leaseRecord) bool {
+	if !ls.now().Before(rec.Expires) {
+		return false
+	}
+	gone := process.Known && rec.Host != "" && rec.Host == ls.host && rec.PID > 0 && rec.PID != ls.pid && !process.Alive(rec.PID)
+	return !gone
 }
 
 func leaseKey(id string) string {
@@ -98,7 +119,7 @@ type lease struct {
 
 // record returns this server's record of a lease taken or renewed now.
 func (ls *leases) record() []byte {
-	b, _ := json.Marshal(leaseRecord{Holder: ls.holder, Expires: ls.now().Add(ls.ttl)})
+	b, _ := json.Marshal(leaseRecord{Holder: ls.holder, Host: ls.host, PID: ls.pid, Expires: ls.now().Add(ls.ttl)})
 	return b
 }
 
@@ -134,7 +155,7 @@ func (ls *leases) take(ctx context.Context, id string) (*lease, error) {
 			return nil, err
 		}
 		var rec leaseRecord
-		if json.Unmarshal(old, &rec) == nil && ls.now().Before(rec.Expires) {
+		if json.Unmarshal(old, &rec) == nil && ls.held(rec) {
 			return nil, fmt.Errorf("upload %s: %w: %w", id, errBusy, tusLocked)
 		}
 		ver, err = ls.sw.Swap(ctx, key, b, ver)
@@ -170,7 +191,7 @@ func (ls *leases) sweep(ctx context.Context) (int, error) {
 			continue // gone, or to be swept next time
 		}
 		var rec leaseRecord
-		if json.Unmarshal(b, &rec) == nil && ls.now().Before(rec.Expires) {
+		if json.Unmarshal(b, &rec) == nil && ls.held(rec) {
 			continue
 		}
 		if ls.sw.DeleteIf(ctx, key, ver) == nil {

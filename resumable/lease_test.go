@@ -2,9 +2,12 @@ package resumable
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	tusd "github.com/tus/tusd/v2/pkg/handler"
 
 	"largo/disk"
+	"largo/internal/process"
 )
 
 // TestLeases: the leases of two servers on one state area. One append
@@ -149,5 +153,46 @@ func BenchmarkPatch(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestLeaseOfDeadProcess: a live lease of a server of this machine whose
+// process is gone (a crash, then a restart) is taken over at once; one of
+// a process that runs, or of another machine, is not.
+func TestLeaseOfDeadProcess(t *testing.T) {
+	if !process.Known {
+		t.Skip("this system cannot tell a process gone")
+	}
+	s, err := disk.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	ls := newLeases(s.State(), time.Minute, time.Now)
+	dead := exec.Command(os.Args[0], "-test.run=^$")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		what string
+		rec  leaseRecord
+		busy bool
+	}{
+		{"a process gone", leaseRecord{Holder: "x", Host: ls.host, PID: dead.Process.Pid}, false},
+		{"a process running", leaseRecord{Holder: "x", Host: ls.host, PID: os.Getppid()}, true},
+		{"another machine", leaseRecord{Holder: "x", Host: ls.host + "-other", PID: dead.Process.Pid}, true},
+	} {
+		tc.rec.Expires = time.Now().Add(time.Hour)
+		b, _ := json.Marshal(tc.rec)
+		if err := s.State().Put(ctx, leaseKey("up"), b); err != nil {
+			t.Fatal(err)
+		}
+		le, err := ls.take(ctx, "up")
+		if busy := errors.Is(err, errBusy); busy != tc.busy || err != nil && !busy {
+			t.Errorf("%s: take = %v; want busy %v", tc.what, err, tc.busy)
+		}
+		le.release()
+		s.State().Delete(ctx, leaseKey("up"))
 	}
 }
