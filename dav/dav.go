@@ -12,10 +12,15 @@
 //     it has one (a folder), else a copy then a removal (a bucket: not
 //     atomic);
 //   - locks (locks.go) are records in the store's state area, taken with
-//     conditional creates, so that every instance serving one bucket sees
-//     the same locks; through ingest.Guard they refuse writes of every
-//     protocol (PUT, forms, tus, IETF uploads, DELETE) that do not present
-//     the lock's token (423);
+//     conditional creates and refreshed, released or taken over only as
+//     they were read (largo.StateSwapper), so that every instance serving
+//     one bucket sees the same locks and of two taking one expired lock
+//     exactly one wins; Sweep removes the expired ones. Through
+//     ingest.Guard they refuse writes of every protocol (PUT, forms, tus,
+//     IETF uploads, DELETE) that do not present the lock's token (423);
+//   - the library answers the errors of a change with statuses of its own
+//     (500, 403); ServeDAV answers them from the pipeline's table instead
+//     (answer, in this file), as a PUT would be;
 //   - dead properties (props.go) are records in the state area too, one
 //     per file, moved with it by MOVE and dropped when it is removed by
 //     any protocol;
