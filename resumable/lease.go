@@ -124,7 +124,10 @@ func (ls *leases) record() []byte {
 }
 
 // take takes the lease of upload id, or fails with an error wrapping
-// errBusy while another server holds it. A nil ls takes nothing.
+// errBusy while another server holds it. A nil ls takes nothing, and
+// neither does one on a store that turns out not to apply conditions to
+// writes (an S3 server that ignores them): appends are then serialised
+// within one server only, as they would be without leases.
 func (ls *leases) take(ctx context.Context, id string) (*lease, error) {
 	if ls == nil {
 		return nil, nil
@@ -134,6 +137,9 @@ func (ls *leases) take(ctx context.Context, id string) (*lease, error) {
 		start := ls.now()
 		b := ls.record()
 		err := ls.sc.Create(ctx, key, b)
+		if errors.Is(err, largo.ErrUnsupported) {
+			return nil, nil
+		}
 		if err == nil {
 			got, ver, err := ls.sw.GetVersion(ctx, key)
 			if err != nil {

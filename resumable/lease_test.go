@@ -15,6 +15,7 @@ import (
 
 	tusd "github.com/tus/tusd/v2/pkg/handler"
 
+	"largo"
 	"largo/disk"
 	"largo/internal/process"
 )
@@ -153,6 +154,41 @@ func BenchmarkPatch(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// noConditions is a state area whose store turns out to apply no
+// condition to writes.
+type noConditions struct{ largo.State }
+
+func (noConditions) Create(context.Context, string, []byte) error { return largo.ErrUnsupported }
+func (noConditions) GetVersion(context.Context, string) ([]byte, string, error) {
+	return nil, "", largo.ErrUnsupported
+}
+func (noConditions) Swap(context.Context, string, []byte, string) (string, error) {
+	return "", largo.ErrUnsupported
+}
+func (noConditions) DeleteIf(context.Context, string, string) error { return largo.ErrUnsupported }
+
+// TestLeaseUnsupported: where the store cannot write conditionally,
+// appends go on without a lease rather than fail.
+func TestLeaseUnsupported(t *testing.T) {
+	s, err := disk.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ls := newLeases(noConditions{s.State()}, time.Minute, time.Now)
+	if ls == nil {
+		t.Fatal("no leases")
+	}
+	le, err := ls.take(context.Background(), "up")
+	if err != nil || le != nil {
+		t.Errorf("take = %v, %v; want no lease and no error", le, err)
+	}
+	le.release()
+	if !le.valid() {
+		t.Error("no lease is not valid")
 	}
 }
 
