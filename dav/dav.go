@@ -39,6 +39,8 @@
 package dav
 
 import (
+	"errors"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"path"
@@ -106,6 +108,22 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 		r2.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 		r = &r2
 	}
+	if r.Method == "MOVE" {
+		// The library removes what is at the destination before it
+		// finds the source missing: a MOVE of nothing would only delete.
+		name, err := storeName("move", r.URL.Path)
+		if err == nil {
+			_, err = view.Stat(r.Context(), name)
+		}
+		if err != nil {
+			code, reason := ingest.Status(err)
+			if errors.Is(err, fs.ErrNotExist) {
+				code, reason = ingest.Status(largo.ErrNotFound)
+			}
+			writeStatus(w, code, reason)
+			return
+		}
+	}
 	if r.Method == "MOVE" && r.Header.Get("Overwrite") == "" {
 		// No Overwrite header means T (RFC 4918, 10.6); the library
 		// reads it as F for a MOVE.
@@ -149,16 +167,21 @@ func (a *answer) WriteHeader(code int) {
 	if err := a.failed(); err != nil && (code == http.StatusInternalServerError || code == http.StatusForbidden) {
 		if c, reason := ingest.Status(err); c != http.StatusInternalServerError && c != code {
 			a.replaced = true
-			hdr := a.Header()
-			hdr.Del("Content-Length")
-			hdr.Set("Content-Type", "text/plain; charset=utf-8")
-			hdr.Set("Cache-Control", "no-store")
-			a.ResponseWriter.WriteHeader(c)
-			a.ResponseWriter.Write([]byte(reason + "\n"))
+			writeStatus(a.ResponseWriter, c, reason)
 			return
 		}
 	}
 	a.ResponseWriter.WriteHeader(code)
+}
+
+// writeStatus answers with a status and a one-line plain-text reason.
+func writeStatus(w http.ResponseWriter, code int, reason string) {
+	hdr := w.Header()
+	hdr.Del("Content-Length")
+	hdr.Set("Content-Type", "text/plain; charset=utf-8")
+	hdr.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write([]byte(reason + "\n"))
 }
 
 // Write drops the library's own text for a status answer replaced.

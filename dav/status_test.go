@@ -69,6 +69,22 @@ func TestStatuses(t *testing.T) {
 	}
 }
 
+// TestMoveOfNothing: a MOVE whose source is missing is 404 and leaves
+// what is at its destination alone (the library would remove it first).
+func TestMoveOfNothing(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("keep"), 0o644)
+	srv, _, _ := newServer(t, dir)
+	for _, hdr := range [][]string{{"Destination", "/a.txt"}, {"Destination", "/a.txt", "Overwrite", "T"}} {
+		if code, body := do(t, "MOVE", srv.URL+"/gone.txt", "", hdr...); code != 404 || body != "not found\n" {
+			t.Errorf("MOVE of a missing file %v: %d %q; want 404", hdr, code, body)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "a.txt")); err != nil || string(b) != "keep" {
+			t.Fatalf("the destination after %v: %q, %v; want it kept", hdr, b, err)
+		}
+	}
+}
+
 // TestUnlockScope: UNLOCK and a refresh at a name the lock does not hold
 // fail (409, 412) and leave the lock as it was (RFC 4918, 9.10.2, 9.11.1).
 func TestUnlockScope(t *testing.T) {

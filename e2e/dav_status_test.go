@@ -106,6 +106,7 @@ func davStatuses(t *testing.T, g *target) {
 		{"MOVE into a missing folder", s, "MOVE", "a.txt", "", []string{"Destination", "/missing/a.txt"}, 409, "folder does not exist", "missing"},
 		{"COPY into a missing folder", s, "COPY", "a.txt", "", []string{"Destination", "/missing/a.txt"}, 409, "", "missing"},
 		{"MOVE of a missing file", s, "MOVE", "gone.txt", "", []string{"Destination", "/gone2.txt"}, 404, "not found", "gone2.txt"},
+		{"MOVE of a missing file onto a file", s, "MOVE", "gone.txt", "", []string{"Destination", "/a.txt"}, 404, "not found", ""},
 		{"COPY into itself", s, "COPY", "sub", "", []string{"Destination", "/sub/inner"}, 403, "inside it", "sub/inner"},
 		{"MOVE into itself", s, "MOVE", "sub", "", []string{"Destination", "/sub/inner/x"}, 403, "inside it", "sub/inner"},
 		{"COPY onto itself", s, "COPY", "a.txt", "", []string{"Destination", "/a.txt"}, 403, "the source", ""},
