@@ -43,6 +43,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 
@@ -132,6 +133,15 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 	}
 	rl := &requestLocks{Locks: h.cfg.Locks, target: clean(path.Clean("/" + r.URL.Path)), scoped: true}
 	fsys := &fileSystem{h: h, view: view, locks: rl, tokens: ingest.LockTokens(r.Header)}
+	if r.Method == "COPY" || r.Method == "MOVE" {
+		if u, err := url.Parse(r.Header.Get("Destination")); err == nil {
+			src, err1 := storeName("copy", r.URL.Path)
+			dst, err2 := storeName("copy", u.Path)
+			if err1 == nil && err2 == nil {
+				fsys.src, fsys.dst = src, dst
+			}
+		}
+	}
 	wh := webdav.Handler{
 		FileSystem: fsys,
 		LockSystem: rl,

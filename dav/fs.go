@@ -37,6 +37,8 @@ type fileSystem struct {
 
 	failed error // the last error of a change, which the answer tells
 
+	src, dst string // a COPY's or MOVE's names, else empty
+
 	dir       string // the folder Readdir listed last, when listed
 	listed    bool
 	withProps map[string]bool // its entries with dead properties
@@ -237,7 +239,36 @@ func (fsys *fileSystem) RemoveAll(ctx context.Context, p string) error {
 	if err != nil {
 		return err
 	}
+	if fsys.replaces(ctx, name) {
+		// A file copied or moved onto a file replaces it when the copy
+		// commits (or the rename is made): removed first, it would be
+		// lost if the copy then failed (too large, no space). Its dead
+		// properties go now, as a removal would take them.
+		pl, err := fsys.writes()
+		if err != nil {
+			return err
+		}
+		if _, err := pl.CheckRemove(ctx, name, largo.Condition{}, fsys.allTokens()); err != nil {
+			return fsys.fail("remove", name, err)
+		}
+		pl.Forget(ctx, name)
+		return nil
+	}
 	return fsys.remove(ctx, name)
+}
+
+// replaces reports whether name is the destination of the request's COPY
+// or MOVE of a file, and a file itself.
+func (fsys *fileSystem) replaces(ctx context.Context, name string) bool {
+	if fsys.src == "" || name != fsys.dst {
+		return false
+	}
+	src, err := fsys.view.Stat(ctx, fsys.src)
+	if err != nil || src.IsDir {
+		return false
+	}
+	dst, err := fsys.h.cfg.Store.Stat(ctx, name)
+	return err == nil && !dst.IsDir
 }
 
 func (fsys *fileSystem) remove(ctx context.Context, name string) error {

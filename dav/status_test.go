@@ -85,6 +85,37 @@ func TestMoveOfNothing(t *testing.T) {
 	}
 }
 
+// TestReplaceKeepsOnFailure: a COPY of a file onto a file that fails
+// (past the size limit) leaves the old file; one that succeeds replaces
+// it; a MOVE onto a file replaces it too.
+func TestReplaceKeepsOnFailure(t *testing.T) {
+	dir := t.TempDir()
+	for name, data := range map[string]string{"big.bin": strings.Repeat("x", 100), "small.txt": "s", "old.txt": "old", "old2.txt": "old2"} {
+		os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644)
+	}
+	srv, _, _ := newServerWith(t, dir, ingest.Config{MaxSize: 50})
+	if code, body := do(t, "COPY", srv.URL+"/big.bin", "", "Destination", "/old.txt"); code != 413 {
+		t.Errorf("COPY past the limit onto a file: %d %q; want 413", code, body)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "old.txt")); err != nil || string(b) != "old" {
+		t.Errorf("old.txt after the failed COPY: %q, %v; want it kept", b, err)
+	}
+	if code, body := do(t, "COPY", srv.URL+"/small.txt", "", "Destination", "/old.txt"); code != 204 {
+		t.Errorf("COPY onto a file: %d %q; want 204", code, body)
+	}
+	if code, body := do(t, "MOVE", srv.URL+"/small.txt", "", "Destination", "/old2.txt"); code != 204 {
+		t.Errorf("MOVE onto a file: %d %q; want 204", code, body)
+	}
+	for name, want := range map[string]string{"old.txt": "s", "old2.txt": "s"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "small.txt")); err == nil {
+		t.Error("small.txt is still there after its MOVE")
+	}
+}
+
 // TestUnlockScope: UNLOCK and a refresh at a name the lock does not hold
 // fail (409, 412) and leave the lock as it was (RFC 4918, 9.10.2, 9.11.1).
 func TestUnlockScope(t *testing.T) {
