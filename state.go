@@ -52,3 +52,25 @@ type StateCreator interface {
 	// exactly one succeeds.
 	Create(ctx context.Context, key string, data []byte) error
 }
+
+// StateSwapper is a State whose records are replaced and removed only as
+// they were read: the compare-and-swap that lets replicas take over a
+// lease that expired (a WebDAV lock, an upload's append) without two of
+// them believing they hold it. On a folder the comparison and the rename
+// are made under a lock of the state area that every process serving the
+// folder takes; on a bucket they are If-Match on PUT and DELETE.
+type StateSwapper interface {
+	// GetVersion returns the record key and its version: an opaque
+	// string that differs for every record of other bytes. A missing
+	// record is an error wrapping ErrNotFound.
+	GetVersion(ctx context.Context, key string) ([]byte, string, error)
+	// Swap replaces the record key with data if it is still the record
+	// of version, and returns the new record's version; else, or if it
+	// is gone, it fails with an error wrapping ErrPrecondition. Of two
+	// instances swapping one version at once, exactly one succeeds.
+	Swap(ctx context.Context, key string, data []byte, version string) (string, error)
+	// DeleteIf removes the record key if it is still the record of
+	// version; else it fails with an error wrapping ErrPrecondition. A
+	// record already gone is no error.
+	DeleteIf(ctx context.Context, key, version string) error
+}

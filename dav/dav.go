@@ -12,10 +12,15 @@
 //     it has one (a folder), else a copy then a removal (a bucket: not
 //     atomic);
 //   - locks (locks.go) are records in the store's state area, taken with
-//     conditional creates, so that every instance serving one bucket sees
-//     the same locks; through ingest.Guard they refuse writes of every
-//     protocol (PUT, forms, tus, IETF uploads, DELETE) that do not present
-//     the lock's token (423);
+//     conditional creates and refreshed, released or taken over only as
+//     they were read (largo.StateSwapper), so that every instance serving
+//     one bucket sees the same locks and of two taking one expired lock
+//     exactly one wins; Sweep removes the expired ones. Through
+//     ingest.Guard they refuse writes of every protocol (PUT, forms, tus,
+//     IETF uploads, DELETE) that do not present the lock's token (423);
+//   - the library answers the errors of a change with statuses of its own
+//     (500, 403); ServeDAV answers them from the pipeline's table instead
+//     (answer, in this file), as a PUT would be;
 //   - dead properties (props.go) are records in the state area too, one
 //     per file, moved with it by MOVE and dropped when it is removed by
 //     any protocol;
@@ -34,8 +39,11 @@
 package dav
 
 import (
+	"errors"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 
@@ -101,8 +109,39 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 		r2.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 		r = &r2
 	}
-	rl := &requestLocks{Locks: h.cfg.Locks}
+	if r.Method == "MOVE" {
+		// The library removes what is at the destination before it
+		// finds the source missing: a MOVE of nothing would only delete.
+		name, err := storeName("move", r.URL.Path)
+		if err == nil {
+			_, err = view.Stat(r.Context(), name)
+		}
+		if err != nil {
+			code, reason := ingest.Status(err)
+			if errors.Is(err, fs.ErrNotExist) {
+				code, reason = ingest.Status(largo.ErrNotFound)
+			}
+			writeStatus(w, code, reason)
+			return
+		}
+	}
+	if r.Method == "MOVE" && r.Header.Get("Overwrite") == "" {
+		// No Overwrite header means T (RFC 4918, 10.6); the library
+		// reads it as F for a MOVE.
+		r = r.Clone(r.Context())
+		r.Header.Set("Overwrite", "T")
+	}
+	rl := &requestLocks{Locks: h.cfg.Locks, target: clean(path.Clean("/" + r.URL.Path)), scoped: true}
 	fsys := &fileSystem{h: h, view: view, locks: rl, tokens: ingest.LockTokens(r.Header)}
+	if r.Method == "COPY" || r.Method == "MOVE" {
+		if u, err := url.Parse(r.Header.Get("Destination")); err == nil {
+			src, err1 := storeName("copy", r.URL.Path)
+			dst, err2 := storeName("copy", u.Path)
+			if err1 == nil && err2 == nil {
+				fsys.src, fsys.dst = src, dst
+			}
+		}
+	}
 	wh := webdav.Handler{
 		FileSystem: fsys,
 		LockSystem: rl,
@@ -112,9 +151,59 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 			}
 		},
 	}
-	wh.ServeHTTP(w, r)
+	wh.ServeHTTP(&answer{ResponseWriter: w, failed: func() error {
+		if fsys.failed != nil {
+			return fsys.failed
+		}
+		return rl.failed
+	}}, r)
 	fsys.close()
 }
+
+// answer is the ResponseWriter the library answers through. The library
+// turns the errors of a change into statuses of its own: 500 for most,
+// 403 for any failed rename or folder made during a COPY. Where the
+// adapter met an error of the store or the write pipeline, answer puts
+// the status and one-line reason of the pipeline's table (ingest.Status)
+// in their place, as a PUT would be answered: 413 and 507 for a COPY too
+// large or out of space, 409 for a missing folder, 423 for a lock.
+type answer struct {
+	http.ResponseWriter
+	failed   func() error // the adapter's error, if any
+	replaced bool
+}
+
+func (a *answer) WriteHeader(code int) {
+	if err := a.failed(); err != nil && (code == http.StatusInternalServerError || code == http.StatusForbidden) {
+		if c, reason := ingest.Status(err); c != http.StatusInternalServerError && c != code {
+			a.replaced = true
+			writeStatus(a.ResponseWriter, c, reason)
+			return
+		}
+	}
+	a.ResponseWriter.WriteHeader(code)
+}
+
+// writeStatus answers with a status and a one-line plain-text reason.
+func writeStatus(w http.ResponseWriter, code int, reason string) {
+	hdr := w.Header()
+	hdr.Del("Content-Length")
+	hdr.Set("Content-Type", "text/plain; charset=utf-8")
+	hdr.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write([]byte(reason + "\n"))
+}
+
+// Write drops the library's own text for a status answer replaced.
+func (a *answer) Write(p []byte) (int, error) {
+	if a.replaced {
+		return len(p), nil
+	}
+	return a.ResponseWriter.Write(p)
+}
+
+// Unwrap gives http.ResponseController the connection's writer.
+func (a *answer) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // finiteDepth reports whether a PROPFIND's Depth is 0 or 1. A missing
 // Depth means infinity (RFC 4918, 9.1).

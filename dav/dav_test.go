@@ -38,6 +38,13 @@ func (c *counting) Open(ctx context.Context, name string) (largo.File, error) {
 // rules).
 func newServer(t *testing.T, dir string) (*httptest.Server, *counting, *Locks) {
 	t.Helper()
+	return newServerWith(t, dir, ingest.Config{})
+}
+
+// newServerWith is newServer with the pipeline configured by cfg (its
+// Store and Guard set here).
+func newServerWith(t *testing.T, dir string, cfg ingest.Config) (*httptest.Server, *counting, *Locks) {
+	t.Helper()
 	s, err := disk.Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +55,8 @@ func newServer(t *testing.T, dir string) (*httptest.Server, *counting, *Locks) {
 		t.Fatal(err)
 	}
 	view := &counting{Store: s}
-	writes := ingest.New(ingest.Config{Store: s, Guard: locks})
+	cfg.Store, cfg.Guard = s, locks
+	writes := ingest.New(cfg)
 	h := New(Config{Store: s, Writes: writes, Locks: locks})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.ServeDAV(w, r, view)

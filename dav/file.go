@@ -140,6 +140,9 @@ func (f *writeFile) Write(p []byte) (int, error) {
 	}
 	n, err := f.w.Write(p)
 	f.err = err
+	if err != nil {
+		f.fsys.failed = err
+	}
 	return n, err
 }
 
@@ -160,11 +163,15 @@ func (f *writeFile) ReadFrom(r io.Reader) (int64, error) {
 		}
 		if !errors.Is(err, largo.ErrUnsupported) {
 			f.err = err
+			f.fsys.failed = err
 			return 0, err
 		}
 	}
 	n, err := f.w.ReadFrom(r)
 	f.err = err
+	if err != nil {
+		f.fsys.failed = err
+	}
 	return n, err
 }
 
@@ -176,7 +183,7 @@ func (f *writeFile) Close() error {
 	res, err := f.w.Commit(context.WithoutCancel(f.ctx))
 	if err != nil {
 		f.err = err
-		return osErr("commit", f.name, err)
+		return f.fsys.fail("commit", f.name, err)
 	}
 	f.info = newInfo(res.Info)
 	f.err = errors.New("file closed")

@@ -3,6 +3,7 @@ package dav
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"iter"
 	"mime"
@@ -33,6 +34,10 @@ type fileSystem struct {
 	view   largo.Store
 	locks  *requestLocks
 	tokens []string // the If header's
+
+	failed error // the last error of a change, which the answer tells
+
+	src, dst string // a COPY's or MOVE's names, else empty
 
 	dir       string // the folder Readdir listed last, when listed
 	listed    bool
@@ -80,6 +85,37 @@ func osErr(op, name string, err error) error {
 		return &fs.PathError{Op: op, Path: name, Err: fs.ErrExist}
 	case errors.Is(err, largo.ErrPermission):
 		return &fs.PathError{Op: op, Path: name, Err: fs.ErrPermission}
+	}
+	return err
+}
+
+// fail records err, an error of a change, as the one the request's
+// answer is to tell, and returns what the library reads of it (osErr).
+// The library answers most errors of a change with a status of its own
+// (500, or 403 for any failed rename); the Handler puts the status of the
+// write pipeline's table (ingest.Status) in its place.
+func (fsys *fileSystem) fail(op, name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	fsys.failed = err
+	return osErr(op, name, err)
+}
+
+// checkFolder checks that the folder name would be made in exists:
+// WebDAV makes no folders on the way (RFC 4918, 9.7.1, 9.8.5, 9.9.4 and
+// 9.10.4: 409 Conflict).
+func (fsys *fileSystem) checkFolder(ctx context.Context, name string) error {
+	dir := parent(name)
+	if dir == "" {
+		return nil
+	}
+	in, err := fsys.h.cfg.Store.Stat(ctx, dir)
+	switch {
+	case errors.Is(err, largo.ErrNotFound):
+		return fmt.Errorf("%s: %w: %w", dir, ingest.ErrMissingFolder, err)
+	case errors.Is(err, largo.ErrNotDir) || err == nil && !in.IsDir:
+		return fmt.Errorf("%s: %w", dir, ingest.ErrParentNotDir)
 	}
 	return err
 }
@@ -166,15 +202,12 @@ func (fsys *fileSystem) create(ctx context.Context, name string) (webdav.File, e
 	if err != nil {
 		return nil, err
 	}
-	// WebDAV makes no folders on the way (RFC 4918, 9.7.1 and 9.8.5: 409).
-	if dir := parent(name); dir != "" {
-		if in, err := fsys.h.cfg.Store.Stat(ctx, dir); err != nil || !in.IsDir {
-			return nil, &fs.PathError{Op: "create", Path: name, Err: fs.ErrNotExist}
-		}
+	if err := fsys.checkFolder(ctx, name); err != nil {
+		return nil, fsys.fail("create", name, err)
 	}
 	w, err := p.Begin(ctx, ingest.Target{Name: name, Size: -1, Tokens: fsys.allTokens()})
 	if err != nil {
-		return nil, osErr("create", name, err)
+		return nil, fsys.fail("create", name, err)
 	}
 	return &writeFile{fsys: fsys, ctx: ctx, name: name, w: w}, nil
 }
@@ -189,16 +222,16 @@ func (fsys *fileSystem) Mkdir(ctx context.Context, p string, _ os.FileMode) erro
 		return err
 	}
 	if err := ingest.CheckName(name); err != nil {
-		return osErr("mkdir", name, err)
+		return fsys.fail("mkdir", name, err)
 	}
 	if err := pl.CheckLock(ctx, name, false, fsys.allTokens()); err != nil {
-		return err
+		return fsys.fail("mkdir", name, err)
 	}
 	dm, ok := fsys.h.cfg.Store.(largo.DirMaker)
 	if !ok {
 		return largo.ErrUnsupported
 	}
-	return osErr("mkdir", name, dm.MakeDir(ctx, name))
+	return fsys.fail("mkdir", name, dm.MakeDir(ctx, name))
 }
 
 func (fsys *fileSystem) RemoveAll(ctx context.Context, p string) error {
@@ -206,7 +239,36 @@ func (fsys *fileSystem) RemoveAll(ctx context.Context, p string) error {
 	if err != nil {
 		return err
 	}
+	if fsys.replaces(ctx, name) {
+		// A file copied or moved onto a file replaces it when the copy
+		// commits (or the rename is made): removed first, it would be
+		// lost if the copy then failed (too large, no space). Its dead
+		// properties go now, as a removal would take them.
+		pl, err := fsys.writes()
+		if err != nil {
+			return err
+		}
+		if _, err := pl.CheckRemove(ctx, name, largo.Condition{}, fsys.allTokens()); err != nil {
+			return fsys.fail("remove", name, err)
+		}
+		pl.Forget(ctx, name)
+		return nil
+	}
 	return fsys.remove(ctx, name)
+}
+
+// replaces reports whether name is the destination of the request's COPY
+// or MOVE of a file, and a file itself.
+func (fsys *fileSystem) replaces(ctx context.Context, name string) bool {
+	if fsys.src == "" || name != fsys.dst {
+		return false
+	}
+	src, err := fsys.view.Stat(ctx, fsys.src)
+	if err != nil || src.IsDir {
+		return false
+	}
+	dst, err := fsys.h.cfg.Store.Stat(ctx, name)
+	return err == nil && !dst.IsDir
 }
 
 func (fsys *fileSystem) remove(ctx context.Context, name string) error {
@@ -216,11 +278,11 @@ func (fsys *fileSystem) remove(ctx context.Context, name string) error {
 	}
 	rm, err := pl.CheckRemove(ctx, name, largo.Condition{}, fsys.allTokens())
 	if err != nil {
-		return osErr("remove", name, err)
+		return fsys.fail("remove", name, err)
 	}
 	err = rm.Remove(ctx, name, largo.RemoveOptions{Recursive: true})
 	if err != nil && !errors.Is(err, largo.ErrNotFound) {
-		return osErr("remove", name, err)
+		return fsys.fail("remove", name, err)
 	}
 	pl.Forget(ctx, name)
 	return nil
@@ -241,20 +303,26 @@ func (fsys *fileSystem) Rename(ctx context.Context, oldPath, newPath string) err
 	}
 	for _, n := range []string{from, to} {
 		if err := ingest.CheckName(n); err != nil {
-			return osErr("rename", n, err)
+			return fsys.fail("rename", n, err)
 		}
 	}
 	tokens := fsys.allTokens()
 	if _, err := pl.CheckRemove(ctx, from, largo.Condition{}, tokens); err != nil {
-		return osErr("rename", from, err)
+		return fsys.fail("rename", from, err)
 	}
 	if err := pl.CheckLock(ctx, to, true, tokens); err != nil {
-		return err
+		return fsys.fail("rename", to, err)
+	}
+	if _, err := fsys.view.Stat(ctx, from); err != nil {
+		return fsys.fail("rename", from, err)
+	}
+	if err := fsys.checkFolder(ctx, to); err != nil {
+		return fsys.fail("rename", to, err)
 	}
 	st := fsys.h.cfg.Locks.st
 	if rn, ok := fsys.h.cfg.Store.(largo.Renamer); ok {
 		if err := rn.Rename(ctx, from, to); err != nil {
-			return osErr("rename", from, err)
+			return fsys.fail("rename", from, err)
 		}
 		return moveProps(ctx, st, from, to)
 	}
@@ -274,27 +342,27 @@ func (fsys *fileSystem) Rename(ctx context.Context, oldPath, newPath string) err
 func (fsys *fileSystem) moveTree(ctx context.Context, from, to string) error {
 	in, err := fsys.view.Stat(ctx, from)
 	if err != nil {
-		return osErr("move", from, err)
+		return fsys.fail("move", from, err)
 	}
 	rm, err := fsys.h.cfg.Writes.CheckRemove(ctx, from, largo.Condition{}, fsys.allTokens())
 	if err != nil {
-		return osErr("move", from, err)
+		return fsys.fail("move", from, err)
 	}
 	if !in.IsDir {
 		if err := fsys.copyFile(ctx, from, to, in.Size); err != nil {
 			return err
 		}
-		return osErr("move", from, rm.Remove(ctx, from, largo.RemoveOptions{Condition: largo.Condition{IfMatch: in.ETag}}))
+		return fsys.fail("move", from, rm.Remove(ctx, from, largo.RemoveOptions{Condition: largo.Condition{IfMatch: in.ETag}}))
 	}
 	if dm, ok := fsys.h.cfg.Store.(largo.DirMaker); ok {
 		if err := dm.MakeDir(ctx, to); err != nil && !errors.Is(err, largo.ErrExist) {
-			return osErr("move", to, err)
+			return fsys.fail("move", to, err)
 		}
 	}
 	var children []string
 	for c, err := range fsys.view.List(ctx, from) {
 		if err != nil {
-			return osErr("move", from, err)
+			return fsys.fail("move", from, err)
 		}
 		children = append(children, c.Name)
 	}
@@ -305,7 +373,7 @@ func (fsys *fileSystem) moveTree(ctx context.Context, from, to string) error {
 	}
 	err = rm.Remove(ctx, from, largo.RemoveOptions{})
 	if err != nil && !errors.Is(err, largo.ErrNotEmpty) && !errors.Is(err, largo.ErrNotFound) {
-		return osErr("move", from, err)
+		return fsys.fail("move", from, err)
 	}
 	return nil
 }
@@ -317,18 +385,18 @@ func (fsys *fileSystem) copyFile(ctx context.Context, from, to string, size int6
 	if w, err := fsys.h.cfg.Writes.BeginCopy(ctx, t, from); err == nil {
 		defer w.Abort()
 		_, err = w.Commit(context.WithoutCancel(ctx))
-		return osErr("copy", to, err)
+		return fsys.fail("copy", to, err)
 	} else if !errors.Is(err, largo.ErrUnsupported) {
-		return osErr("copy", to, err)
+		return fsys.fail("copy", to, err)
 	}
 	src, err := fsys.view.Open(ctx, from)
 	if err != nil {
-		return osErr("copy", from, err)
+		return fsys.fail("copy", from, err)
 	}
 	defer src.Close()
 	w, err := fsys.h.cfg.Writes.Begin(ctx, t)
 	if err != nil {
-		return osErr("copy", to, err)
+		return fsys.fail("copy", to, err)
 	}
 	defer w.Abort()
 	if _, err := w.ReadFrom(src); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -22,14 +23,21 @@ import (
 // area: one record per locked name, created only where none is
 // (largo.StateCreator: a link on a folder, If-None-Match: * on a bucket),
 // so that of two instances locking one name at once exactly one wins.
-// A lock's token carries its name, so that UNLOCK and a refresh find the
-// record with one read. Expired locks are ignored, and removed when met.
+// A record is replaced or removed only as it was read
+// (largo.StateSwapper: If-Match on a bucket, a compare under a lock file
+// on a folder): of two instances taking over one expired lock at once,
+// exactly one wins, and a refresh or UNLOCK that read a lock before it
+// expired and was taken again leaves the new holder's alone. A lock's
+// token carries its name, so that UNLOCK and a refresh find the record
+// with one read. Expired locks are ignored, taken over when their name is
+// locked again, and removed by Sweep.
 //
 // Locks implements ingest.Guard, through which every write protocol
 // honours them. Locks is safe for concurrent use.
 type Locks struct {
 	st  largo.State
 	sc  largo.StateCreator
+	sw  largo.StateSwapper
 	now func() time.Time
 }
 
@@ -43,17 +51,19 @@ const MaxTimeout = time.Hour
 // lockPrefix is where the lock records are in the state area.
 const lockPrefix = "dav/locks/"
 
-// NewLocks returns the locks kept in st, which must create records
-// conditionally; now is the clock (nil: time.Now).
+// NewLocks returns the locks kept in st, which must create, replace and
+// remove records conditionally (largo.StateCreator, largo.StateSwapper);
+// now is the clock (nil: time.Now).
 func NewLocks(st largo.State, now func() time.Time) (*Locks, error) {
 	sc, ok := st.(largo.StateCreator)
-	if !ok {
-		return nil, fmt.Errorf("locks: the state area cannot create records conditionally: %w", largo.ErrUnsupported)
+	sw, ok2 := st.(largo.StateSwapper)
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("locks: the state area cannot create, replace and remove records conditionally: %w", largo.ErrUnsupported)
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Locks{st: st, sc: sc, now: now}, nil
+	return &Locks{st: st, sc: sc, sw: sw, now: now}, nil
 }
 
 // lock is a lock's record.
@@ -136,21 +146,78 @@ func tokenName(token string) (string, bool) {
 
 // get returns the live lock on exactly name, or nil.
 func (ls *Locks) get(ctx context.Context, name string) (*lock, error) {
-	b, err := ls.st.Get(ctx, lockKey(name))
+	l, _, err := ls.read(ctx, name)
+	if err != nil || l == nil || !l.live(ls.now()) {
+		return nil, err
+	}
+	return l, nil
+}
+
+// read returns the record of the lock on name, live or expired, and its
+// version; nil if there is none.
+func (ls *Locks) read(ctx context.Context, name string) (*lock, string, error) {
+	b, ver, err := ls.sw.GetVersion(ctx, lockKey(name))
 	if errors.Is(err, largo.ErrNotFound) {
-		return nil, nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var l lock
 	if err := json.Unmarshal(b, &l); err != nil {
-		return nil, fmt.Errorf("lock record of %s: %w", name, err)
+		return nil, "", fmt.Errorf("lock record of %s: %w", name, err)
 	}
-	if !l.live(ls.now()) {
-		return nil, nil
+	return &l, ver, nil
+}
+
+// swap replaces the record of the lock on name, read at version ver, with
+// l, or removes it (l nil); if it changed meanwhile, the error wraps
+// largo.ErrPrecondition.
+func (ls *Locks) swap(ctx context.Context, name, ver string, l *lock) error {
+	if l == nil {
+		return ls.sw.DeleteIf(ctx, lockKey(name), ver)
 	}
-	return &l, nil
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	_, err = ls.sw.Swap(ctx, lockKey(name), b, ver)
+	return err
+}
+
+// Sweep removes the records of the locks that expired, each only if no
+// one took it over meanwhile, and returns how many it removed. It is safe
+// to run in every instance at once.
+func (ls *Locks) Sweep(ctx context.Context) (int, error) {
+	var names []string
+	for rec, err := range ls.st.List(ctx, lockPrefix) {
+		if err != nil {
+			return 0, err
+		}
+		if name, err := unescape(strings.TrimPrefix(rec.Key, lockPrefix)); err == nil {
+			names = append(names, name)
+		}
+	}
+	n := 0
+	var failed error
+	for _, name := range names {
+		l, ver, err := ls.read(ctx, name)
+		if err != nil {
+			failed = err // one record unread leaves the others to sweep
+			continue
+		}
+		if l == nil || l.live(ls.now()) {
+			continue
+		}
+		err = ls.swap(ctx, name, ver, nil)
+		switch {
+		case err == nil:
+			n++
+		case !errors.Is(err, largo.ErrPrecondition):
+			failed = err
+		}
+	}
+	return n, failed
 }
 
 // below yields the live locks on the names below dir.
@@ -269,8 +336,19 @@ func (ls *Locks) Forget(ctx context.Context, name string) {
 	}
 }
 
+// MaxOwner bounds the owner a LOCK records (its XML, as sent): the
+// record of a lock is read by every write below its name, and must stay
+// small.
+const MaxOwner = 16 << 10
+
+// errOwnerTooLong refuses a LOCK whose owner is over MaxOwner.
+var errOwnerTooLong = ingest.Refuse(http.StatusBadRequest, "lock owner too long: at most 16 KiB")
+
 // create takes a new lock.
 func (ls *Locks) create(ctx context.Context, now time.Time, d webdav.LockDetails) (string, error) {
+	if len(d.OwnerXML) > MaxOwner {
+		return "", errOwnerTooLong
+	}
 	name := clean(d.Root)
 	for n := name; n != ""; {
 		n = parent(n)
@@ -300,28 +378,37 @@ func (ls *Locks) create(ctx context.Context, now time.Time, d webdav.LockDetails
 	if err != nil {
 		return "", err
 	}
-	for range 2 {
-		err = ls.sc.Create(ctx, lockKey(name), b)
+	// Where a record is, it is taken over only if it expired, and only as
+	// it was read: of several instances taking it at once, one wins. A
+	// record removed between the create and the read is created again.
+	for range 3 {
+		err := ls.sc.Create(ctx, lockKey(name), b)
 		if !errors.Is(err, largo.ErrExist) {
-			break
+			if err != nil {
+				return "", err
+			}
+			return l.Token, nil
 		}
-		// Taken: by a live lock, or by one that expired, which goes.
-		old, gerr := ls.get(ctx, name)
-		if gerr != nil {
-			return "", gerr
+		old, ver, err := ls.read(ctx, name)
+		if err != nil {
+			return "", err
 		}
-		if old != nil {
+		if old == nil {
+			continue
+		}
+		if old.live(now) {
 			return "", webdav.ErrLocked
 		}
-		ls.st.Delete(ctx, lockKey(name))
-	}
-	if err != nil {
-		if errors.Is(err, largo.ErrExist) {
-			return "", webdav.ErrLocked
+		_, err = ls.sw.Swap(ctx, lockKey(name), b, ver)
+		if errors.Is(err, largo.ErrPrecondition) {
+			return "", webdav.ErrLocked // another took it over first
 		}
-		return "", err
+		if err != nil {
+			return "", err
+		}
+		return l.Token, nil
 	}
-	return l.Token, nil
+	return "", webdav.ErrLocked
 }
 
 // anyLive reports whether one of tokens is a live lock.
@@ -354,8 +441,27 @@ func (ls *Locks) byToken(ctx context.Context, token string) (*lock, error) {
 	return l, nil
 }
 
+// held returns the live lock of token with its record's version, or
+// ErrNoSuchLock.
+func (ls *Locks) held(ctx context.Context, token string) (*lock, string, error) {
+	name, ok := tokenName(token)
+	if !ok {
+		return nil, "", webdav.ErrNoSuchLock
+	}
+	l, ver, err := ls.read(ctx, name)
+	if err != nil {
+		return nil, "", err
+	}
+	if l == nil || l.Token != token || !l.live(ls.now()) {
+		return nil, "", webdav.ErrNoSuchLock
+	}
+	return l, ver, nil
+}
+
+// refresh extends the lock of token, only as it was read: a lock that
+// expired and was taken over meanwhile is no longer the token's.
 func (ls *Locks) refresh(ctx context.Context, now time.Time, token string, d time.Duration) (webdav.LockDetails, error) {
-	l, err := ls.byToken(ctx, token)
+	l, ver, err := ls.held(ctx, token)
 	if err != nil {
 		return webdav.LockDetails{}, err
 	}
@@ -363,22 +469,28 @@ func (ls *Locks) refresh(ctx context.Context, now time.Time, token string, d tim
 		d = MaxTimeout
 	}
 	l.Expires, l.Timeout = now.Add(d), int64(d/time.Second)
-	b, err := json.Marshal(l)
-	if err != nil {
-		return webdav.LockDetails{}, err
-	}
-	if err := ls.st.Put(ctx, lockKey(l.Root), b); err != nil {
+	if err := ls.swap(ctx, l.Root, ver, l); err != nil {
+		if errors.Is(err, largo.ErrPrecondition) {
+			return webdav.LockDetails{}, webdav.ErrNoSuchLock
+		}
 		return webdav.LockDetails{}, err
 	}
 	return l.details(), nil
 }
 
+// unlock removes the lock of token, only as it was read.
 func (ls *Locks) unlock(ctx context.Context, token string) error {
-	l, err := ls.byToken(ctx, token)
+	l, ver, err := ls.held(ctx, token)
 	if err != nil {
 		return err
 	}
-	return ls.st.Delete(ctx, lockKey(l.Root))
+	if err := ls.swap(ctx, l.Root, ver, nil); err != nil {
+		if errors.Is(err, largo.ErrPrecondition) {
+			return webdav.ErrNoSuchLock
+		}
+		return err
+	}
+	return nil
 }
 
 // confirm checks a list of an If header's conditions against the names
@@ -431,6 +543,31 @@ func clean(p string) string {
 type requestLocks struct {
 	*Locks
 	made []string
+	// target, when scoped, is the name the request is at: UNLOCK and a
+	// refresh apply only to a lock whose scope holds it (RFC 4918,
+	// 9.10.2 and 9.11.1), else they fail as an unknown token does.
+	target string
+	scoped bool
+	// failed is the error of a lock not taken, which the answer tells
+	// (see answer).
+	failed error
+}
+
+// inScope checks that the lock of token holds the request's name.
+// The locks the library takes for the request itself (at a COPY's or
+// MOVE's destination) are its own to release.
+func (rl *requestLocks) inScope(ctx context.Context, token string) error {
+	if !rl.scoped || slices.Contains(rl.made, token) {
+		return nil
+	}
+	l, err := rl.byToken(ctx, token)
+	if err != nil {
+		return err
+	}
+	if !l.covers(rl.target) {
+		return webdav.ErrNoSuchLock
+	}
+	return nil
 }
 
 var _ webdav.LockSystem = (*requestLocks)(nil)
@@ -460,17 +597,26 @@ func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, err
 	if err == nil {
 		rl.made = append(rl.made, token)
 	}
+	if err != nil && err != webdav.ErrLocked {
+		rl.failed = err
+	}
 	return token, err
 }
 
 func (rl *requestLocks) Refresh(now time.Time, token string, d time.Duration) (webdav.LockDetails, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
 	defer cancel()
+	if err := rl.inScope(ctx, token); err != nil {
+		return webdav.LockDetails{}, err
+	}
 	return rl.refresh(ctx, now, token, d)
 }
 
 func (rl *requestLocks) Unlock(now time.Time, token string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
 	defer cancel()
+	if err := rl.inScope(ctx, token); err != nil {
+		return err
+	}
 	return rl.unlock(ctx, token)
 }

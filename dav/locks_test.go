@@ -3,6 +3,8 @@ package dav
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,5 +129,118 @@ func TestEscape(t *testing.T) {
 	// The records below a folder share a prefix no sibling's record has.
 	if p := belowPrefix(lockPrefix, "a"); len(lockKey("ab")) >= len(p) && lockKey("ab")[:len(p)] == p {
 		t.Errorf("the record of ab is under a's prefix %s", p)
+	}
+}
+
+// TestLockTakeover: instances taking over one expired lock at once: one
+// gets it, the others are refused, and the record is the winner's.
+func TestLockTakeover(t *testing.T) {
+	ctx := context.Background()
+	a, b, c := newTestLocks(t)
+	if _, err := a.create(ctx, c.t, webdav.LockDetails{Root: "/f", Duration: time.Minute, ZeroDepth: true}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	for round := range 20 {
+		c.t = c.t.Add(2 * MaxTimeout) // the lock expired
+		now := c.t
+		tokens := make([]string, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			ls := []*Locks{a, b}[i%2]
+			wg.Go(func() {
+				tokens[i], errs[i] = ls.create(ctx, now, webdav.LockDetails{Root: "/f", Duration: time.Minute, ZeroDepth: true})
+			})
+		}
+		wg.Wait()
+		var won []string
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				won = append(won, tokens[i])
+			case !errors.Is(err, webdav.ErrLocked):
+				t.Errorf("round %d: take %d: %v; want ErrLocked", round, i, err)
+			}
+		}
+		if len(won) != 1 {
+			t.Fatalf("round %d: %d instances took the lock; want 1", round, len(won))
+		}
+		if l, err := a.get(ctx, "f"); err != nil || l == nil || l.Token != won[0] {
+			t.Fatalf("round %d: the record is %+v, %v; want the winner's lock", round, l, err)
+		}
+	}
+}
+
+// TestLockRefreshUnlockRace: a refresh or an UNLOCK that read a lock
+// before it expired and was taken by another neither extends nor
+// removes the new holder's lock.
+func TestLockRefreshUnlockRace(t *testing.T) {
+	ctx := context.Background()
+	a, b, c := newTestLocks(t)
+	old, err := a.create(ctx, c.t, webdav.LockDetails{Root: "/f", Duration: time.Minute, ZeroDepth: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, ver, err := a.read(ctx, "f")
+	if err != nil || held == nil {
+		t.Fatal(held, err)
+	}
+	c.t = c.t.Add(2 * MaxTimeout)
+	tok, err := b.create(ctx, c.t, webdav.LockDetails{Root: "/f", Duration: time.Minute, ZeroDepth: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A refresh and an UNLOCK of the old holder that read its record
+	// before the takeover.
+	if err := a.swap(ctx, "f", ver, held); !errors.Is(err, largo.ErrPrecondition) {
+		t.Errorf("a refresh of the old record: %v; want ErrPrecondition", err)
+	}
+	if err := a.swap(ctx, "f", ver, nil); !errors.Is(err, largo.ErrPrecondition) {
+		t.Errorf("a removal of the old record: %v; want ErrPrecondition", err)
+	}
+	if l, err := a.get(ctx, "f"); err != nil || l == nil || l.Token != tok {
+		t.Errorf("the new lock is %+v, %v; want it kept", l, err)
+	}
+	if err := a.unlock(ctx, old); !errors.Is(err, webdav.ErrNoSuchLock) {
+		t.Errorf("UNLOCK of the expired token: %v; want ErrNoSuchLock", err)
+	}
+	if _, err := a.refresh(ctx, c.t, old, time.Minute); !errors.Is(err, webdav.ErrNoSuchLock) {
+		t.Errorf("refresh of the expired token: %v; want ErrNoSuchLock", err)
+	}
+	if l, err := a.get(ctx, "f"); err != nil || l == nil || l.Token != tok {
+		t.Errorf("the new lock is %+v, %v; want it kept", l, err)
+	}
+}
+
+// TestLockSweep: the sweep removes the expired lock records, and only
+// them.
+func TestLockSweep(t *testing.T) {
+	ctx := context.Background()
+	a, _, c := newTestLocks(t)
+	for _, d := range []webdav.LockDetails{{Root: "/old", Duration: time.Minute}, {Root: "/dir/old", Duration: time.Minute}, {Root: "/new", Duration: time.Hour}} {
+		if _, err := a.create(ctx, c.t, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A record that cannot be read does not keep the others from going.
+	if err := a.st.Put(ctx, lockKey("broken"), []byte("{")); err != nil {
+		t.Fatal(err)
+	}
+	c.t = c.t.Add(2 * time.Minute)
+	n, err := a.Sweep(ctx)
+	if err == nil || n != 2 {
+		t.Errorf("Sweep = %d, %v; want 2 and the broken record's error", n, err)
+	}
+	var keys []string
+	for rec, err := range a.st.List(ctx, lockPrefix) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, rec.Key)
+	}
+	slices.Sort(keys)
+	if want := []string{lockKey("broken"), lockKey("new")}; !slices.Equal(keys, want) {
+		t.Errorf("lock records after the sweep: %v; want %v", keys, want)
 	}
 }

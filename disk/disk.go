@@ -16,6 +16,12 @@
 // crash the target is one or the other. Commits and removals of one name
 // are serialised by a per-name lock inside the process; conditions are
 // checked under it. Sweep removes the temporary files a crash left.
+//
+// State records (state.go) are files under .largo, written whole the same
+// way; one is created only where none is by a link into place, and
+// replaced or removed only as it was read (largo.StateSwapper) under the
+// store's mutex and a flock of .largo/swap.lock, which every process
+// serving the folder takes.
 package disk
 
 import (
@@ -27,6 +33,7 @@ import (
 	"iter"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 
 	"largo"
@@ -38,6 +45,8 @@ type Store struct {
 	dir   string
 	root  *os.Root
 	locks keylock.Set // by name: commits and removals
+
+	swapMu sync.Mutex // the state area's swaps, in this process
 }
 
 var _ largo.Store = (*Store)(nil)

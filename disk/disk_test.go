@@ -213,6 +213,23 @@ func TestState(t *testing.T) {
 	storetest.RunState(t, s.State())
 }
 
+// TestStateShared: two stores on one folder, as two processes would
+// have, swap records under one lock file.
+func TestStateShared(t *testing.T) {
+	dir := makeTree(t, nil)
+	a, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	storetest.RunStateShared(t, a.State(), b.State())
+}
+
 // TestListLeavesOutBadNames: a file whose name no request can name (a
 // backslash, a control byte) is neither listed nor, so, archived.
 func TestListLeavesOutBadNames(t *testing.T) {

@@ -2,11 +2,14 @@ package disk
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"iter"
+	"os"
 	"path"
 	"strings"
 
@@ -16,7 +19,12 @@ import (
 var (
 	_ largo.StateKeeper  = (*Store)(nil)
 	_ largo.StateCreator = state{}
+	_ largo.StateSwapper = state{}
 )
+
+// swapLock is the file, in the state area, whose lock every process
+// serving the folder takes to compare a record and replace or remove it.
+const swapLock = "swap.lock"
 
 // State implements largo.StateKeeper: records are files under
 // largo.StateDir, reached through the store's os.Root like everything
@@ -29,7 +37,7 @@ type state struct{ s *Store }
 // stateName returns the name, in the root, of a record's key.
 func stateName(key string) (string, error) {
 	name, err := largo.ParseName("/" + key)
-	if err != nil || name == "" || strings.HasPrefix(name, "tmp/") {
+	if err != nil || name == "" || strings.HasPrefix(name, "tmp/") || name == swapLock {
 		return "", fmt.Errorf("state key %q: %w", key, largo.ErrInvalidName)
 	}
 	return largo.StateDir + "/" + name, nil
@@ -49,6 +57,77 @@ func (st state) Get(_ context.Context, key string) ([]byte, error) {
 
 func (st state) Put(_ context.Context, key string, data []byte) error {
 	return st.write(key, data, false)
+}
+
+// version is the version of a record's bytes (largo.StateSwapper): their
+// SHA-256, so that a record written again with other bytes, even at the
+// same moment and size, has another.
+func version(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:16])
+}
+
+// GetVersion implements largo.StateSwapper.
+func (st state) GetVersion(ctx context.Context, key string) ([]byte, string, error) {
+	b, err := st.Get(ctx, key)
+	if err != nil {
+		return nil, "", err
+	}
+	return b, version(b), nil
+}
+
+// Swap implements largo.StateSwapper: under the swap lock, the record is
+// read, compared and replaced by a rename.
+func (st state) Swap(ctx context.Context, key string, data []byte, ver string) (string, error) {
+	if err := st.swapped(ctx, key, ver, func() error { return st.write(key, data, false) }); err != nil {
+		return "", err
+	}
+	return version(data), nil
+}
+
+// DeleteIf implements largo.StateSwapper.
+func (st state) DeleteIf(ctx context.Context, key, ver string) error {
+	err := st.swapped(ctx, key, ver, func() error { return st.Delete(ctx, key) })
+	if errors.Is(err, largo.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// swapped runs change if the record key is still of version ver, holding
+// the store's mutex and the swap lock file's lock, which every process
+// serving the folder takes for its swaps. A missing record is ErrNotFound
+// and ErrPrecondition both.
+func (st state) swapped(ctx context.Context, key, ver string, change func() error) error {
+	if _, err := stateName(key); err != nil {
+		return err
+	}
+	s := st.s
+	s.swapMu.Lock()
+	defer s.swapMu.Unlock()
+	if err := s.root.MkdirAll(largo.StateDir, 0o755); err != nil {
+		return writeErr(err)
+	}
+	f, err := s.root.OpenFile(largo.StateDir+"/"+swapLock, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return writeErr(err)
+	}
+	defer f.Close()
+	if err := flock(f); err != nil {
+		return writeErr(err)
+	}
+	defer unflock(f)
+	b, err := st.Get(ctx, key)
+	if errors.Is(err, largo.ErrNotFound) {
+		return fmt.Errorf("state record %s: gone: %w: %w", key, largo.ErrPrecondition, err)
+	}
+	if err != nil {
+		return err
+	}
+	if version(b) != ver {
+		return fmt.Errorf("state record %s: changed: %w", key, largo.ErrPrecondition)
+	}
+	return change()
 }
 
 // Create implements largo.StateCreator: the record is written whole
@@ -126,7 +205,7 @@ func (st state) List(_ context.Context, prefix string) iter.Seq2[largo.Record, e
 			ents, err := d.ReadDir(256)
 			for _, e := range ents {
 				key := dir + e.Name()
-				if !strings.HasPrefix(key, prefix) || !e.Type().IsRegular() {
+				if !strings.HasPrefix(key, prefix) || !e.Type().IsRegular() || key == swapLock {
 					continue
 				}
 				fi, err := e.Info()

@@ -120,3 +120,95 @@ func LockTokens(h http.Header) []string {
 	}
 	return tokens
 }
+
+// ErrBadIf: an If header that is not the grammar of RFC 4918 (10.4).
+var ErrBadIf = Refuse(http.StatusBadRequest, "malformed If header: lists of (<state-token>) or ([etag]), each optionally after <resource>")
+
+// CheckIf checks that a request's If header, if any, follows the grammar
+// of RFC 4918 (10.4): tagged lists (a resource, then lists) or untagged
+// ones, each list a parenthesised run of conditions, each condition an
+// optional Not and a Coded-URL or an entity tag in brackets. A write that
+// reads lock tokens out of a malformed header would read what its client
+// did not mean.
+func CheckIf(h http.Header) error {
+	vs := h.Values("If")
+	if len(vs) == 0 {
+		return nil
+	}
+	v := strings.Join(vs, " ")
+	tagged, lists := -1, 0 // tagged: unknown, then 0 or 1
+	expectList := false    // a resource tag was just read
+	for i := skipSpace(v, 0); i < len(v); i = skipSpace(v, i) {
+		switch v[i] {
+		case '<':
+			if tagged == 0 || expectList {
+				return ErrBadIf
+			}
+			tagged = 1
+			j := strings.IndexByte(v[i:], '>')
+			if j < 2 {
+				return ErrBadIf
+			}
+			i += j + 1
+			expectList = true
+		case '(':
+			if tagged < 0 {
+				tagged = 0
+			}
+			j, err := ifList(v, i+1)
+			if err != nil {
+				return err
+			}
+			i, lists, expectList = j, lists+1, false
+		default:
+			return ErrBadIf
+		}
+	}
+	if lists == 0 || expectList {
+		return ErrBadIf
+	}
+	return nil
+}
+
+// ifList checks the conditions of a list from i, just past its "(", and
+// returns the index past its ")".
+func ifList(v string, i int) (int, error) {
+	n := 0
+	for i = skipSpace(v, i); i < len(v); i = skipSpace(v, i) {
+		if v[i] == ')' {
+			if n == 0 {
+				return 0, ErrBadIf
+			}
+			return i + 1, nil
+		}
+		if len(v)-i >= 3 && strings.EqualFold(v[i:i+3], "not") {
+			i = skipSpace(v, i+3)
+			if i >= len(v) {
+				return 0, ErrBadIf
+			}
+		}
+		var end byte
+		switch v[i] {
+		case '<':
+			end = '>'
+		case '[':
+			end = ']'
+		default:
+			return 0, ErrBadIf
+		}
+		j := strings.IndexByte(v[i+1:], end)
+		if j < 1 || strings.ContainsAny(v[i+1:i+1+j], "<>()") && end == '>' {
+			return 0, ErrBadIf
+		}
+		i += j + 2
+		n++
+	}
+	return 0, ErrBadIf
+}
+
+func skipSpace(v string, i int) int {
+	for i < len(v) && (v[i] == ' ' || v[i] == '\t') {
+		i++
+	}
+	return i
+}

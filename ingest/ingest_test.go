@@ -318,3 +318,51 @@ func FuzzLockTokens(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckIf(t *testing.T) {
+	for _, tc := range []struct {
+		v  string
+		ok bool
+	}{
+		{"(<opaquelocktoken:a-b/_x>)", true},
+		{"(<urn:uuid:1>) (Not <DAV:no-lock>)", true},
+		{`(["etag"])`, true},
+		{`(<opaquelocktoken:a> ["W/\"x\""])`, true},
+		{"<http://host/a.txt> (<opaquelocktoken:a>)", true},
+		{"</a.txt> (<opaquelocktoken:a>) </b.txt> (Not <opaquelocktoken:b>) ([\"e\"])", true},
+		{"  (  <t>  )  ", true},
+		{"garbage", false},
+		{"(", false},
+		{"(<nolock>", false},
+		{"()", false},
+		{"(<>)", false},
+		{"(Not)", false},
+		{"(x)", false},
+		{"<http://host/a.txt>", false},
+		{"<http://host/a.txt> <http://host/b.txt> (<t>)", false},
+		{"(<t>) <http://host/a.txt> (<t>)", false},
+		{"(<t>))", false},
+		{"(<a<b>)", false},
+		{"([etag)", false},
+	} {
+		h := http.Header{"If": {tc.v}}
+		if err := CheckIf(h); (err == nil) != tc.ok {
+			t.Errorf("CheckIf(%q) = %v; want ok %v", tc.v, err, tc.ok)
+		}
+	}
+	if err := CheckIf(http.Header{}); err != nil {
+		t.Errorf("no If header: %v", err)
+	}
+}
+
+func FuzzCheckIf(f *testing.F) {
+	for _, s := range []string{"(<opaquelocktoken:a>)", "<http://h/a> (Not <t>) ([\"e\"])", "(", "garbage"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		h := http.Header{"If": {v}}
+		if CheckIf(h) == nil && len(LockTokens(h)) == 0 && !strings.Contains(v, "[") && !strings.Contains(strings.ToLower(v), "not") {
+			t.Errorf("CheckIf(%q) accepts a header without a token, an entity tag or a Not", v)
+		}
+	})
+}

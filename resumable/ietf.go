@@ -543,6 +543,9 @@ func (x *IETF) cancel(w http.ResponseWriter, r *http.Request, id string) error {
 		return err
 	}
 	if err := x.h.store.AsTerminatableUpload(up).Terminate(ctx); err != nil {
+		if errors.Is(err, errBusy) {
+			return errBusyIETF
+		}
 		return err
 	}
 	x.h.log.Info("resumable upload cancelled", "id", id)

@@ -27,7 +27,8 @@ import (
 //
 // This holds within one server. Servers sharing a bucket do not see each
 // other's requests: an append in flight through one is not stopped by a
-// request through another (see the package doc).
+// request through another, which the append's lease refuses instead
+// (lease.go).
 
 // stopPoll is how often a stopping request renews the read deadline that
 // wakes the request it stops.

@@ -36,12 +36,18 @@ func (x *IETF) receive(ctx context.Context, f *flight, r *http.Request, up tusd.
 	return info, b.err
 }
 
+// errBusyIETF is the IETF protocol's answer to an append while another
+// server appends to the upload: a conflict, resolved by retrieving the
+// offset.
+var errBusyIETF = ingest.Refuse(http.StatusConflict, "another server is appending to this upload: retrieve its offset, then resume")
+
 // conclude answers a request that sent bytes to an upload, after it
 // stopped taking them (err): where the upload stands now, or, when the
 // request said it carried the end and all of it is in, what the target
 // resource answers once the upload is placed.
 func (x *IETF) conclude(ctx context.Context, w http.ResponseWriter, r *http.Request, v version, up tusd.Upload, info tusd.FileInfo, err error, complete, creation bool) {
 	hdr := w.Header()
+	var moved *movedError
 	if err == nil && v.completesAtLength() && !info.SizeIsDeferred && info.Offset == info.Size {
 		complete = true
 	}
@@ -57,6 +63,16 @@ func (x *IETF) conclude(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		x.discard(ctx, up, info, "bytes past the size limit")
 		hdr.Set("Upload-Limit", v.limitsField(x.h.cfg.Writes.MaxSize(), x.h.cfg.Expiry))
 		x.fail(w, r, largo.ErrTooLarge)
+		return
+	case errors.Is(err, errBusy):
+		// Another server appends to it: the client retrieves the offset
+		// and resumes from there once that append ends.
+		hdr.Set("Upload-Offset", strconv.FormatInt(info.Offset, 10))
+		v.setComplete(hdr, false)
+		x.fail(w, r, errBusyIETF)
+		return
+	case errors.As(err, &moved):
+		x.fail(w, r, offsetMismatch(v, moved.offset, info.Offset))
 		return
 	case err != nil:
 		var te tusd.Error

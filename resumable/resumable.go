@@ -14,10 +14,13 @@
 // The upload state is a Staging (staging.go) in the store's own state
 // area: DiskStaging under a folder's .largo/tus, S3Staging, tusd's S3
 // store, under a bucket's, chosen by what the store offers (StagingFor).
-// Uploads are locked against concurrent appends within one server only
-// (ietfflight.go stops an IETF append in flight when a new request on its
-// upload arrives). The reasons, and what tusd does and does not do, are in
-// the design document, docs/design.md ("Resumable uploads").
+// Within one server, requests on an upload take turns (tusd's memory
+// locker; ietfflight.go stops an IETF append in flight when a new request
+// on its upload arrives); across servers sharing a store, an append holds
+// a lease on its upload in the state area (lease.go), and an append
+// through another server meanwhile is refused. The reasons, and what tusd
+// does and does not do, are in the design document, docs/design.md
+// ("Resumable uploads").
 //
 // A Handler is safe for concurrent use.
 package resumable
@@ -98,6 +101,9 @@ type Config struct {
 	Observer Observer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Lease is how long an append's lease on its upload lasts unless
+	// renewed (lease.go); zero means DefaultLease.
+	Lease time.Duration
 }
 
 // Handler serves resumable uploads. Create one with New, and run Expire
@@ -109,8 +115,9 @@ type Handler struct {
 	tus   http.Handler
 	store *dataStore
 
-	state largo.State // nil: finished uploads are not kept on record
-	locks keylock.Set // by upload ID, held while an upload is placed
+	state  largo.State // nil: finished uploads are not kept on record
+	locks  keylock.Set // by upload ID, held while an upload is placed
+	leases *leases     // nil: appends are serialised in this server only
 
 	mu     sync.Mutex
 	active map[string]int // uploads with a chunk being written
@@ -146,6 +153,7 @@ func New(cfg Config) (*Handler, error) {
 	h.store = &dataStore{st: cfg.Staging, h: h}
 	if sk, ok := cfg.Writes.Store().(largo.StateKeeper); ok {
 		h.state = sk.State()
+		h.leases = newLeases(h.state, cfg.Lease, cfg.Now)
 	}
 	composer := tusd.NewStoreComposer()
 	composer.UseCore(h.store)

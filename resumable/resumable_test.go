@@ -40,7 +40,7 @@ type fixture struct {
 	now time.Time
 }
 
-func newFixture(t *testing.T, cfg Config, limits ...ingest.Config) *fixture {
+func newFixture(t testing.TB, cfg Config, limits ...ingest.Config) *fixture {
 	t.Helper()
 	f := &fixture{dir: t.TempDir(), obs: &observer{}, now: time.Now()}
 	os.WriteFile(filepath.Join(f.dir, "exists.txt"), []byte("old"), 0o644)
@@ -61,7 +61,7 @@ func newFixture(t *testing.T, cfg Config, limits ...ingest.Config) *fixture {
 }
 
 // start serves a Handler for cfg, with f's observer and clock.
-func (f *fixture) start(t *testing.T, cfg Config) {
+func (f *fixture) start(t testing.TB, cfg Config) {
 	t.Helper()
 	cfg.Observer = f.obs
 	cfg.Now = func() time.Time { return f.now }
@@ -77,7 +77,7 @@ func (f *fixture) start(t *testing.T, cfg Config) {
 }
 
 // create starts an upload and returns its URL, or the response of a refusal.
-func (f *fixture) create(t *testing.T, size int64, meta map[string]string, hdr ...string) (string, *http.Response) {
+func (f *fixture) create(t testing.TB, size int64, meta map[string]string, hdr ...string) (string, *http.Response) {
 	t.Helper()
 	var pairs []string
 	for k, v := range meta {
@@ -98,7 +98,7 @@ func (f *fixture) create(t *testing.T, size int64, meta map[string]string, hdr .
 	return resp.Header.Get("Location"), resp
 }
 
-func (f *fixture) patch(t *testing.T, url string, offset int64, data string, hdr ...string) *http.Response {
+func (f *fixture) patch(t testing.TB, url string, offset int64, data string, hdr ...string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest("PATCH", url, strings.NewReader(data))
 	req.Header.Set("Tus-Resumable", "1.0.0")

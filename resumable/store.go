@@ -113,6 +113,31 @@ type upload struct {
 
 func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
 	h := u.s.h
+	le, err := h.leases.take(ctx, u.id)
+	if errors.Is(err, errBusy) {
+		return 0, err
+	}
+	if err != nil {
+		return 0, h.storeErr("lease", err)
+	}
+	defer le.release()
+	if le != nil {
+		// Another server may have appended before the lease was ours:
+		// the upload is read again, and appended to only where it ends.
+		fresh, err := u.s.st.GetUpload(ctx, u.id)
+		if err != nil {
+			return 0, h.storeErr("open", err)
+		}
+		info, err := fresh.GetInfo(ctx)
+		if err != nil {
+			return 0, h.storeErr("open", err)
+		}
+		if info.Offset != offset {
+			return 0, &movedError{offset: info.Offset}
+		}
+		u.Upload = fresh
+		src = &leasedReader{r: src, le: le}
+	}
 	h.begin(u.id)
 	defer h.end(u.id)
 	var tee *countingTee
@@ -137,6 +162,15 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 }
 
 func (u *upload) Terminate(ctx context.Context) error {
+	// Not while another server appends to it.
+	le, err := u.s.h.leases.take(ctx, u.id)
+	if errors.Is(err, errBusy) {
+		return err
+	}
+	if err != nil {
+		return u.s.h.storeErr("lease", err)
+	}
+	defer le.release()
 	info, _ := u.GetInfo(ctx)
 	if err := u.s.st.AsTerminatableUpload(u.Upload).Terminate(ctx); err != nil {
 		return u.s.h.storeErr("terminate", err)
@@ -200,13 +234,20 @@ func (h *Handler) Expire() (n int, freed int64, err error) {
 		if err != nil {
 			return n, freed, err
 		}
+		// Not while another server appends to it.
+		le, err := h.leases.take(ctx, up.ID)
+		if err != nil {
+			continue
+		}
 		h.mu.Lock()
 		if h.active[up.ID] > 0 {
 			h.mu.Unlock()
+			le.release()
 			continue
 		}
-		err := h.store.st.Remove(ctx, up.ID)
+		err = h.store.st.Remove(ctx, up.ID)
 		h.mu.Unlock()
+		le.release()
 		if err != nil {
 			h.log.Warn("removing an expired upload", "id", up.ID, "err", err)
 			continue
@@ -218,6 +259,9 @@ func (h *Handler) Expire() (n int, freed int64, err error) {
 		freed += up.Size
 	}
 	h.expireRecords(ctx, now.Add(-h.cfg.Expiry))
+	if _, err := h.leases.sweep(ctx); err != nil {
+		h.log.Warn("sweeping the leases of appends", "err", err)
+	}
 	return n, freed, nil
 }
 

@@ -106,7 +106,7 @@ func (s *Store) removeDir(ctx context.Context, name string, opt largo.RemoveOpti
 // may write to the bucket, and finds out whether the server applies the
 // conditional writes largo relies on for If-None-Match and If-Match
 // (If-None-Match: * on PUT and on the completion of a multipart upload,
-// If-Match on DELETE). It does so with a few requests on a probe object in
+// If-Match on DELETE and on PUT). It does so with a few requests on a probe object in
 // largo's state folder, removed afterwards. When the server ignores a
 // condition, writes under a condition are refused (largo.ErrUnsupported)
 // rather than done with a check that would race with other writers.
@@ -142,6 +142,16 @@ func (s *Store) PrepareWrites(ctx context.Context) (int, error) {
 	}
 	if ok && err == nil {
 		_, err = s.api.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: aws.String(`"largo-probe-mismatch"`)})
+		ok, err = refused(err)
+	}
+	if ok && err == nil {
+		_, err = s.api.PutObject(ctx, &awss3.PutObjectInput{
+			Bucket:        &s.bucket,
+			Key:           &key,
+			Body:          strings.NewReader("probe"),
+			ContentLength: aws.Int64(5),
+			IfMatch:       aws.String(`"largo-probe-mismatch"`),
+		})
 		ok, err = refused(err)
 	}
 	if err != nil {

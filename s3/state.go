@@ -18,6 +18,7 @@ import (
 var (
 	_ largo.StateKeeper  = (*Store)(nil)
 	_ largo.StateCreator = state{}
+	_ largo.StateSwapper = state{}
 )
 
 // maxRecord bounds what Get reads of a record: records are small.
@@ -40,23 +41,81 @@ func (st state) key(key string) (string, error) {
 }
 
 func (st state) Get(ctx context.Context, key string) ([]byte, error) {
+	b, _, err := st.GetVersion(ctx, key)
+	return b, err
+}
+
+// GetVersion implements largo.StateSwapper: the version is the object's
+// ETag, which Swap and DeleteIf send as If-Match.
+func (st state) GetVersion(ctx context.Context, key string) ([]byte, string, error) {
 	k, err := st.key(key)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	out, err := st.s.api.GetObject(ctx, &awss3.GetObjectInput{Bucket: &st.s.bucket, Key: &k})
 	if err != nil {
-		return nil, mapErr(key, err)
+		return nil, "", mapErr(key, err)
 	}
 	defer out.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(out.Body, maxRecord+1))
 	if err != nil {
-		return nil, mapErr(key, err)
+		return nil, "", mapErr(key, err)
 	}
 	if len(b) > maxRecord {
-		return nil, fmt.Errorf("state record %s: over %d bytes", key, maxRecord)
+		return nil, "", fmt.Errorf("state record %s: over %d bytes", key, maxRecord)
 	}
-	return b, nil
+	return b, aws.ToString(out.ETag), nil
+}
+
+// Swap implements largo.StateSwapper: one PUT with If-Match, which the
+// bucket refuses (412) when the object changed, or (404) is gone.
+func (st state) Swap(ctx context.Context, key string, data []byte, version string) (string, error) {
+	if !st.s.ConditionalWrites() {
+		return "", fmt.Errorf("state record %s: replace only if unchanged: %w", key, largo.ErrUnsupported)
+	}
+	if version == "" {
+		return "", fmt.Errorf("state record %s: no version: %w", key, largo.ErrPrecondition)
+	}
+	k, err := st.key(key)
+	if err != nil {
+		return "", err
+	}
+	out, err := st.s.api.PutObject(ctx, &awss3.PutObjectInput{
+		Bucket:        &st.s.bucket,
+		Key:           &k,
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+		IfMatch:       aws.String(version),
+	})
+	if err == nil {
+		return aws.ToString(out.ETag), nil
+	}
+	if err = mapErr(key, err); errors.Is(err, largo.ErrNotFound) {
+		return "", fmt.Errorf("state record %s: gone: %w: %w", key, largo.ErrPrecondition, err)
+	}
+	return "", err
+}
+
+// DeleteIf implements largo.StateSwapper: one DELETE with If-Match.
+func (st state) DeleteIf(ctx context.Context, key, version string) error {
+	if !st.s.ConditionalWrites() {
+		return fmt.Errorf("state record %s: remove only if unchanged: %w", key, largo.ErrUnsupported)
+	}
+	if version == "" {
+		return fmt.Errorf("state record %s: no version: %w", key, largo.ErrPrecondition)
+	}
+	k, err := st.key(key)
+	if err != nil {
+		return err
+	}
+	_, err = st.s.api.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &st.s.bucket, Key: &k, IfMatch: aws.String(version)})
+	if err == nil {
+		return nil
+	}
+	if err = mapErr(key, err); errors.Is(err, largo.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 func (st state) Put(ctx context.Context, key string, data []byte) error {

@@ -314,3 +314,12 @@ func TestState(t *testing.T) {
 		t.Errorf("keys left: %v", keys)
 	}
 }
+
+// TestStateShared: two stores on one bucket, as two instances would
+// have, take over one record with If-Match.
+func TestStateShared(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	a := newWriteStore(t, srv, nil, nil)
+	b := newWriteStore(t, srv, nil, nil)
+	storetest.RunStateShared(t, a.State(), b.State())
+}

@@ -41,10 +41,14 @@ var davMethods = map[string]auth.Perm{
 const davAllow = ", PROPFIND, PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK"
 
 // davHeaders sets what an OPTIONS answer tells WebDAV clients: the
-// compliance classes (1 and 2: locks) and, for Windows' Mini-Redirector,
-// MS-Author-Via.
-func davHeaders(hdr http.Header) {
-	hdr.Set("DAV", "1, 2")
+// compliance classes (1, and 2 when writes are on: LOCK needs them)
+// and, for Windows' Mini-Redirector, MS-Author-Via.
+func davHeaders(hdr http.Header, writes bool) {
+	if writes {
+		hdr.Set("DAV", "1, 2")
+	} else {
+		hdr.Set("DAV", "1")
+	}
 	hdr.Set("MS-Author-Via", "DAV")
 }
 
@@ -73,12 +77,20 @@ func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm 
 		return err
 	}
 	if r.Method == "COPY" || r.Method == "MOVE" {
+		if ow := r.Header.Get("Overwrite"); ow != "" && ow != "T" && ow != "F" {
+			return errOverwrite
+		}
 		dst, err := destination(r)
 		if err != nil {
 			return err
 		}
 		if err := ingest.CheckName(dst); err != nil {
 			return err
+		}
+		// A copy into itself would copy what it makes, without end; a
+		// folder cannot move into itself (RFC 4918, 9.8.5: 403).
+		if dst == name || name == "" || strings.HasPrefix(dst, name+"/") {
+			return errIntoItself
 		}
 		if err := h.may(r, dst, auth.Write); err != nil {
 			return err
@@ -87,6 +99,10 @@ func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm 
 	h.cfg.DAV.ServeDAV(w, r, h.readable(r))
 	return nil
 }
+
+var errOverwrite = ingest.Refuse(http.StatusBadRequest, "bad Overwrite header: T or F")
+
+var errIntoItself = ingest.Refuse(http.StatusForbidden, "Destination is the source or inside it")
 
 var errDestination = ingest.Refuse(http.StatusBadRequest, "bad Destination header: an absolute URL or path on this server")
 

@@ -485,7 +485,7 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 	case http.MethodOptions:
 		w.Header().Set("Allow", h.allow())
 		if h.cfg.DAV != nil {
-			davHeaders(w.Header())
+			davHeaders(w.Header(), h.cfg.Writes != nil)
 		}
 		if h.cfg.Writes != nil && h.cfg.Resumer != nil {
 			w.Header().Set("Upload-Limit", h.cfg.Resumer.Limits())

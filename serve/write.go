@@ -87,6 +87,13 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) err
 	if err := h.may(r, target, perm); err != nil {
 		return err
 	}
+	if h.cfg.DAV != nil {
+		// Lock tokens are read out of the If header: only out of one
+		// that says what its client meant.
+		if err := ingest.CheckIf(r.Header); err != nil {
+			return err
+		}
+	}
 	if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/") {
 		return fmt.Errorf("%s: PUT to a folder path: %w", name, largo.ErrIsDir)
 	}

@@ -163,3 +163,96 @@ func runStateCreate(t *testing.T, st largo.State) {
 	}
 	st.Delete(ctx, "lease/one")
 }
+
+// runStateSwap checks a State that replaces and removes records only as
+// they were read: of concurrent takeovers of one version exactly one
+// succeeds, the others get ErrPrecondition; a stale or missing version
+// neither replaces nor removes. The takers take turns among sts, each
+// an instance of one store.
+func runStateSwap(t *testing.T, sts ...largo.State) {
+	st := sts[0]
+	var sws []largo.StateSwapper
+	for _, s := range sts {
+		sw, ok := s.(largo.StateSwapper)
+		if !ok {
+			t.Log("no largo.StateSwapper")
+			return
+		}
+		sws = append(sws, sw)
+	}
+	sw := sws[0]
+	ctx := context.Background()
+	const key = "lease/swap"
+	if _, _, err := sw.GetVersion(ctx, key); !errors.Is(err, largo.ErrNotFound) {
+		t.Errorf("GetVersion of a missing record: %v; want ErrNotFound", err)
+	}
+	if err := st.Put(ctx, key, []byte("expired")); err != nil {
+		t.Fatal(err)
+	}
+	b, v0, err := sw.GetVersion(ctx, key)
+	if err != nil || string(b) != "expired" || v0 == "" {
+		t.Fatalf("GetVersion = %q, %q, %v", b, v0, err)
+	}
+	const n = 8
+	for round := range 3 {
+		// Every taker read the same version; exactly one may replace it.
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		vers := make([]string, n)
+		for i := range n {
+			wg.Go(func() {
+				vers[i], errs[i] = sws[i%len(sws)].Swap(ctx, key, []byte{byte('a' + round), byte('a' + i)}, v0)
+			})
+		}
+		wg.Wait()
+		won := -1
+		for i, err := range errs {
+			switch {
+			case err == nil && won >= 0:
+				t.Errorf("round %d: takeovers %d and %d both succeeded", round, won, i)
+			case err == nil:
+				won = i
+			case !errors.Is(err, largo.ErrPrecondition):
+				t.Errorf("round %d: takeover %d: %v; want ErrPrecondition", round, i, err)
+			}
+		}
+		if won < 0 {
+			t.Fatalf("round %d: no takeover succeeded", round)
+		}
+		b, v1, err := sw.GetVersion(ctx, key)
+		if err != nil || string(b) != string([]byte{byte('a' + round), byte('a' + won)}) {
+			t.Fatalf("round %d: record = %q, %v; want the winner's", round, b, err)
+		}
+		if v1 == v0 {
+			t.Errorf("round %d: the version did not change with the record", round)
+		}
+		if vers[won] != v1 {
+			t.Errorf("round %d: Swap returned version %q, GetVersion %q", round, vers[won], v1)
+		}
+		v0 = v1
+	}
+	if _, err := sw.Swap(ctx, key, []byte("late"), "stale"); !errors.Is(err, largo.ErrPrecondition) {
+		t.Errorf("Swap of a stale version: %v; want ErrPrecondition", err)
+	}
+	if err := sw.DeleteIf(ctx, key, "stale"); !errors.Is(err, largo.ErrPrecondition) {
+		t.Errorf("DeleteIf of a stale version: %v; want ErrPrecondition", err)
+	}
+	if _, err := st.Get(ctx, key); err != nil {
+		t.Errorf("the record went with a stale DeleteIf: %v", err)
+	}
+	if err := sw.DeleteIf(ctx, key, v0); err != nil {
+		t.Errorf("DeleteIf of the current version: %v", err)
+	}
+	if _, err := st.Get(ctx, key); !errors.Is(err, largo.ErrNotFound) {
+		t.Errorf("Get after DeleteIf: %v; want ErrNotFound", err)
+	}
+	if err := sw.DeleteIf(ctx, key, v0); err != nil {
+		t.Errorf("DeleteIf of a record gone: %v; want no error", err)
+	}
+	if _, err := sw.Swap(ctx, key, []byte("back"), v0); !errors.Is(err, largo.ErrPrecondition) {
+		t.Errorf("Swap of a record gone: %v; want ErrPrecondition", err)
+	}
+	if _, err := st.Get(ctx, key); !errors.Is(err, largo.ErrNotFound) {
+		t.Errorf("a Swap of a record gone made it: %v", err)
+	}
+}

@@ -12,7 +12,8 @@ import (
 // RunState runs the suite of a store's state records: written whole, read
 // back, replaced, listed by prefix, removed; a missing record is
 // ErrNotFound, and removing one is no error; and, for a
-// largo.StateCreator, records created only where none is.
+// largo.StateCreator, records created only where none is; for a
+// largo.StateSwapper, records replaced and removed only as they were read.
 func RunState(t *testing.T, st largo.State) {
 	ctx := context.Background()
 	if _, err := st.Get(ctx, "suite/missing"); !errors.Is(err, largo.ErrNotFound) {
@@ -49,9 +50,17 @@ func RunState(t *testing.T, st largo.State) {
 		t.Errorf("Get after Delete: %v", err)
 	}
 	runStateCreate(t, st)
+	runStateSwap(t, st)
 	for _, bad := range []string{"", "../x", "a//b"} {
 		if err := st.Put(ctx, bad, nil); err == nil {
 			t.Errorf("Put %q succeeded", bad)
 		}
 	}
+}
+
+// RunStateShared runs the takeovers of RunState through a and b, two
+// instances of one store (two processes serving one folder or bucket):
+// of concurrent swaps of one version through both, exactly one succeeds.
+func RunStateShared(t *testing.T, a, b largo.State) {
+	runStateSwap(t, a, b)
 }

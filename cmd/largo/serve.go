@@ -418,6 +418,9 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	if err != nil {
 		return err
 	}
+	if locks != nil {
+		go every(ctx, logger, lockSweepPeriod, "expired WebDAV locks", locks.Sweep)
+	}
 	icfg := ingest.Config{
 		Store:    st,
 		MaxSize:  int64(cfg.maxUpload),

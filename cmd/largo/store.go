@@ -140,15 +140,27 @@ func prepare(ctx context.Context, logger *slog.Logger, st largo.Store) error {
 // left in the store (temporary files, a bucket's multipart uploads),
 // until ctx is done.
 func sweep(ctx context.Context, logger *slog.Logger, st sweeper, expiry time.Duration) {
-	t := time.NewTicker(min(max(expiry/4, time.Second), 15*time.Minute))
+	every(ctx, logger, min(max(expiry/4, time.Second), 15*time.Minute), "what interrupted writes left", func(ctx context.Context) (int, error) {
+		return st.Sweep(ctx, time.Now().Add(-expiry))
+	})
+}
+
+// lockSweepPeriod is how often the records of expired WebDAV locks are
+// removed.
+const lockSweepPeriod = 5 * time.Minute
+
+// every runs clean now and then every period until ctx is done, and logs
+// what it removed (what) or the error it met.
+func every(ctx context.Context, logger *slog.Logger, period time.Duration, what string, clean func(context.Context) (int, error)) {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
-		n, err := st.Sweep(ctx, time.Now().Add(-expiry))
+		n, err := clean(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			logger.Warn("sweeping what interrupted writes left", "err", err)
+			logger.Warn("sweeping "+what, "err", err)
 		case n > 0:
-			logger.Info("removed what interrupted writes left", "count", n)
+			logger.Info("removed "+what, "count", n)
 		}
 		select {
 		case <-ctx.Done():
