@@ -169,7 +169,7 @@ func (u *upload) Write(p []byte) (int, error) {
 		return 0, u.err
 	}
 	if err := u.send.write(p); err != nil {
-		u.err = writeErr(u.name, u.opt.Condition, err)
+		u.err = u.sendErr(u.ctx, u.opt.Condition, err)
 		return 0, u.err
 	}
 	u.n += int64(len(p))
@@ -207,13 +207,34 @@ func (u *upload) commit(ctx context.Context, cond largo.Condition) (largo.Info, 
 	}
 	w, err := u.send.finish(ctx, cond)
 	if err != nil {
-		return largo.Info{}, false, writeErr(u.name, cond, err)
+		return largo.Info{}, false, u.sendErr(ctx, cond, err)
 	}
 	mod := w.mod
 	if mod.IsZero() {
 		mod = time.Now()
 	}
 	return largo.Info{Name: path.Base(u.name), Size: u.n, ModTime: mod, ETag: quoteETag(w.etag)}, created, nil
+}
+
+// sendErr wraps the error of a request that sends the upload under cond.
+// A server may refuse a condition before it has read the whole body and
+// close the connection, which the client then meets as a reset while
+// sending, not as the server's answer: when a conditional request failed
+// without an answer, the condition is checked again, and the write fails
+// as the precondition it broke.
+func (u *upload) sendErr(ctx context.Context, cond largo.Condition, err error) error {
+	if answered(err) || ctx.Err() != nil || (!cond.IfNoneMatch && cond.IfMatch == "") {
+		return writeErr(u.name, cond, err)
+	}
+	o, herr := u.s.headKey(ctx, u.key)
+	missing := herr != nil && errors.Is(mapErr(u.name, herr), largo.ErrNotFound)
+	switch {
+	case herr == nil && cond.IfNoneMatch,
+		herr == nil && cond.IfMatch != "" && cond.IfMatch != "*" && o.etag != cond.IfMatch,
+		missing && cond.IfMatch != "":
+		return fmt.Errorf("%s: %w (the store cut the request: %v)", u.name, largo.ErrPrecondition, err)
+	}
+	return writeErr(u.name, cond, err)
 }
 
 // created tells, just before the commit, whether no file is at the
