@@ -72,7 +72,7 @@ func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name stri
 	}
 	hdr.Set("Content-Type", ct)
 	// User content never runs script on largo's origin.
-	hdr.Set("Content-Security-Policy", "sandbox")
+	hdr["Content-Security-Policy"] = sandbox
 	if rg := r.Header.Get("Range"); rg != "" && (!strings.HasPrefix(rg, "bytes=") || strings.Count(rg, ",") >= maxRanges) {
 		// RFC 9110 14.2: a range unit the server does not know is ignored.
 		r.Header.Del("Range")

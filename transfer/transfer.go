@@ -81,6 +81,14 @@ type Options struct {
 // deadline is extended again.
 const segment = 4 << 20
 
+// smallBody is the largest body sent without a watchdog: the deadline set
+// before it still cuts a client that takes nothing, and a body this small
+// is taken whole by the socket's buffer at once unless the client has
+// stopped, so the timer and the offset reads (a system call each) would
+// only cost every small request. A client that takes less than this in a
+// whole idle timeout is cut, as MinRate would.
+const smallBody = 64 << 10
+
 // ErrTooSlow is the error of a transfer cut for staying below MinRate.
 var ErrTooSlow = errors.New("client below the minimum transfer rate")
 
@@ -196,7 +204,10 @@ func (r *Response) ReadFrom(src io.Reader) (int64, error) {
 	if _, isFile := inner.(syscall.Conn); !ok || !isFile {
 		return r.copy(src)
 	}
-	wd := r.watch(inner)
+	var wd *watchdog // none: stop and tooSlow take nil
+	if remain > smallBody {
+		wd = r.watch(inner)
+	}
 	defer wd.stop()
 	var total int64
 	for remain > 0 {
