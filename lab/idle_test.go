@@ -10,14 +10,7 @@ import (
 // all held, figures per connection, and a file the server does not have
 // fails the scenario instead of counting.
 func TestIdle(t *testing.T) {
-	r := testRunner(t, 0)
-	r.cfg.Quick = true
-	dir := t.TempDir()
-	f, err := writeWarmUp(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.data = &dataSet{dir: dir, warmUp: f}
+	r, dir, f := warmUpRunner(t)
 	res := runIdle(context.Background(), r, roleServer("stand-in", "serve"), "200")
 	if res.Outcome != "" && res.Outcome != OK {
 		t.Fatalf("idle: %s", res.Outcome)

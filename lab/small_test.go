@@ -35,14 +35,7 @@ func TestParseWrk(t *testing.T) {
 // with the lab's own client either way, against the test binary's file
 // server: figures, and answers that were all checked.
 func TestSmall(t *testing.T) {
-	r := testRunner(t, 0)
-	r.cfg.Quick = true
-	dir := t.TempDir()
-	f, err := writeWarmUp(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.data = &dataSet{dir: dir, warmUp: f}
+	r, dir, f := warmUpRunner(t)
 	res := runSmall(context.Background(), r, roleServer("stand-in", "serve"), "8")
 	if res.Outcome != "" && res.Outcome != OK {
 		t.Fatalf("small: %s", res.Outcome)
@@ -72,4 +65,19 @@ func TestSmall(t *testing.T) {
 	if _, _, err := hammer(context.Background(), in.base+"missing.bin", f.size, 4, 200*time.Millisecond); err == nil || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("hammer of a missing file: %v", err)
 	}
+}
+
+// warmUpRunner is a quick runner whose data is only the warm-up file, in
+// dir: what the scenarios of small requests serve.
+func warmUpRunner(t *testing.T) (*runner, string, dataFile) {
+	t.Helper()
+	r := testRunner(t, 0)
+	r.cfg.Quick = true
+	dir := t.TempDir()
+	f, err := writeWarmUp(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.data = &dataSet{dir: dir, warmUp: f}
+	return r, dir, f
 }
