@@ -15,7 +15,9 @@
 // Nothing is held back on a timer: the goroutine writes as soon as it
 // runs, so a quiet server's line is out at once, and a busy server's
 // lines go out in batches. Close writes what is queued and stops the
-// goroutine; a Write after Close goes straight to the destination.
+// goroutine; a Write after Close goes straight to the destination. A
+// process killed outright (SIGKILL) loses what is still queued: the lines
+// of its last moments, which an unbuffered log would have written.
 package logwriter
 
 import (
