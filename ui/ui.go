@@ -94,7 +94,9 @@ type UI struct {
 	base    string
 	version string
 	assets  map[string]*asset
-	page    *template.Template
+	// page parses the folder page's template when a page is first shown:
+	// a server that only sends files never runs the template parser.
+	page func() *template.Template
 }
 
 // asset is one embedded file, ready to send.
@@ -132,9 +134,11 @@ func New(base string) *UI {
 		u.assets[name] = a
 	}
 	u.version = hex.EncodeToString(sum.Sum(nil)[:6])
-	u.page = template.Must(template.New("folder.html").Funcs(template.FuncMap{
-		"asset": func(name string) string { return u.base + u.version + "/" + name },
-	}).ParseFS(files, "templates/folder.html"))
+	u.page = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("folder.html").Funcs(template.FuncMap{
+			"asset": func(name string) string { return u.base + u.version + "/" + name },
+		}).ParseFS(files, "templates/folder.html"))
+	})
 	return u
 }
 
