@@ -250,6 +250,7 @@ func BenchmarkBucketBesideRclone(b *testing.B) {
 			}
 		}
 		b.StopTimer()
+		b.ReportMetric(float64(idle)/(1<<20), "idle-MiB")
 		b.ReportMetric(float64(w.peak()-idle)/(1<<20), "peak-above-idle-MiB")
 	})
 	b.Run("read/rclone", func(b *testing.B) {
