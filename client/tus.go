@@ -47,6 +47,7 @@ func (c *Client) putTus(ctx context.Context, file string, fi os.FileInfo, d *Des
 	defer stopHash()
 	sum := hashAsync(hctx, file)
 	var off int64 = -1 // unknown: ask the server
+	var next *chunkSum // the checksum of the chunk after the one in flight
 	created := false
 	r := c.retrier()
 	for {
@@ -77,7 +78,7 @@ func (c *Client) putTus(ctx context.Context, file string, fi os.FileInfo, d *Des
 		if err == nil {
 			var moved int64
 			before := off
-			off, moved, err = c.tusPatch(ctx, f, up, off, d.checksum, sum, prog)
+			off, moved, err = c.tusPatch(ctx, f, up, off, d.checksum, sum, &next, prog)
 			res.Moved += moved
 			if off > before {
 				r.progressed()
@@ -235,16 +236,12 @@ func (c *Client) tusOffset(ctx context.Context, up *upload) (int64, error) {
 // or one chunk with its checksum when the server checks them. The last
 // tailSize bytes go in a request of their own, with the file's digest. It
 // returns the server's new offset and the bytes sent.
-func (c *Client) tusPatch(ctx context.Context, f *os.File, up *upload, off int64, alg string, fd *fileDigest, prog Progress) (int64, int64, error) {
-	n := up.Size - off
-	if alg != "" {
-		n = min(n, c.chunkSize())
-	}
-	last := off+n == up.Size
-	if last && n > tailSize {
-		n -= tailSize
-		last = false
-	}
+//
+// With checksums, each chunk's is computed while the chunk before it is
+// sent (pending holds it from one call to the next), not between the two
+// requests, where the connection would wait for the hash.
+func (c *Client) tusPatch(ctx context.Context, f *os.File, up *upload, off int64, alg string, fd *fileDigest, pending **chunkSum, prog Progress) (int64, int64, error) {
+	n, last := chunkAt(off, up.Size, alg != "", c.chunkSize())
 	var repr string
 	if last {
 		var err error
@@ -254,14 +251,20 @@ func (c *Client) tusPatch(ctx context.Context, f *os.File, up *upload, off int64
 	}
 	var sum string
 	if alg != "" {
-		var h hash.Hash = sha256.New()
-		if alg == "sha1" {
-			h = sha1.New()
+		cs := *pending
+		if cs == nil || cs.off != off || cs.n != n {
+			cs = startChunkSum(f, alg, off, n) // a first chunk, or a retry
 		}
-		if _, err := io.Copy(h, io.NewSectionReader(f, off, n)); err != nil {
-			return off, 0, localError{err}
+		*pending = nil
+		<-cs.done
+		if cs.err != nil {
+			return off, 0, localError{cs.err}
 		}
-		sum = alg + " " + base64.StdEncoding.EncodeToString(h.Sum(nil))
+		sum = cs.sum
+		if after := off + n; after < up.Size {
+			nn, _ := chunkAt(after, up.Size, true, c.chunkSize())
+			*pending = startChunkSum(f, alg, after, nn)
+		}
 	}
 	actx, wd := c.watch(ctx)
 	defer wd.stop()
@@ -310,6 +313,52 @@ func (c *Client) tusPatch(ctx context.Context, f *os.File, up *upload, off int64
 		fd.confirmed = true
 	}
 	return next, body.n, nil
+}
+
+// chunkAt is the size of the PATCH that sends bytes from off on, of a file
+// of size bytes: the rest of the file, or with checksums at most one chunk;
+// the last tailSize bytes go alone (last), with the file's digest.
+func chunkAt(off, size int64, checked bool, chunk int64) (n int64, last bool) {
+	n = size - off
+	if checked {
+		n = min(n, chunk)
+	}
+	last = off+n == size
+	if last && n > tailSize {
+		n -= tailSize
+		last = false
+	}
+	return n, last
+}
+
+// chunkSum is the tus checksum ("ALG BASE64") of n bytes of a file from
+// off, computed on a goroutine of its own; done is closed when sum or err
+// is set.
+type chunkSum struct {
+	off, n int64
+	done   chan struct{}
+	sum    string
+	err    error
+}
+
+// startChunkSum starts computing the checksum of n bytes of f from off
+// with alg (sha1 or sha256). It ends by itself: reading a closed file
+// fails.
+func startChunkSum(f *os.File, alg string, off, n int64) *chunkSum {
+	cs := &chunkSum{off: off, n: n, done: make(chan struct{})}
+	go func() {
+		defer close(cs.done)
+		var h hash.Hash = sha256.New()
+		if alg == "sha1" {
+			h = sha1.New()
+		}
+		if _, err := io.Copy(h, io.NewSectionReader(f, off, n)); err != nil {
+			cs.err = err
+			return
+		}
+		cs.sum = alg + " " + base64.StdEncoding.EncodeToString(h.Sum(nil))
+	}()
+	return cs
 }
 
 func (c *Client) chunkSize() int64 {

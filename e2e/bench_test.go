@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -146,4 +148,149 @@ func BenchmarkUpload(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkBucketBesideRclone reads one 256 MiB object with 20 clients at
+// once, and writes one with a single client, through largo serving the
+// bucket (versitygw on loopback) and, side by side in the same run, with
+// rclone's s3 backend talking to the same server directly: largo's
+// throughput against the throughput of a client that needs no server in
+// between. For largo it also reports the peak RSS above idle.
+//
+//	go test -tags e2e ./e2e -run '^$' -bench BucketBesideRclone -benchtime 3x
+func BenchmarkBucketBesideRclone(b *testing.B) {
+	rclone, err := exec.LookPath("rclone")
+	if err != nil {
+		b.Skip("rclone not installed (apt-get install rclone)")
+	}
+	const size, clients = 256 << 20, 20
+	path := filepath.Join(b.TempDir(), "bench.bin")
+	writeRandom(b, path, size, 31)
+	srv := s3test.Start(b, s3test.Options{})
+	srv.Place(b, "bench.bin", path)
+	// Only this server's settings: an AWS_ variable of the machine's (a CA
+	// bundle, a profile) would change what rclone does.
+	var rcloneEnv []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") && !strings.HasPrefix(kv, "RCLONE_") {
+			rcloneEnv = append(rcloneEnv, kv)
+		}
+	}
+	rcloneEnv = append(rcloneEnv, "RCLONE_CONFIG=/dev/null", "RCLONE_S3_PROVIDER=Other",
+		"RCLONE_S3_ENDPOINT="+srv.Endpoint, "RCLONE_S3_REGION="+srv.Region,
+		"RCLONE_S3_ACCESS_KEY_ID="+srv.AccessKey, "RCLONE_S3_SECRET_ACCESS_KEY="+srv.SecretKey)
+	remote := ":s3:" + srv.Bucket + "/"
+	runRclone := func(args ...string) error {
+		cmd := exec.Command(rclone, args...)
+		cmd.Env = rcloneEnv
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("rclone %v: %v: %s", args, err, out)
+		}
+		return nil
+	}
+	// Every rclone download reads the object whole; its bytes are counted.
+	rcloneGet := func() error {
+		cmd := exec.Command(rclone, "cat", remote+"bench.bin")
+		cmd.Env = rcloneEnv
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return err
+		}
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		n, _ := io.Copy(io.Discard, out)
+		if err := cmd.Wait(); err != nil {
+			return fmt.Errorf("rclone cat: %v", err)
+		}
+		if n != size {
+			return fmt.Errorf("rclone cat: %d of %d bytes", n, size)
+		}
+		return nil
+	}
+	all := func(f func() error) error {
+		errs := make(chan error, clients)
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Go(func() { errs <- f() })
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	b.Run("read/largo", func(b *testing.B) {
+		s := startS3Largo(b, srv, "")
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+		get := func() error {
+			resp, err := client.Get(s.URL + "bench.bin")
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			n, err := io.Copy(io.Discard, resp.Body)
+			if err == nil && (resp.StatusCode != 200 || n != size) {
+				err = fmt.Errorf("%s with %d of %d bytes", resp.Status, n, size)
+			}
+			return err
+		}
+		if err := get(); err != nil { // warm the caches and pools
+			b.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		idle, w := s.memory().RSS, s.watchPeak()
+		b.SetBytes(size * clients)
+		b.ResetTimer()
+		for range b.N {
+			if err := all(get); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(idle)/(1<<20), "idle-MiB")
+		b.ReportMetric(float64(w.peak()-idle)/(1<<20), "peak-above-idle-MiB")
+	})
+	b.Run("read/rclone", func(b *testing.B) {
+		b.SetBytes(size * clients)
+		for range b.N {
+			if err := all(rcloneGet); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("write/largo", func(b *testing.B) {
+		s := startS3Largo(b, srv, "", "--upload", "--token", testToken)
+		b.SetBytes(size)
+		for i := range b.N {
+			f, err := os.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req, _ := http.NewRequest("PUT", s.URL+fmt.Sprintf("up-largo-%d.bin", i), f)
+			req.Header.Set("Authorization", "Bearer "+testToken)
+			req.ContentLength = size
+			resp, err := http.DefaultClient.Do(req)
+			f.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 201 && resp.StatusCode != 204 {
+				b.Fatalf("PUT: %s", resp.Status)
+			}
+		}
+	})
+	b.Run("write/rclone", func(b *testing.B) {
+		b.SetBytes(size)
+		for i := range b.N {
+			if err := runRclone("copyto", path, remote+fmt.Sprintf("up-rclone-%d.bin", i)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

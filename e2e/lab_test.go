@@ -98,6 +98,9 @@ func TestBenchQuick(t *testing.T) {
 			t.Errorf("no %s table on stdout", sc)
 		}
 		for _, server := range []string{"largo", "naive"} {
+			if sc == "https" && server == "naive" {
+				continue // served over TLS by largo, nginx and Caddy only
+			}
 			n := 0
 			for _, r := range rep.Rows {
 				if r.Scenario != sc || r.Server != server {

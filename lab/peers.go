@@ -15,6 +15,12 @@ import (
 //go:embed peers/pipeline.js
 var nodeServer string
 
+// goFileServer is the Go standard library's peer: http.FileServer, built
+// by the go command when the peer starts.
+//
+//go:embed peers/fileserver/main.go
+var goFileServer string
+
 // nginxConf is the nginx peer's configuration: sendfile on, gzip for text
 // at nginx's default level, PUT through the WebDAV module, everything
 // (pid, logs, temporary bodies) in the server's scratch folder. .log files
@@ -112,6 +118,20 @@ var presets = map[string]func() Server{
 			Files:   map[string]string{"Caddyfile": caddyHostile},
 		}
 	},
+	"fileserver": func() Server {
+		// Built where the lab's own go command caches its builds (the
+		// server's HOME is its scratch folder): once cached, a start
+		// only links.
+		env := ""
+		if out, err := exec.Command("go", "env", "GOCACHE").Output(); err == nil && len(strings.TrimSpace(string(out))) > 0 {
+			env = "GOCACHE=" + shellQuote(strings.TrimSpace(string(out))) + " "
+		}
+		return Server{
+			Name:    "fileserver",
+			Command: env + "go build -o fileserver main.go && exec ./fileserver {dir} {port}",
+			Files:   map[string]string{"main.go": goFileServer},
+		}
+	},
 	"node": func() Server {
 		return Server{
 			Name:    "node",
@@ -124,9 +144,10 @@ var presets = map[string]func() Server{
 // presetPrograms name the program each preset runs, and the Debian
 // package that has it.
 var presetPrograms = map[string][2]string{
-	"nginx": {"nginx", "nginx-light"},
-	"caddy": {"caddy", "caddy"},
-	"node":  {"node", "nodejs"},
+	"nginx":      {"nginx", "nginx-light"},
+	"caddy":      {"caddy", "caddy"},
+	"node":       {"node", "nodejs"},
+	"fileserver": {"go", "golang-go"},
 }
 
 // Presets returns the names of the peers known by name alone.
@@ -139,7 +160,8 @@ func Presets() []string {
 	return names
 }
 
-// ParsePeer reads a --peer value: a preset's name (nginx, caddy, node), or
+// ParsePeer reads a --peer value: a preset's name (nginx, caddy, node, or
+// fileserver: Go's http.FileServer, built with the go command), or
 // NAME=COMMAND, a command run by /bin/sh with the placeholders {dir},
 // {port} and {tmp} (see Server.Command). A preset whose program is not
 // installed is an error that names its package.

@@ -31,7 +31,7 @@ type scenario struct {
 var scenarios = []*scenario{
 	downloadScenario, ceilingScenario, stalledScenario, dripScenario,
 	abortScenario, resumeScenario, uploadScenario, compressScenario,
-	listingScenario, archiveHeadScenario, hostileScenario,
+	listingScenario, archiveHeadScenario, hostileScenario, smallScenario, httpsScenario, idleScenario,
 }
 
 // reps is how many repetitions of the scenario a run makes.

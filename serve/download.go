@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -72,7 +73,7 @@ func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name stri
 	}
 	hdr.Set("Content-Type", ct)
 	// User content never runs script on largo's origin.
-	hdr.Set("Content-Security-Policy", "sandbox")
+	hdr["Content-Security-Policy"] = sandbox
 	if rg := r.Header.Get("Range"); rg != "" && (!strings.HasPrefix(rg, "bytes=") || strings.Count(rg, ",") >= maxRanges) {
 		// RFC 9110 14.2: a range unit the server does not know is ignored.
 		r.Header.Del("Range")
@@ -91,12 +92,49 @@ func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name stri
 // reader that keeps the first read error.
 func serveBody(w http.ResponseWriter, r *http.Request, name string, mod time.Time, f largo.File) error {
 	if of, ok := f.(largo.OSFile); ok {
-		http.ServeContent(w, r, name, mod, of.OSFile())
+		http.ServeContent(w, r, name, mod, &sized{File: of.OSFile(), size: f.Info().Size, atStart: true})
 		return nil
 	}
 	content := &readErr{ReadSeeker: f}
 	http.ServeContent(w, r, name, mod, content)
 	return content.err
+}
+
+// sized is an operating-system file at its start whose size is known (from
+// the Stat of its opening): http.ServeContent learns a file's size by
+// seeking to its end and back, two system calls per request that sized
+// answers from memory. Any other seek, and any read, goes to the file;
+// sendfile still finds the file (it needs only syscall.Conn, which the
+// embedded *os.File provides) at the offset the last real seek or read
+// left. The file must be at offset 0 when sized is made; a real seek back
+// to 0 (after sniffing its type) makes it so again.
+type sized struct {
+	*os.File
+	size    int64
+	atStart bool // the file's offset is 0 and nothing moved it
+	atEnd   bool // Seek(0, io.SeekEnd) was answered without moving it
+}
+
+func (f *sized) Seek(offset int64, whence int) (int64, error) {
+	switch {
+	case offset == 0 && whence == io.SeekEnd && f.atStart:
+		f.atEnd = true
+		return f.size, nil
+	case offset == 0 && whence == io.SeekStart && f.atStart:
+		f.atEnd = false
+		return 0, nil
+	}
+	pos, err := f.File.Seek(offset, whence)
+	f.atStart, f.atEnd = err == nil && pos == 0, false
+	return pos, err
+}
+
+func (f *sized) Read(p []byte) (int, error) {
+	if f.atEnd {
+		return 0, io.EOF // where the answered seek to the end would be
+	}
+	f.atStart = false
+	return f.File.Read(p)
 }
 
 // readErr keeps the first error other than io.EOF that its reader returns.

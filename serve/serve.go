@@ -310,7 +310,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.obs.TransferStarted()
 	}
 	tw := transfer.NewResponse(w, opt)
-	tw.Header().Set("X-Content-Type-Options", "nosniff")
+	tw.Header()["X-Content-Type-Options"] = nosniff
 	var body *transfer.Body
 	if r.Body != nil && r.Body != http.NoBody {
 		// Every body, read or not: one the handler does not read is given
@@ -528,5 +528,13 @@ func (nopObserver) Panicked()                 {}
 func (nopObserver) BytesReceived(int64)       {}
 func (nopObserver) UploadEnded(string)        {}
 func (nopObserver) Compressed(string, string) {}
+
+// Header values every file response carries, shared rather than made per
+// request (Header.Set makes a slice each time). net/http only reads them,
+// and Header.Add appends to a full slice, which copies it: never written.
+var (
+	nosniff = []string{"nosniff"}
+	sandbox = []string{"sandbox"}
+)
 
 var errNoEndpoint = fmt.Errorf("no such endpoint: %w", largo.ErrNotFound)

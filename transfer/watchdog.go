@@ -76,16 +76,23 @@ func (w *watchdog) belowRate(pos int64) bool {
 	return belowRate(o.MinRate, o.IdleTimeout, o.Now().Sub(w.r.start), w.startWritten+pos-w.startPos)
 }
 
-// tooSlow reports whether the watchdog cut the transfer for its rate.
+// tooSlow reports whether the watchdog cut the transfer for its rate; a
+// nil one never did.
 func (w *watchdog) tooSlow() bool {
+	if w == nil {
+		return false
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.slow
 }
 
 // stop ends the watchdog; once it returns, the timer will not touch the
-// Response again.
+// Response again. A nil watchdog (none was started) does nothing.
 func (w *watchdog) stop() {
+	if w == nil {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.stopped = true

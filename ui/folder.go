@@ -91,7 +91,8 @@ func (u *UI) FolderRows(w io.Writer, f Folder, total int, shown iter.Seq2[Entry,
 		return errors.New("ui: a folder page needs the nonce of its policy")
 	}
 	p := newPage(f)
-	if err := u.page.ExecuteTemplate(w, "head", p); err != nil {
+	page := u.page()
+	if err := page.ExecuteTemplate(w, "head", p); err != nil {
 		return err
 	}
 	var sum counts
@@ -102,7 +103,7 @@ func (u *UI) FolderRows(w io.Writer, f Folder, total int, shown iter.Seq2[Entry,
 		}
 		sum.add(e)
 		r.set(e)
-		if err := u.page.ExecuteTemplate(w, "row", &r); err != nil {
+		if err := page.ExecuteTemplate(w, "row", &r); err != nil {
 			return err
 		}
 	}
@@ -113,7 +114,7 @@ func (u *UI) FolderRows(w io.Writer, f Folder, total int, shown iter.Seq2[Entry,
 	case sum.shown() == 0:
 		p.Empty = "No name matches the filter."
 	}
-	return u.page.ExecuteTemplate(w, "foot", p)
+	return page.ExecuteTemplate(w, "foot", p)
 }
 
 // page is the data the template renders: every value already formatted,

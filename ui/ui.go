@@ -11,8 +11,9 @@
 // so assets are cached for a year as immutable and an upgrade never mixes
 // old and new files. One version for the whole set, rather than a hash in
 // each file name, keeps the modules' relative imports plain. Text assets
-// are compressed once, when the UI is made, and sent compressed to clients
-// that accept gzip.
+// are compressed once, when a client that accepts gzip first asks for
+// them (not when the UI is made: a server that shows no page pays
+// nothing), and sent compressed to such clients.
 //
 // Pages carry the policy CSP returns: no inline script or style, no
 // frames, no plugins, images and connections only from largo's own
@@ -60,6 +61,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"largo"
@@ -92,15 +94,20 @@ type UI struct {
 	base    string
 	version string
 	assets  map[string]*asset
-	page    *template.Template
+	// page parses the folder page's template when a page is first shown:
+	// a server that only sends files never runs the template parser.
+	page func() *template.Template
 }
 
 // asset is one embedded file, ready to send.
 type asset struct {
 	body  []byte
-	gzip  []byte // nil when compression does not pay
 	ctype string
 	etag  string
+	// gzipped is body compressed, made by the first client that accepts
+	// it: a gzip writer at its best level takes most of a MiB while it
+	// works, which a server that never shows a page should not pay.
+	gzipped func() []byte // nil when compression does not pay
 }
 
 // New returns a UI whose assets live under base, a URL path with a
@@ -123,13 +130,15 @@ func New(base string) *UI {
 		sum.Write(body)
 		one := sha256.Sum256(body)
 		a := &asset{body: body, ctype: contentType(name), etag: `"` + hex.EncodeToString(one[:8]) + `"`}
-		a.gzip = compress(body)
+		a.gzipped = sync.OnceValue(func() []byte { return compress(body) })
 		u.assets[name] = a
 	}
 	u.version = hex.EncodeToString(sum.Sum(nil)[:6])
-	u.page = template.Must(template.New("folder.html").Funcs(template.FuncMap{
-		"asset": func(name string) string { return u.base + u.version + "/" + name },
-	}).ParseFS(files, "templates/folder.html"))
+	u.page = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("folder.html").Funcs(template.FuncMap{
+			"asset": func(name string) string { return u.base + u.version + "/" + name },
+		}).ParseFS(files, "templates/folder.html"))
+	})
 	return u
 }
 
@@ -156,9 +165,11 @@ func (u *UI) Asset(w http.ResponseWriter, r *http.Request) error {
 		hdr.Set("Cache-Control", "no-cache")
 	}
 	body, etag := a.body, a.etag
-	if a.gzip != nil && r.Header.Get("Range") == "" && acceptsGzip(r.Header) {
-		body, etag = a.gzip, strings.TrimSuffix(a.etag, `"`)+`-gzip"`
-		hdr.Set("Content-Encoding", "gzip")
+	if r.Header.Get("Range") == "" && acceptsGzip(r.Header) {
+		if gz := a.gzipped(); gz != nil {
+			body, etag = gz, strings.TrimSuffix(a.etag, `"`)+`-gzip"`
+			hdr.Set("Content-Encoding", "gzip")
+		}
 	}
 	hdr.Set("ETag", etag)
 	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(body))

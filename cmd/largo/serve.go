@@ -21,6 +21,7 @@ import (
 	"largo/encode"
 	"largo/ingest"
 	"largo/internal/ready"
+	"largo/internal/logwriter"
 	"largo/limit"
 	"largo/listing"
 	"largo/metrics"
@@ -255,7 +256,11 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 
 // runServe serves until a signal, then drains.
 func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
-	logger := newLogger(e.stderr, cfg.logFormat.value)
+	// The log (an access line per request) is written off the requests'
+	// path, and whatever is queued is written out before this returns.
+	logOut := logwriter.New(e.stderr, 0)
+	defer logOut.Close()
+	logger := newLogger(logOut, cfg.logFormat.value)
 	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
 		return usageErr(errors.New("--tls-cert and --tls-key go together"))
 	}
