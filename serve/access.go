@@ -150,6 +150,23 @@ func (h *Handler) may(r *http.Request, name string, perm auth.Perm) error {
 	return errForbidden
 }
 
+// mayBelow is may for a request that acts on name and everything below
+// it at once (a recursive DELETE): a rule on a path below name that
+// takes perm away from the requester refuses it.
+func (h *Handler) mayBelow(r *http.Request, name string, perm auth.Perm) error {
+	if err := h.may(r, name, perm); err != nil {
+		return err
+	}
+	id := who(r)
+	if id.share != nil || h.cfg.Access == nil || h.cfg.Access.Policy().AllowedBelow(id.user, name)&perm == perm {
+		return nil
+	}
+	if id.user == "" {
+		return errUnauthorized
+	}
+	return errForbidden
+}
+
 // shareMay is what a share link allows: a read link reads and lists its
 // path and what is below; a write link (a drop box) creates files in its
 // folder and nothing else.
