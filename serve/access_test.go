@@ -50,6 +50,11 @@ allow = []
 path = "/inbox"
 users = ["bob"]
 allow = ["write"]
+
+[[rule]]
+path = "/pub/sealed"
+users = ["bob"]
+allow = []
 `
 
 type accessFixture struct {
@@ -343,6 +348,8 @@ func TestNewShare(t *testing.T) {
 		{"", "path=/pub&expires=1h", 401},
 		{"bob", "path=/private&expires=1h", 403},
 		{"bob", "path=/pub&expires=1h&write=1", 403},
+		{"bob", "path=/pub&expires=1h", 403},   // a link to /pub would reach /pub/sealed
+		{"alice", "path=/pub&expires=1h", 200}, // no rule below hides anything from alice
 		{"bob", "path=/inbox&expires=1h&write=1", 200},
 		{"alice", "path=/private&expires=1h", 200},
 		{"alice", "path=/private/s.txt&expires=1h", 200},
