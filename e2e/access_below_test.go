@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,6 +90,72 @@ func TestDeleteFolderHonoursRulesBelow(t *testing.T) {
 				t.Errorf("webdav %v: GET of a removed file: %s; want 404", dav, got)
 			}
 			g.seed(t, "other/o.txt", "other")
+		}
+	})
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// TestResumableNamesHonourRules: the name a resumable upload writes is
+// the name the access rules judge, however its request spells it: a tus
+// Upload-Metadata with a pair the upload ignores, an IETF POST whose
+// file name reaches into a folder below, and a drop-box link, which only
+// creates files in its own folder, whatever the protocol.
+func TestResumableNamesHonourRules(t *testing.T) {
+	need(t, "curl")
+	forEachTarget(t, func(t *testing.T, g *target) {
+		s := belowServer(t, g)
+		auth := "Authorization: Bearer " + keeperToken
+		ietf := []string{"-H", "Upload-Draft-Interop-Version: 6", "-H", "Upload-Complete: ?1"}
+		for _, tt := range []struct {
+			what string
+			args []string
+			want string
+		}{
+			{"tus into the kept folder", []string{"-X", "POST", "-H", auth, "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 5",
+				"-H", "Upload-Metadata: filename " + b64("t.txt") + ",folder " + b64("m/keep"), s.URL + "_largo/uploads/"}, "403"},
+			{"tus into the kept folder, with a pair the upload ignores", []string{"-X", "POST", "-H", auth, "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 5",
+				"-H", "Upload-Metadata: filename " + b64("t.txt") + ",folder " + b64("m/keep") + ",junk !!", s.URL + "_largo/uploads/"}, "403"},
+			{"tus beside it", []string{"-X", "POST", "-H", auth, "-H", "Tus-Resumable: 1.0.0", "-H", "Upload-Length: 5",
+				"-H", "Upload-Metadata: filename " + b64("t.txt") + ",folder " + b64("m"), s.URL + "_largo/uploads/"}, "201"},
+			{"IETF POST named into the kept folder", append([]string{"-X", "POST", "-H", auth, "-H", `Content-Disposition: attachment; filename="keep/i.txt"`,
+				"--data-binary", "ietf", s.URL + "m/"}, ietf...), "403"},
+			{"IETF POST with metadata into the kept folder", append([]string{"-X", "POST", "-H", auth, "-H", "Upload-Metadata: filename " + b64("i.txt") + ",folder " + b64("keep"),
+				"--data-binary", "ietf", s.URL + "m/"}, ietf...), "403"},
+			{"IETF POST beside it", append([]string{"-X", "POST", "-H", auth, "-H", `Content-Disposition: attachment; filename="i.txt"`,
+				"--data-binary", "ietf", s.URL + "m/"}, ietf...), "201"},
+		} {
+			if got := curlStatus(t, tt.args...); got != tt.want {
+				t.Errorf("%s: %s; want %s", tt.what, got, tt.want)
+			}
+		}
+		for _, name := range []string{"m/keep/t.txt", "m/keep/i.txt"} {
+			if got := curlStatus(t, s.URL+name); got != "404" {
+				t.Errorf("GET /%s: %s; want 404", name, got)
+			}
+		}
+
+		drop := shareLink(t, g, s, "/m", "--write")
+		for _, tt := range []struct {
+			what string
+			args []string
+			want string
+		}{
+			{"IETF PUT replacing a file", append([]string{"-X", "PUT", "--data-binary", "replaced", drop + "ok.txt"}, ietf...), "412"},
+			{"IETF PUT replacing a file, If-Match given", append([]string{"-X", "PUT", "-H", "If-Match: *", "--data-binary", "replaced", drop + "ok.txt"}, ietf...), "412"},
+			{"IETF POST into a folder below", append([]string{"-X", "POST", "-H", `Content-Disposition: attachment; filename="sub/d.txt"`, "--data-binary", "deep", drop}, ietf...), "403"},
+			{"IETF PUT of a new file", append([]string{"-X", "PUT", "--data-binary", "new", drop + "new.txt"}, ietf...), "201"},
+		} {
+			if got := curlStatus(t, tt.args...); got != tt.want {
+				t.Errorf("drop box, %s: %s; want %s", tt.what, got, tt.want)
+			}
+		}
+		resp, body := send(t, "GET", s.URL+"m/ok.txt", nil, 0)
+		if resp.StatusCode != 200 || body != "ok" {
+			t.Errorf("after the drop box's writes, /m/ok.txt: %d %q; want 200 \"ok\"", resp.StatusCode, body)
+		}
+		if got := curlStatus(t, s.URL+"m/sub/d.txt"); got != "404" {
+			t.Errorf("GET /m/sub/d.txt: %s; want 404", got)
 		}
 	})
 }

@@ -135,6 +135,15 @@ func (x *IETF) Limits() string {
 	return latest.limitsField(x.h.cfg.Writes.MaxSize(), x.h.cfg.Expiry)
 }
 
+// Target returns the file a PUT to name, or a POST to the folder name,
+// that Takes took will store, read as Create reads it.
+func (x *IETF) Target(r *http.Request, name string) (string, error) {
+	if r.Method != http.MethodPost {
+		return name, nil
+	}
+	return postTarget(r, name, tusd.MetaData{})
+}
+
 // Create serves a PUT to name, or a POST to the folder name, that Takes
 // took. Refusals known before the upload exists (the name, the
 // conditions, the size limit, the space) are returned, for the caller to
