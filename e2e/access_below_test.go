@@ -4,9 +4,11 @@ package e2e
 
 import (
 	"encoding/base64"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -158,4 +160,60 @@ func TestResumableNamesHonourRules(t *testing.T) {
 			t.Errorf("GET /m/sub/d.txt: %s; want 404", got)
 		}
 	})
+}
+
+// TestSidecarsHonourRules: a file a rule hides stays hidden under the
+// names of its precompressed sidecars: direct downloads, listings and
+// archives.
+func TestSidecarsHonourRules(t *testing.T) {
+	need(t, "curl")
+	dir := t.TempDir()
+	var csv strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&csv, "row,%d,some text to compress\n", i)
+	}
+	for _, name := range []string{"secret.csv", "open.csv"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(csv.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, stderr := runLargo(t, nil, "precompress", dir); code != 0 {
+		t.Fatalf("precompress: exit %d\n%s\n%s", code, out, stderr)
+	}
+	file := filepath.Join(t.TempDir(), "access.toml")
+	os.WriteFile(file, []byte(`
+[[user]]
+name = "keeper"
+tokens = ["`+keeperToken+`"]
+
+[[rule]]
+path = "/"
+users = ["*"]
+allow = ["read", "list"]
+
+[[rule]]
+path = "/secret.csv"
+users = ["anonymous"]
+allow = []
+`), 0o600)
+	s := startServer(t, dir, "--access", file)
+	for _, ext := range []string{"", ".gz", ".br", ".zst"} {
+		if got := curlStatus(t, s.URL+"secret.csv"+ext); got != "401" {
+			t.Errorf("anonymous GET /secret.csv%s: %s; want 401", ext, got)
+		}
+		if got := curlStatus(t, "-H", "Authorization: Bearer "+keeperToken, s.URL+"secret.csv"+ext); got != "200" {
+			t.Errorf("the keeper's GET /secret.csv%s: %s; want 200", ext, got)
+		}
+		if got := curlStatus(t, s.URL+"open.csv"+ext); got != "200" {
+			t.Errorf("anonymous GET /open.csv%s: %s; want 200", ext, got)
+		}
+	}
+	_, list := send(t, "GET", s.URL, nil, 0, "Accept", "application/json")
+	_, tar := send(t, "GET", s.URL+"?archive=tar", nil, 0)
+	if strings.Contains(list, "secret") || strings.Contains(tar, "secret") {
+		t.Errorf("the anonymous listing or archive names a sidecar of the hidden file:\n%s", list)
+	}
+	if !strings.Contains(list, "open.csv") {
+		t.Errorf("the anonymous listing lacks open.csv:\n%s", list)
+	}
 }

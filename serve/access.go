@@ -7,10 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 
 	"largo"
 	"largo/auth"
+	"largo/encode"
 	"largo/ingest"
 )
 
@@ -141,13 +143,29 @@ func (h *Handler) may(r *http.Request, name string, perm auth.Perm) error {
 	if id.share != nil {
 		return shareMay(id.share, name, perm)
 	}
-	if h.cfg.Access == nil || h.cfg.Access.Policy().Allowed(id.user, name)&perm == perm {
+	if h.cfg.Access == nil {
+		return nil
+	}
+	pol := h.cfg.Access.Policy()
+	if pol.Allowed(id.user, name)&perm == perm && (perm&auth.Read == 0 || readsSource(pol, id.user, name)) {
 		return nil
 	}
 	if id.user == "" {
 		return errUnauthorized
 	}
 	return errForbidden
+}
+
+// readsSource reports whether user may read the file a name of a
+// sidecar's form (NAME.gz, NAME.br, NAME.zst of a type the policy
+// compresses) holds NAME's bytes of: a rule that hides NAME hides them
+// under that name too, whether largo precompress wrote the file or not.
+func readsSource(pol *auth.Policy, user, name string) bool {
+	base, _, ok := encode.SidecarBase(name)
+	if !ok || !encode.Compressible(contentType(largo.Info{Name: path.Base(base)})) {
+		return true
+	}
+	return pol.Allowed(user, base)&auth.Read != 0
 }
 
 // mayBelow is may for a request that acts on name and everything below
