@@ -217,3 +217,27 @@ allow = []
 		t.Errorf("the anonymous listing lacks open.csv:\n%s", list)
 	}
 }
+
+// TestPutToDropBox: largo put, with no protocol named, uploads to a
+// drop-box link (the tus endpoint is closed to links, so it speaks the
+// IETF protocol at the link's URL), and never replaces a file there.
+func TestPutToDropBox(t *testing.T) {
+	g := &target{kind: "disk", dir: t.TempDir()}
+	s := belowServer(t, g)
+	drop := shareLink(t, g, s, "/m", "--write")
+	src := filepath.Join(t.TempDir(), "up.bin")
+	sum := writeRandom(t, src, 5<<20, 7)
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir()}
+	if code, out, stderr := runLargo(t, env, "put", src, drop+"up.bin"); code != 0 {
+		t.Fatalf("largo put to a drop box: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if got := fileSHA(t, filepath.Join(g.dir, "m", "up.bin")); got != sum {
+		t.Errorf("the uploaded file's sha-256 is %s; want %s", got, sum)
+	}
+	if code, _, stderr := runLargo(t, env, "put", src, drop+"ok.txt"); code != 1 || !strings.Contains(stderr, "412") {
+		t.Errorf("largo put over a file through a drop box: exit %d, %s; want exit 1 and a 412", code, stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(g.dir, "m", "ok.txt")); string(b) != "ok" {
+		t.Errorf("the drop box replaced ok.txt: %q", b)
+	}
+}

@@ -41,6 +41,9 @@ import (
 const (
 	keyProtocol = "largo-protocol" // "ietf"
 	keyVersion  = "largo-ietf-version"
+	// keyLink marks an upload made through a share link, which its ID
+	// alone admits to (the link's holder has no account).
+	keyLink = "largo-link"
 )
 
 // uploadMethods are the methods an upload resource answers.
@@ -155,6 +158,9 @@ func (x *IETF) Create(w http.ResponseWriter, r *http.Request, name string) error
 	hdr.Set("Upload-Draft-Interop-Version", v.String())
 	complete, _ := ingest.UploadComplete(r.Header)
 	meta := tusd.MetaData{keyProtocol: "ietf", keyVersion: v.String()}
+	if ingest.IsThroughLink(ctx) {
+		meta[keyLink] = "1"
+	}
 	if r.Method == http.MethodPost {
 		var err error
 		if name, err = postTarget(r, name, meta); err != nil {
@@ -316,6 +322,17 @@ func (x *IETF) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		x.fail(w, r, err)
 	}
+}
+
+// ThroughLink reports whether r addresses an upload made through a share
+// link: its ID, which only the link's holder was given, admits r.
+func (x *IETF) ThroughLink(r *http.Request) bool {
+	id, _ := strings.CutPrefix(r.URL.Path, x.base)
+	if !validID(id) {
+		return false
+	}
+	_, info, err := x.load(r.Context(), id)
+	return err == nil && info.MetaData[keyLink] == "1"
 }
 
 // load returns an upload of the IETF front end.

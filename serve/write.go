@@ -125,7 +125,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, name string) er
 		}
 	}
 	if s := who(r).share; s != nil && s.Write {
-		r = r.Clone(r.Context())
+		r = r.Clone(ingest.ThroughLink(r.Context()))
 		r.Header.Del("If-Match")
 		r.Header.Set("If-None-Match", "*")
 	}
@@ -164,7 +164,8 @@ func (h *Handler) resumable(next http.Handler) http.Handler {
 // mayUpload checks a tus request to next: a creation needs the
 // permission to write the name its Upload-Metadata asks for, as next
 // reads it (a handler that cannot tell, the permission to write
-// everywhere); other requests, the permission to write somewhere.
+// everywhere); other requests, the permission to write somewhere, or an
+// upload made through a share link.
 func (h *Handler) mayUpload(r *http.Request, next http.Handler) error {
 	if r.Method == http.MethodPost {
 		n, ok := next.(tusNamer)
@@ -181,10 +182,20 @@ func (h *Handler) mayUpload(r *http.Request, next http.Handler) error {
 	if h.cfg.Access == nil || h.cfg.Access.Policy().Somewhere(user, auth.Write) {
 		return nil
 	}
+	if l, ok := next.(linkUploads); ok && l.ThroughLink(r) {
+		return nil
+	}
 	if user == "" {
 		return errUnauthorized
 	}
 	return errForbidden
+}
+
+// linkUploads is a resumable upload handler whose uploads made through a
+// share link (a drop box, whose holder has no account) are resumed by
+// their ID alone.
+type linkUploads interface {
+	ThroughLink(r *http.Request) bool
 }
 
 // tusNamer is a tus handler that tells the name a creation request asks
