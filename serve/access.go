@@ -303,8 +303,14 @@ func (v visible) seen(in largo.Info, name string) bool {
 	return v.may(name, auth.Read)
 }
 
+// List yields the entries of name that may be read, or none when name
+// itself may not be listed: a folder read but not listed is in an
+// archive, empty.
 func (v visible) List(ctx context.Context, name string) iter.Seq2[largo.Info, error] {
 	return func(yield func(largo.Info, error) bool) {
+		if !v.may(name, auth.List) {
+			return
+		}
 		for in, err := range v.Store.List(ctx, name) {
 			if err == nil && !v.seen(in, largo.Join(name, in.Name)) {
 				continue

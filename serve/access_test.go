@@ -55,6 +55,11 @@ allow = ["write"]
 path = "/pub/sealed"
 users = ["bob"]
 allow = []
+
+[[rule]]
+path = "/pub/unlisted"
+users = ["anonymous"]
+allow = ["read"]
 `
 
 type accessFixture struct {
@@ -67,7 +72,7 @@ func newAccessFixture(t *testing.T) *accessFixture {
 	t.Helper()
 	f := &accessFixture{now: time.Unix(2e9, 0)}
 	_, f.dir = newTestHandler(t, map[string]string{
-		"pub/a.txt": "a", "pub/hidden.txt": "h", "private/s.txt": "s", "private/deep/t.txt": "t", "inbox/old.txt": "o",
+		"pub/a.txt": "a", "pub/hidden.txt": "h", "pub/unlisted/u.txt": "u", "private/s.txt": "s", "private/deep/t.txt": "t", "inbox/old.txt": "o",
 	})
 	p := filepath.Join(t.TempDir(), "access.toml")
 	os.WriteFile(p, []byte(accessFile), 0o600)
@@ -170,12 +175,19 @@ func TestListingsLeaveOut(t *testing.T) {
 	if got := names("alice", "/"); got != "inbox,private,pub" {
 		t.Errorf("alice's root: %s", got)
 	}
-	if got := names("", "/pub/"); got != "a.txt" {
+	if got := names("", "/pub/"); got != "unlisted,a.txt" {
 		t.Errorf("anonymous /pub/: %s", got)
 	}
-	tar := f.req("GET", "/?archive=tar", "").Body.String()
-	if !strings.Contains(tar, "pub/a.txt") || strings.Contains(tar, "hidden.txt") || strings.Contains(tar, "s.txt") {
-		t.Error("the anonymous archive holds what anonymous may not read")
+	// A folder read but not listed is in an archive, empty: its entries
+	// are a listing.
+	if got := f.req("GET", "/pub/unlisted/u.txt", "").Code; got != 200 {
+		t.Errorf("anonymous GET of a file in a folder it reads: %d", got)
+	}
+	for _, path := range []string{"/?archive=tar", "/pub/?archive=tar"} {
+		tar := f.req("GET", path, "").Body.String()
+		if !strings.Contains(tar, "pub/a.txt") || strings.Contains(tar, "hidden.txt") || strings.Contains(tar, "s.txt") || strings.Contains(tar, "u.txt") {
+			t.Errorf("the anonymous archive %s holds what anonymous may not read or list", path)
+		}
 	}
 	if tar := f.req("GET", "/?archive=tar", "alice").Body.String(); !strings.Contains(tar, "private/deep/t.txt") {
 		t.Error("alice's archive lacks what she may read")
