@@ -234,6 +234,17 @@ func TestShareLinks(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(f.dir, "inbox/old.txt")); string(b) != "o" {
 		t.Error("a drop-box link replaced a file")
 	}
+	// A folder asked without its slash is sent to its URL within the link.
+	for path, want := range map[string]string{
+		strings.TrimSuffix(folder, "/"): folder,
+		folder + "deep":                 folder + "deep/",
+		folder + "deep?archive=zip":     folder + "deep/?archive=zip",
+	} {
+		rec := f.req("GET", path, "")
+		if loc := rec.Header().Get("Location"); rec.Code != 301 || loc != want {
+			t.Errorf("GET %s: %d to %q; want 301 to %q", path, rec.Code, loc, want)
+		}
+	}
 	f.now = exp
 	if rec := f.req("GET", folder+"s.txt", ""); rec.Code != 403 || !strings.Contains(rec.Body.String(), "expired") {
 		t.Errorf("expired link: %d %s", rec.Code, rec.Body.String())

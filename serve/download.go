@@ -130,9 +130,17 @@ func sniff(f largo.File) (string, error) {
 }
 
 // redirectSlash sends a folder named without its trailing slash to its
-// canonical URL, so relative links in the listing resolve.
+// canonical URL, so relative links in the listing resolve: through a
+// share link, the folder's URL within the link (r.URL names the folder
+// the link reaches, the request's own target names the link).
 func redirectSlash(w http.ResponseWriter, r *http.Request) {
-	u := url.URL{Path: r.URL.Path + "/", RawQuery: r.URL.RawQuery}
+	p := r.URL.Path
+	if who(r).share != nil {
+		if own, err := url.ParseRequestURI(r.RequestURI); err == nil {
+			p = own.Path
+		}
+	}
+	u := url.URL{Path: p + "/", RawQuery: r.URL.RawQuery}
 	http.Redirect(w, r, u.EscapedPath()+querySuffix(u.RawQuery), http.StatusMovedPermanently)
 }
 
