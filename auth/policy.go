@@ -196,6 +196,10 @@ func OneUser(token string, open bool) *Policy {
 // Allowed returns what user ("" for no credential) may do on name.
 func (p *Policy) Allowed(user, name string) Perm { return p.rules.Allowed(user, name) }
 
+// AllowedBelow returns what user ("" for no credential) may do on name
+// and everything below it (see Rules.AllowedBelow).
+func (p *Policy) AllowedBelow(user, name string) Perm { return p.rules.AllowedBelow(user, name) }
+
 // Somewhere reports whether user ("" for no credential) may do perm on
 // some path: a request that names no path yet (an upload resumed by its
 // ID) needs at least that.

@@ -119,3 +119,19 @@ func (rs Rules) Allowed(user, name string) Perm {
 	}
 	return perm
 }
+
+// AllowedBelow returns what user may do on name and on every name below
+// it: the permissions Allowed gives name, less any that a rule on a path
+// below name takes away from user. A request that acts on a whole folder
+// (a recursive DELETE) needs its permission there, since the entries
+// are not each asked; a rule below that denies it refuses the request,
+// whether or not anything exists at the rule's path.
+func (rs Rules) AllowedBelow(user, name string) Perm {
+	perm := rs.Allowed(user, name)
+	for _, r := range rs {
+		if r.Path != name && (name == "" || strings.HasPrefix(r.Path, name+"/")) {
+			perm &= rs.Allowed(user, r.Path)
+		}
+	}
+	return perm
+}

@@ -19,6 +19,10 @@ import (
 // an upload names.
 const UploadsPath = "/_largo/uploads/"
 
+// SharePrefix begins the path of a largo share link; an upload to one (a
+// drop box) speaks the IETF protocol at the link's own URL.
+const SharePrefix = "/_largo/s/"
+
 // Destination is where uploads go, found once by Discover.
 type Destination struct {
 	// URL is the URL the user gave.
@@ -49,7 +53,8 @@ type Destination struct {
 // rawURL is itself a tus endpoint (OPTIONS answers with Tus-Version), files
 // are created there, with their name as metadata; else rawURL names a
 // folder or file on a largo server, whose tus endpoint is UploadsPath on
-// the same origin.
+// the same origin. A largo share link (a drop box) is uploaded to in the
+// IETF protocol at its own URL, where alone it may write.
 func (c *Client) Discover(ctx context.Context, rawURL string, plain bool) (*Destination, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
@@ -60,6 +65,12 @@ func (c *Client) Discover(ctx context.Context, rawURL string, plain bool) (*Dest
 		d.Name = path.Base(u.Path)
 	}
 	if plain {
+		return d, nil
+	}
+	if strings.HasPrefix(u.Path, SharePrefix) {
+		// A share link takes uploads at its own URL only: the tus
+		// endpoint is closed to it, the IETF protocol is not.
+		d.IETF = true
 		return d, nil
 	}
 	r := c.retrier()

@@ -148,13 +148,14 @@ func TestWrite(t *testing.T) {
 }
 
 func TestAdoptAndSweep(t *testing.T) {
-	live := fmt.Sprintf(".largo/tmp/%d-live.part", os.Getpid())
+	live := fmt.Sprintf(".largo/tmp/%d-live.part", os.Getppid())
 	dir := makeTree(t, map[string]string{
-		".largo/tus/abc":               "staged bytes",
-		".largo/tmp/orphan.part":       "left by an older largo",
-		".largo/tmp/2147483646-x.part": "left by a process that is gone",
-		live:                           "being written by this process",
-		"target":                       "old",
+		".largo/tus/abc":                                       "staged bytes",
+		".largo/tmp/orphan.part":                               "left by an older largo",
+		".largo/tmp/2147483646-x.part":                         "left by a process that is gone",
+		fmt.Sprintf(".largo/tmp/%d-same-id.part", os.Getpid()): "left by a gone process with this one's ID",
+		live:     "being written by another process",
+		"target": "old",
 	})
 	os.Chmod(filepath.Join(dir, "target"), 0o600)
 	s, err := Open(dir)
@@ -165,7 +166,7 @@ func TestAdoptAndSweep(t *testing.T) {
 	ctx := context.Background()
 	// What processes that are gone left goes at once; what a live one
 	// writes stays until it is old.
-	if n, err := s.PrepareWrites(ctx); n != 2 || err != nil {
+	if n, err := s.PrepareWrites(ctx); n != 3 || err != nil {
 		t.Fatalf("PrepareWrites = %d, %v", n, err)
 	}
 	if n, err := s.Sweep(ctx, time.Now().Add(-time.Hour)); n != 0 || err != nil {

@@ -385,14 +385,18 @@ func owner(name string) int {
 	return pid
 }
 
-// PrepareWrites readies the folder for writes: it removes what writes of
-// processes that are gone (a crash) left in TempDir, whatever its age,
-// and returns how many entries it removed. Files of a process still
-// running are left alone, so a second largo on the folder is safe.
+// PrepareWrites readies the folder for writes, before this process
+// writes: it removes what writes of processes that are gone (a crash)
+// left in TempDir, whatever its age, and returns how many entries it
+// removed. Files of another process still running are left alone, so a
+// second largo on the folder is safe; files that carry this process's own
+// ID are a gone process's that had the same ID (a container's first
+// process, restarted after a crash, is again process 1).
 func (s *Store) PrepareWrites(ctx context.Context) (int, error) {
+	self := os.Getpid()
 	return s.sweep(func(name string, _ fs.FileInfo) bool {
 		pid := owner(name)
-		return pid == 0 || !alive(pid)
+		return pid == 0 || pid == self || !alive(pid)
 	})
 }
 

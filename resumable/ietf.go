@@ -41,6 +41,9 @@ import (
 const (
 	keyProtocol = "largo-protocol" // "ietf"
 	keyVersion  = "largo-ietf-version"
+	// keyLink marks an upload made through a share link, which its ID
+	// alone admits to (the link's holder has no account).
+	keyLink = "largo-link"
 )
 
 // uploadMethods are the methods an upload resource answers.
@@ -135,6 +138,15 @@ func (x *IETF) Limits() string {
 	return latest.limitsField(x.h.cfg.Writes.MaxSize(), x.h.cfg.Expiry)
 }
 
+// Target returns the file a PUT to name, or a POST to the folder name,
+// that Takes took will store, read as Create reads it.
+func (x *IETF) Target(r *http.Request, name string) (string, error) {
+	if r.Method != http.MethodPost {
+		return name, nil
+	}
+	return postTarget(r, name, tusd.MetaData{})
+}
+
 // Create serves a PUT to name, or a POST to the folder name, that Takes
 // took. Refusals known before the upload exists (the name, the
 // conditions, the size limit, the space) are returned, for the caller to
@@ -146,6 +158,9 @@ func (x *IETF) Create(w http.ResponseWriter, r *http.Request, name string) error
 	hdr.Set("Upload-Draft-Interop-Version", v.String())
 	complete, _ := ingest.UploadComplete(r.Header)
 	meta := tusd.MetaData{keyProtocol: "ietf", keyVersion: v.String()}
+	if ingest.IsThroughLink(ctx) {
+		meta[keyLink] = "1"
+	}
 	if r.Method == http.MethodPost {
 		var err error
 		if name, err = postTarget(r, name, meta); err != nil {
@@ -307,6 +322,17 @@ func (x *IETF) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		x.fail(w, r, err)
 	}
+}
+
+// ThroughLink reports whether r addresses an upload made through a share
+// link: its ID, which only the link's holder was given, admits r.
+func (x *IETF) ThroughLink(r *http.Request) bool {
+	id, _ := strings.CutPrefix(r.URL.Path, x.base)
+	if !validID(id) {
+		return false
+	}
+	_, info, err := x.load(r.Context(), id)
+	return err == nil && info.MetaData[keyLink] == "1"
 }
 
 // load returns an upload of the IETF front end.

@@ -266,6 +266,16 @@ func parseSHA256(v string) []byte {
 	return nil
 }
 
+// Target returns the name a tus creation request asks for, read from its
+// Upload-Metadata exactly as the upload itself will read it, so that a
+// check of the name (the access rules, before the request reaches h)
+// judges the file the upload will write. An error means the creation
+// will be refused.
+func (h *Handler) Target(hdr http.Header) (string, error) {
+	t, err := parseTarget(tusd.ParseMetadataHeader(hdr.Get("Upload-Metadata")))
+	return t.Name, err
+}
+
 // preCreate admits a new upload through the write pipeline before tusd
 // stores anything of it: the name, the conditions (kept in the metadata
 // for the finish), the target's folder, the size limit and the free

@@ -7,10 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 
 	"largo"
 	"largo/auth"
+	"largo/encode"
 	"largo/ingest"
 )
 
@@ -141,7 +143,40 @@ func (h *Handler) may(r *http.Request, name string, perm auth.Perm) error {
 	if id.share != nil {
 		return shareMay(id.share, name, perm)
 	}
-	if h.cfg.Access == nil || h.cfg.Access.Policy().Allowed(id.user, name)&perm == perm {
+	if h.cfg.Access == nil {
+		return nil
+	}
+	pol := h.cfg.Access.Policy()
+	if pol.Allowed(id.user, name)&perm == perm && (perm&auth.Read == 0 || readsSource(pol, id.user, name)) {
+		return nil
+	}
+	if id.user == "" {
+		return errUnauthorized
+	}
+	return errForbidden
+}
+
+// readsSource reports whether user may read the file a name of a
+// sidecar's form (NAME.gz, NAME.br, NAME.zst of a type the policy
+// compresses) holds NAME's bytes of: a rule that hides NAME hides them
+// under that name too, whether largo precompress wrote the file or not.
+func readsSource(pol *auth.Policy, user, name string) bool {
+	base, _, ok := encode.SidecarBase(name)
+	if !ok || !encode.Compressible(contentType(largo.Info{Name: path.Base(base)})) {
+		return true
+	}
+	return pol.Allowed(user, base)&auth.Read != 0
+}
+
+// mayBelow is may for a request that acts on name and everything below
+// it at once (a recursive DELETE): a rule on a path below name that
+// takes perm away from the requester refuses it.
+func (h *Handler) mayBelow(r *http.Request, name string, perm auth.Perm) error {
+	if err := h.may(r, name, perm); err != nil {
+		return err
+	}
+	id := who(r)
+	if id.share != nil || h.cfg.Access == nil || h.cfg.Access.Policy().AllowedBelow(id.user, name)&perm == perm {
 		return nil
 	}
 	if id.user == "" {
@@ -268,8 +303,14 @@ func (v visible) seen(in largo.Info, name string) bool {
 	return v.may(name, auth.Read)
 }
 
+// List yields the entries of name that may be read, or none when name
+// itself may not be listed: a folder read but not listed is in an
+// archive, empty.
 func (v visible) List(ctx context.Context, name string) iter.Seq2[largo.Info, error] {
 	return func(yield func(largo.Info, error) bool) {
+		if !v.may(name, auth.List) {
+			return
+		}
 		for in, err := range v.Store.List(ctx, name) {
 			if err == nil && !v.seen(in, largo.Join(name, in.Name)) {
 				continue

@@ -50,6 +50,16 @@ allow = []
 path = "/inbox"
 users = ["bob"]
 allow = ["write"]
+
+[[rule]]
+path = "/pub/sealed"
+users = ["bob"]
+allow = []
+
+[[rule]]
+path = "/pub/unlisted"
+users = ["anonymous"]
+allow = ["read"]
 `
 
 type accessFixture struct {
@@ -62,7 +72,7 @@ func newAccessFixture(t *testing.T) *accessFixture {
 	t.Helper()
 	f := &accessFixture{now: time.Unix(2e9, 0)}
 	_, f.dir = newTestHandler(t, map[string]string{
-		"pub/a.txt": "a", "pub/hidden.txt": "h", "private/s.txt": "s", "private/deep/t.txt": "t", "inbox/old.txt": "o",
+		"pub/a.txt": "a", "pub/hidden.txt": "h", "pub/unlisted/u.txt": "u", "private/s.txt": "s", "private/deep/t.txt": "t", "inbox/old.txt": "o",
 	})
 	p := filepath.Join(t.TempDir(), "access.toml")
 	os.WriteFile(p, []byte(accessFile), 0o600)
@@ -165,12 +175,19 @@ func TestListingsLeaveOut(t *testing.T) {
 	if got := names("alice", "/"); got != "inbox,private,pub" {
 		t.Errorf("alice's root: %s", got)
 	}
-	if got := names("", "/pub/"); got != "a.txt" {
+	if got := names("", "/pub/"); got != "unlisted,a.txt" {
 		t.Errorf("anonymous /pub/: %s", got)
 	}
-	tar := f.req("GET", "/?archive=tar", "").Body.String()
-	if !strings.Contains(tar, "pub/a.txt") || strings.Contains(tar, "hidden.txt") || strings.Contains(tar, "s.txt") {
-		t.Error("the anonymous archive holds what anonymous may not read")
+	// A folder read but not listed is in an archive, empty: its entries
+	// are a listing.
+	if got := f.req("GET", "/pub/unlisted/u.txt", "").Code; got != 200 {
+		t.Errorf("anonymous GET of a file in a folder it reads: %d", got)
+	}
+	for _, path := range []string{"/?archive=tar", "/pub/?archive=tar"} {
+		tar := f.req("GET", path, "").Body.String()
+		if !strings.Contains(tar, "pub/a.txt") || strings.Contains(tar, "hidden.txt") || strings.Contains(tar, "s.txt") || strings.Contains(tar, "u.txt") {
+			t.Errorf("the anonymous archive %s holds what anonymous may not read or list", path)
+		}
 	}
 	if tar := f.req("GET", "/?archive=tar", "alice").Body.String(); !strings.Contains(tar, "private/deep/t.txt") {
 		t.Error("alice's archive lacks what she may read")
@@ -216,6 +233,17 @@ func TestShareLinks(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(f.dir, "inbox/old.txt")); string(b) != "o" {
 		t.Error("a drop-box link replaced a file")
+	}
+	// A folder asked without its slash is sent to its URL within the link.
+	for path, want := range map[string]string{
+		strings.TrimSuffix(folder, "/"): folder,
+		folder + "deep":                 folder + "deep/",
+		folder + "deep?archive=zip":     folder + "deep/?archive=zip",
+	} {
+		rec := f.req("GET", path, "")
+		if loc := rec.Header().Get("Location"); rec.Code != 301 || loc != want {
+			t.Errorf("GET %s: %d to %q; want 301 to %q", path, rec.Code, loc, want)
+		}
 	}
 	f.now = exp
 	if rec := f.req("GET", folder+"s.txt", ""); rec.Code != 403 || !strings.Contains(rec.Body.String(), "expired") {
@@ -343,6 +371,8 @@ func TestNewShare(t *testing.T) {
 		{"", "path=/pub&expires=1h", 401},
 		{"bob", "path=/private&expires=1h", 403},
 		{"bob", "path=/pub&expires=1h&write=1", 403},
+		{"bob", "path=/pub&expires=1h", 403},   // a link to /pub would reach /pub/sealed
+		{"alice", "path=/pub&expires=1h", 200}, // no rule below hides anything from alice
 		{"bob", "path=/inbox&expires=1h&write=1", 200},
 		{"alice", "path=/private&expires=1h", 200},
 		{"alice", "path=/private/s.txt&expires=1h", 200},

@@ -6,6 +6,7 @@ import (
 	"path"
 
 	"largo"
+	"largo/auth"
 	"largo/encode"
 	"largo/ingest"
 )
@@ -13,7 +14,9 @@ import (
 // remove answers DELETE: a file, or a folder when it is empty or the
 // query says ?recursive=1 or WebDAV is on (RFC 4918, 9.6.1: a DELETE of
 // a collection removes all it holds). If-Match applies to files; a lock
-// held by another client refuses it (423). 204 on success.
+// held by another client refuses it (423); a folder removed with all it
+// holds needs the permission to delete everything below it (403 when a
+// rule below takes it away). 204 on success.
 func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) error {
 	cond, err := ingest.Condition(r.Header)
 	if err != nil {
@@ -32,6 +35,12 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) er
 		opt.Recursive = true
 	}
 	in, statErr := h.cfg.Store.Stat(r.Context(), name)
+	if statErr == nil && in.IsDir && opt.Recursive {
+		// What it holds goes too: the rules below must allow that.
+		if err := h.mayBelow(r, name, auth.Delete); err != nil {
+			return err
+		}
+	}
 	if err := rm.Remove(r.Context(), name, opt); err != nil {
 		return ingest.CondErr(err, cond)
 	}

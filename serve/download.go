@@ -77,6 +77,8 @@ func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name stri
 	if rg := r.Header.Get("Range"); rg != "" && (!strings.HasPrefix(rg, "bytes=") || strings.Count(rg, ",") >= maxRanges) {
 		// RFC 9110 14.2: a range unit the server does not know is ignored.
 		r.Header.Del("Range")
+	} else if rg != "" {
+		r.Header.Set("Range", dropEmptySuffixes(rg))
 	}
 	if done, err := h.serveEncoded(w, r, name, in, ct, f); done || err != nil {
 		return err
@@ -166,9 +168,17 @@ func sniff(f largo.File) (string, error) {
 }
 
 // redirectSlash sends a folder named without its trailing slash to its
-// canonical URL, so relative links in the listing resolve.
+// canonical URL, so relative links in the listing resolve: through a
+// share link, the folder's URL within the link (r.URL names the folder
+// the link reaches, the request's own target names the link).
 func redirectSlash(w http.ResponseWriter, r *http.Request) {
-	u := url.URL{Path: r.URL.Path + "/", RawQuery: r.URL.RawQuery}
+	p := r.URL.Path
+	if who(r).share != nil {
+		if own, err := url.ParseRequestURI(r.RequestURI); err == nil {
+			p = own.Path
+		}
+	}
+	u := url.URL{Path: p + "/", RawQuery: r.URL.RawQuery}
 	http.Redirect(w, r, u.EscapedPath()+querySuffix(u.RawQuery), http.StatusMovedPermanently)
 }
 
@@ -179,4 +189,32 @@ func querySuffix(q string) string {
 		return ""
 	}
 	return "?" + q
+}
+
+// unsatisfiable is a byte range no file reaches: http.ServeContent answers
+// it 416 with Content-Range: bytes */SIZE.
+const unsatisfiable = "bytes=9223372036854775807-"
+
+// dropEmptySuffixes removes from a bytes Range header the suffix ranges of
+// length zero ("-0"), which RFC 9110 14.1.1 calls unsatisfiable and
+// http.ServeContent would answer as a 206 with an empty, inverted
+// Content-Range (bytes 3-2/3). When nothing else is asked, it returns a
+// range that is answered 416, as the request deserves.
+func dropEmptySuffixes(rg string) string {
+	specs := strings.Split(strings.TrimPrefix(rg, "bytes="), ",")
+	kept := specs[:0]
+	for _, sp := range specs {
+		sp = strings.TrimSpace(sp)
+		if n, ok := strings.CutPrefix(sp, "-"); ok && n != "" && strings.Trim(n, "0") == "" {
+			continue
+		}
+		kept = append(kept, sp)
+	}
+	switch {
+	case len(kept) == len(specs):
+		return rg
+	case len(kept) == 0:
+		return unsatisfiable
+	}
+	return "bytes=" + strings.Join(kept, ",")
 }

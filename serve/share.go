@@ -23,8 +23,9 @@ const maxShareLife = 90 * 24 * time.Hour
 
 // newShare makes a share link for the requester, who must be signed in
 // and may only share what they may do themselves: a read link to what
-// they may read (and list, for a folder), a drop box where they may
-// write.
+// they may read (and list, for a folder, and everything below it: a rule
+// below that hides something from them refuses the link), a drop box
+// where they may write.
 func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 	if h.cfg.ShareKey == nil {
 		return errNoShares
@@ -61,7 +62,9 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 	case s.File:
 		err = h.may(r, name, auth.Read)
 	default:
-		err = h.may(r, name, auth.Read|auth.List)
+		// The link reaches everything below the folder, whatever the
+		// rules say there: the maker must read and list all of it.
+		err = h.mayBelow(r, name, auth.Read|auth.List)
 	}
 	if errors.Is(err, errUnauthorized) || errors.Is(err, errForbidden) {
 		return ingest.Refuse(http.StatusForbidden, "you may only share what you may do yourself")

@@ -419,6 +419,14 @@ func (f *fakeResumer) Create(w http.ResponseWriter, r *http.Request, name string
 
 func (f *fakeResumer) Limits() string { return "max-age=60" }
 
+// Target names the file of a POST by its X-Name header, in the folder.
+func (f *fakeResumer) Target(r *http.Request, name string) (string, error) {
+	if r.Method == http.MethodPost {
+		return name + "/" + r.Header.Get("X-Name"), nil
+	}
+	return name, nil
+}
+
 // TestResumer: the writes a Resumer takes go to it after the write
 // checks, those it does not take are plain writes, or refused when their
 // body is a part; write targets announce its limits, and its upload

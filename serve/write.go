@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strings"
@@ -32,6 +31,10 @@ type Resumer interface {
 	// (writes on, the token): name is the file of a PUT, the folder of a
 	// POST. Nothing of r's body has been read.
 	Create(w http.ResponseWriter, r *http.Request, name string) error
+	// Target returns the file a write Takes took will store: name for a
+	// PUT, the file a POST to the folder name asks for. An error is the
+	// refusal Create would answer.
+	Target(r *http.Request, name string) (string, error)
 	// Limits returns the Upload-Limit field that the write targets
 	// announce (OPTIONS).
 	Limits() string
@@ -99,7 +102,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) err
 	}
 	if r.Method != http.MethodDelete {
 		if h.cfg.Resumer != nil && h.cfg.Resumer.Takes(r) {
-			return h.cfg.Resumer.Create(w, r, name)
+			return h.resume(w, r, name)
 		}
 		if ingest.Incomplete(r.Header) {
 			// A part stored as the whole would be data lost.
@@ -113,6 +116,27 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) err
 		return h.postForm(w, r, name)
 	}
 	return h.remove(w, r, name)
+}
+
+// resume hands a write the Resumer took to it, once the file a POST
+// names in its folder may be written (the folder's check passed before),
+// and with a drop-box link's condition: it only creates.
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request, name string) error {
+	if r.Method == http.MethodPost {
+		target, err := h.cfg.Resumer.Target(r, name)
+		if err != nil {
+			return err
+		}
+		if err := h.may(r, target, auth.Write); err != nil {
+			return err
+		}
+	}
+	if s := who(r).share; s != nil && s.Write {
+		r = r.Clone(ingest.ThroughLink(r.Context()))
+		r.Header.Del("If-Match")
+		r.Header.Set("If-None-Match", "*")
+	}
+	return h.cfg.Resumer.Create(w, r, name)
 }
 
 // resumable puts the write checks in front of the resumable upload
@@ -136,7 +160,7 @@ func (h *Handler) resumable(next http.Handler) http.Handler {
 		if err := h.sameOrigin(r); err != nil {
 			return err
 		}
-		if err := h.mayUpload(r); err != nil {
+		if err := h.mayUpload(r, next); err != nil {
 			return err
 		}
 		next.ServeHTTP(w, r)
@@ -144,15 +168,28 @@ func (h *Handler) resumable(next http.Handler) http.Handler {
 	})
 }
 
-// mayUpload checks a tus request: a creation needs the permission to
-// write the name its Upload-Metadata asks for (filename under folder);
-// other requests, the permission to write somewhere.
-func (h *Handler) mayUpload(r *http.Request) error {
+// mayUpload checks a tus request to next: a creation needs the
+// permission to write the name its Upload-Metadata asks for, as next
+// reads it (a handler that cannot tell, the permission to write
+// everywhere); other requests, the permission to write somewhere, or an
+// upload made through a share link.
+func (h *Handler) mayUpload(r *http.Request, next http.Handler) error {
 	if r.Method == http.MethodPost {
-		return h.may(r, tusTarget(r), auth.Write)
+		n, ok := next.(tusNamer)
+		if !ok {
+			return h.mayBelow(r, "", auth.Write)
+		}
+		name, err := n.Target(r.Header)
+		if err != nil {
+			return nil // next refuses the creation for the same reason
+		}
+		return h.may(r, name, auth.Write)
 	}
 	user := who(r).user
 	if h.cfg.Access == nil || h.cfg.Access.Policy().Somewhere(user, auth.Write) {
+		return nil
+	}
+	if l, ok := next.(linkUploads); ok && l.ThroughLink(r) {
 		return nil
 	}
 	if user == "" {
@@ -161,23 +198,18 @@ func (h *Handler) mayUpload(r *http.Request) error {
 	return errForbidden
 }
 
-// tusTarget is the name a tus creation asks for, or "" when it cannot be
-// read (which the creation refuses anyway).
-func tusTarget(r *http.Request) string {
-	meta := map[string]string{}
-	for pair := range strings.SplitSeq(r.Header.Get("Upload-Metadata"), ",") {
-		k, v, _ := strings.Cut(strings.TrimSpace(pair), " ")
-		b, err := base64.StdEncoding.DecodeString(v)
-		if err != nil {
-			return ""
-		}
-		meta[k] = string(b)
-	}
-	name, err := largo.ParseName("/" + largo.Join(strings.Trim(meta["folder"], "/"), meta["filename"]))
-	if err != nil {
-		return ""
-	}
-	return name
+// linkUploads is a resumable upload handler whose uploads made through a
+// share link (a drop box, whose holder has no account) are resumed by
+// their ID alone.
+type linkUploads interface {
+	ThroughLink(r *http.Request) bool
+}
+
+// tusNamer is a tus handler that tells the name a creation request asks
+// for, read as it will read it (a second reading of the metadata could
+// judge another name than the one written).
+type tusNamer interface {
+	Target(http.Header) (string, error)
 }
 
 // hasBody reports whether r may carry a body that a handler will read.

@@ -32,9 +32,9 @@ func TestPrecompressSweeps(t *testing.T) {
 	}
 	staging := filepath.Join(dir, filepath.FromSlash(disk.TempDir))
 	os.MkdirAll(staging, 0o755)
-	// One left by a process that is gone, one of a process still
-	// writing (this one).
-	live := fmt.Sprintf("%d-live.part", os.Getpid())
+	// One left by a process that is gone, one of another process still
+	// writing (this one's parent stands for it).
+	live := fmt.Sprintf("%d-live.part", os.Getppid())
 	for _, name := range []string{"2147483646-0123abcd.part", live} {
 		if err := os.WriteFile(filepath.Join(staging, name), []byte("half a sidecar"), 0o644); err != nil {
 			t.Fatal(err)

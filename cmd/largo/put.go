@@ -29,7 +29,8 @@ func newPut(e *env) *cobra.Command {
 
 URL is either a tus endpoint (the file is created there, its name sent as
 metadata), or a folder (ending in /) or file name on a largo server, whose
-tus endpoint is ` + client.UploadsPath + ` on the same host. The upload sends the
+tus endpoint is ` + client.UploadsPath + ` on the same host; to a largo share link
+(a drop box), the IETF protocol below, at the link's own URL. The upload sends the
 "filename" and "folder" metadata, checks each chunk with the tus checksum
 extension where the server offers it, and sends the file's sha-256, computed
 while the bytes go, as Repr-Digest with its last 4 MiB: largo refuses to
