@@ -95,23 +95,24 @@ func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm 
 // A rule below a folder that takes a needed permission away refuses the
 // whole request (mayBelow). A COPY or MOVE of a missing source is 404.
 func (h *Handler) davNeeds(r *http.Request, name string, perm auth.Perm) error {
-	ctx := r.Context()
-	src, statErr := h.cfg.Store.Stat(ctx, name)
-	isDir := statErr == nil && src.IsDir
 	switch r.Method {
-	case "PROPFIND":
-		perm = auth.Read
-		if isDir {
-			perm = auth.List
-		}
-		return h.may(r, name, perm)
+	case "PROPFIND", "COPY", "MOVE":
 	case "LOCK":
 		if strings.TrimSpace(r.Header.Get("Depth")) == "0" {
 			return h.may(r, name, perm)
 		}
 		return h.mayBelow(r, name, perm)
-	case "COPY", "MOVE":
 	default:
+		return h.may(r, name, perm)
+	}
+	ctx := r.Context()
+	src, statErr := h.cfg.Store.Stat(ctx, name)
+	isDir := statErr == nil && src.IsDir
+	if r.Method == "PROPFIND" {
+		perm = auth.Read
+		if isDir {
+			perm = auth.List
+		}
 		return h.may(r, name, perm)
 	}
 	if ow := r.Header.Get("Overwrite"); ow != "" && ow != "T" && ow != "F" {
