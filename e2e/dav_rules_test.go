@@ -83,17 +83,25 @@ allow = ["read", "list", "write"]
 	} {
 		g.seed(t, name, content)
 	}
-	return startServer(t, g.dir, "--upload", "--webdav", "--access", file)
+	args := []string{"--upload", "--webdav", "--access", file}
+	if g.srv == nil {
+		return startServer(t, g.dir, args...)
+	}
+	return startS3Largo(t, g.srv, "", args...)
 }
 
 const lockBody = `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
 
 // TestDAVRulesBelow: COPY, MOVE and LOCK are refused (403, nothing
 // changed) when a rule below the source or the destination takes away a
-// permission they need there; what no rule protects goes as before.
+// permission they need there; what no rule protects goes as before, on a
+// folder and on a bucket.
 func TestDAVRulesBelow(t *testing.T) {
 	need(t, "curl")
-	g := &target{kind: "disk", dir: t.TempDir()}
+	forEachTarget(t, davRulesBelow)
+}
+
+func davRulesBelow(t *testing.T, g *target) {
 	s := rulesServer(t, g)
 	carol := "Authorization: Bearer " + carolToken
 	bob := "Authorization: Bearer " + bobToken
@@ -139,6 +147,7 @@ func TestDAVRulesBelow(t *testing.T) {
 	if got := curlStatus(t, s.URL+"mixed2/secret/x.txt"); got != "404" {
 		t.Errorf("anonymous GET /mixed2/secret/x.txt: %s; want 404", got)
 	}
+	g.clean(t)
 }
 
 // TestDAVLockTimeout: a LOCK answers the timeout it granted: the longest
