@@ -45,7 +45,9 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/net/webdav"
 
@@ -123,6 +125,14 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 			}
 			writeStatus(w, code, reason)
 			return
+		}
+	}
+	if r.Method == "LOCK" {
+		if t, ok := grantTimeout(r.Header.Get("Timeout")); ok {
+			// The library answers the timeout asked for; the lock lives
+			// the one granted.
+			r = r.Clone(r.Context())
+			r.Header.Set("Timeout", t)
 		}
 	}
 	if r.Method == "MOVE" && r.Header.Get("Overwrite") == "" {
@@ -204,6 +214,31 @@ func (a *answer) Write(p []byte) (int, error) {
 
 // Unwrap gives http.ResponseController the connection's writer.
 func (a *answer) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+// grantTimeout returns the Timeout a LOCK is granted, when it is not the
+// one asked for: MaxTimeout in place of none, Infinite, zero or one
+// longer. Of a list, the first is taken (RFC 4918, 10.7), as the library
+// does; a malformed one is left for the library to refuse.
+func grantTimeout(asked string) (string, bool) {
+	granted := "Second-" + strconv.Itoa(int(MaxTimeout/time.Second))
+	t, _, _ := strings.Cut(asked, ",")
+	t = strings.TrimSpace(t)
+	if t == "" || t == "Infinite" {
+		return granted, true
+	}
+	n, ok := strings.CutPrefix(t, "Second-")
+	if !ok || n == "" || n[0] < '0' || n[0] > '9' {
+		return "", false
+	}
+	sec, err := strconv.ParseInt(n, 10, 64)
+	if err != nil || sec > 1<<32-1 {
+		return "", false
+	}
+	if sec == 0 || time.Duration(sec)*time.Second > MaxTimeout {
+		return granted, true
+	}
+	return "", false
+}
 
 // finiteDepth reports whether a PROPFIND's Depth is 0 or 1. A missing
 // Depth means infinity (RFC 4918, 9.1).

@@ -173,3 +173,37 @@ func TestDiscards(t *testing.T) {
 		}
 	}
 }
+
+// TestLockTimeoutAnswered: a LOCK answers the timeout the lock was
+// granted, not the one asked for, and a malformed one is refused.
+func TestLockTimeoutAnswered(t *testing.T) {
+	srv, _, _ := newServer(t, t.TempDir())
+	lock := `<?xml version="1.0"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>`
+	for i, tt := range []struct {
+		asked string
+		code  int
+		want  string
+	}{
+		{"", 201, "Second-3600"},
+		{"Infinite", 201, "Second-3600"},
+		{"Infinite, Second-60", 201, "Second-3600"},
+		{"Second-0", 201, "Second-3600"},
+		{"Second-3601", 201, "Second-3600"},
+		{"Second-4294967295", 201, "Second-3600"},
+		{"Second-60", 201, "Second-60"},
+		{" Second-3600 ", 201, "Second-3600"},
+		{"Second-60, Infinite", 201, "Second-60"},
+		{"Second-", 400, ""},
+		{"Second-4294967296", 400, ""},
+		{"soon", 400, ""},
+	} {
+		hdr := []string{"Depth", "0"}
+		if tt.asked != "" {
+			hdr = append(hdr, "Timeout", tt.asked)
+		}
+		code, body := do(t, "LOCK", fmt.Sprintf("%s/f%d.txt", srv.URL, i), lock, hdr...)
+		if code != tt.code || tt.want != "" && !strings.Contains(body, "<D:timeout>"+tt.want+"</D:timeout>") {
+			t.Errorf("LOCK with Timeout %q: %d\n%s\nwant %d and %s", tt.asked, code, body, tt.code, tt.want)
+		}
+	}
+}

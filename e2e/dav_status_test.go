@@ -102,6 +102,7 @@ func davStatuses(t *testing.T, g *target) {
 		{"COPY past --max-upload", s, "COPY", "big.bin", "", []string{"Destination", "/copy.bin"}, 413, "too large", "copy.bin"},
 		{"COPY of a folder past --max-upload", s, "COPY", "sub", "", []string{"Destination", "/sub2"}, 413, "too large", "sub2/big.bin"},
 		{"COPY with no space left", full, "COPY", "big.bin", "", []string{"Destination", "/copy.bin"}, 507, "insufficient storage", "copy.bin"},
+		{"COPY of a missing file with no space left", full, "COPY", "gone.txt", "", []string{"Destination", "/copy.bin"}, 404, "not found", "copy.bin"},
 		{"COPY past --max-upload onto a file", s, "COPY", "big.bin", "", []string{"Destination", "/a.txt"}, 413, "too large", ""},
 		{"LOCK in a missing folder", s, "LOCK", "missing/new.txt", lock, nil, 409, "folder does not exist", "missing"},
 		{"MOVE into a missing folder", s, "MOVE", "a.txt", "", []string{"Destination", "/missing/a.txt"}, 409, "folder does not exist", "missing"},

@@ -26,7 +26,9 @@ type WebDAV interface {
 	Discards(name string) bool
 }
 
-// davMethods are the methods Config.DAV serves.
+// davMethods are the methods Config.DAV serves, each with the
+// permission it needs on its own name; davNeeds adds what it needs below
+// that name and at a COPY's or MOVE's destination.
 var davMethods = map[string]auth.Perm{
 	"PROPFIND":  0, // list or read, by what the name is
 	"PROPPATCH": auth.Write,
@@ -53,8 +55,9 @@ func davHeaders(hdr http.Header, writes bool) {
 }
 
 // dav checks a DAV method the way write checks a write (writes on, a
-// browser's origin, then the permissions on the name and, for COPY and
-// MOVE, on the destination), then hands it to Config.DAV.
+// browser's origin, then the permissions davNeeds names), then hands it
+// to Config.DAV. A drop-box link passes no DAV method: it only creates
+// files, by PUT and POST.
 func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm auth.Perm) error {
 	if r.Method != "PROPFIND" {
 		if h.cfg.Writes == nil {
@@ -64,40 +67,93 @@ func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm 
 			return err
 		}
 	}
+	if s := who(r).share; s != nil && s.Write {
+		return errWriteOnly
+	}
 	if largo.Reserved(name) && !(h.cfg.DAV.Discards(name) && (r.Method == "LOCK" || r.Method == "UNLOCK")) {
 		return fmt.Errorf("%s: hidden: %w", name, largo.ErrNotFound)
 	}
-	if perm == 0 {
-		perm = auth.Read
-		if in, err := h.cfg.Store.Stat(r.Context(), name); err == nil && in.IsDir {
-			perm = auth.List
-		}
-	}
-	if err := h.may(r, name, perm); err != nil {
+	if err := h.davNeeds(r, name, perm); err != nil {
 		return err
-	}
-	if r.Method == "COPY" || r.Method == "MOVE" {
-		if ow := r.Header.Get("Overwrite"); ow != "" && ow != "T" && ow != "F" {
-			return errOverwrite
-		}
-		dst, err := destination(r)
-		if err != nil {
-			return err
-		}
-		if err := ingest.CheckName(dst); err != nil {
-			return err
-		}
-		// A copy into itself would copy what it makes, without end; a
-		// folder cannot move into itself (RFC 4918, 9.8.5: 403).
-		if dst == name || name == "" || strings.HasPrefix(dst, name+"/") {
-			return errIntoItself
-		}
-		if err := h.may(r, dst, auth.Write); err != nil {
-			return err
-		}
 	}
 	h.cfg.DAV.ServeDAV(w, r, h.readable(r))
 	return nil
+}
+
+// davNeeds checks the permissions a DAV method needs, before anything
+// changes:
+//   - PROPFIND: list on a folder, read on a file;
+//   - PROPPATCH, MKCOL, UNLOCK: write on the name;
+//   - LOCK: write on the name, and below it unless Depth is 0;
+//   - COPY: read of the source, read and list of all below a folder, and
+//     write of the destination (of all below it for a folder);
+//   - MOVE: as COPY, with delete where it reads, and no list;
+//   - COPY and MOVE onto a destination that exists: delete of it and all
+//     below it, unless a file replaces a file, which needs write alone,
+//     as a PUT that replaces one does.
+//
+// A rule below a folder that takes a needed permission away refuses the
+// whole request (mayBelow). A COPY or MOVE of a missing source is 404.
+func (h *Handler) davNeeds(r *http.Request, name string, perm auth.Perm) error {
+	switch r.Method {
+	case "PROPFIND", "COPY", "MOVE":
+	case "LOCK":
+		if strings.TrimSpace(r.Header.Get("Depth")) == "0" {
+			return h.may(r, name, perm)
+		}
+		return h.mayBelow(r, name, perm)
+	default:
+		return h.may(r, name, perm)
+	}
+	ctx := r.Context()
+	src, statErr := h.cfg.Store.Stat(ctx, name)
+	isDir := statErr == nil && src.IsDir
+	if r.Method == "PROPFIND" {
+		perm = auth.Read
+		if isDir {
+			perm = auth.List
+		}
+		return h.may(r, name, perm)
+	}
+	if ow := r.Header.Get("Overwrite"); ow != "" && ow != "T" && ow != "F" {
+		return errOverwrite
+	}
+	dst, err := destination(r)
+	if err != nil {
+		return err
+	}
+	if err := ingest.CheckName(dst); err != nil {
+		return err
+	}
+	// A copy into itself would copy what it makes, without end; a
+	// folder cannot move into itself (RFC 4918, 9.8.5: 403).
+	if dst == name || name == "" || strings.HasPrefix(dst, name+"/") {
+		return errIntoItself
+	}
+	check := h.may
+	if isDir {
+		check = h.mayBelow
+		if r.Method == "COPY" {
+			perm |= auth.List
+		}
+	}
+	if err := check(r, name, perm); err != nil {
+		return err
+	}
+	if statErr != nil {
+		return statErr
+	}
+	if err := check(r, dst, auth.Write); err != nil {
+		return err
+	}
+	if r.Header.Get("Overwrite") == "F" {
+		return nil // the library refuses an existing destination (412)
+	}
+	old, err := h.cfg.Store.Stat(ctx, dst)
+	if err != nil || !isDir && !old.IsDir {
+		return nil // nothing there to remove, or a file replaced in place
+	}
+	return h.mayBelow(r, dst, auth.Delete)
 }
 
 var errOverwrite = ingest.Refuse(http.StatusBadRequest, "bad Overwrite header: T or F")

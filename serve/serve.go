@@ -56,9 +56,11 @@
 //
 // With Config.DAV, the WebDAV methods (PROPFIND, PROPPATCH, MKCOL, COPY,
 // MOVE, LOCK, UNLOCK; dav.go) pass the same checks (writes on, origin, the
-// permissions on the name and on a COPY's or MOVE's destination) and go to
-// package dav; GET, HEAD, PUT and DELETE stay this package's, and Finder's
-// companion files are taken and dropped.
+// permissions on the name and on a COPY's or MOVE's destination, and below
+// them where the method reaches a whole folder: davNeeds) and go to
+// package dav; a drop-box link passes none of them. GET, HEAD, PUT and
+// DELETE stay this package's, and Finder's companion files are taken and
+// dropped.
 //
 // Handlers return errors; one table (ingest.Status, shared by every write
 // protocol) turns them into statuses, and the client sees a one-line
@@ -483,13 +485,7 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 	case http.MethodGet, http.MethodHead:
 		return h.get(w, r, name)
 	case http.MethodOptions:
-		w.Header().Set("Allow", h.allow())
-		if h.cfg.DAV != nil {
-			davHeaders(w.Header(), h.cfg.Writes != nil)
-		}
-		if h.cfg.Writes != nil && h.cfg.Resumer != nil {
-			w.Header().Set("Upload-Limit", h.cfg.Resumer.Limits())
-		}
+		h.options(w.Header(), who(r).share)
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}

@@ -65,6 +65,30 @@ func (h *Handler) allow() string {
 	return readMethods
 }
 
+// options sets what an OPTIONS answer announces to its requester: the
+// methods of the file tree, its DAV classes and its upload limits;
+// through a share link, only what the link allows (a read link reads,
+// with PROPFIND, and takes no locks; a drop box only uploads).
+func (h *Handler) options(hdr http.Header, s *auth.Share) {
+	allow, dav, writes := h.allow(), h.cfg.DAV != nil, h.cfg.Writes != nil
+	switch {
+	case s != nil && s.Write:
+		allow, dav = "OPTIONS, PUT, POST", false
+	case s != nil:
+		allow, writes = readMethods, false
+		if dav {
+			allow += ", PROPFIND"
+		}
+	}
+	hdr.Set("Allow", allow)
+	if dav {
+		davHeaders(hdr, writes)
+	}
+	if writes && h.cfg.Resumer != nil {
+		hdr.Set("Upload-Limit", h.cfg.Resumer.Limits())
+	}
+}
+
 // write checks a write in the order that lets a refused client keep its
 // body: writes on, a browser's origin, then the permission (write, or
 // delete); the pipeline then checks the name, the condition, the size and
