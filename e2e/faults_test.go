@@ -38,10 +38,11 @@ func formBody(name string, r io.Reader) (*bytes.Buffer, string) {
 }
 
 // refusedStatus sends a request whose body the server may refuse before
-// reading it all, and returns the status the server answered: from the
-// response, or, when the server closed the connection while the client
-// was still sending (a reset the client meets before it reads the
-// answer), from the server's access log line for the request.
+// reading it all, and returns the status the server answered. The client
+// must read it from the response: the server lingers after refusing a
+// body, so that its answer is not lost in a reset. A client that met a
+// reset anyway fails the test, and the status is then read from the
+// server's access log line, for the test's other checks.
 func refusedStatus(t *testing.T, s *server, method, url string, body io.Reader, size int64, hdr ...string) int {
 	t.Helper()
 	req, err := http.NewRequest(method, url, body)
@@ -58,6 +59,7 @@ func refusedStatus(t *testing.T, s *server, method, url string, body io.Reader, 
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	t.Errorf("%s %s: no answer read: %v", method, url, err)
 	path := req.URL.Path
 	code := 0
 	waitFor(5*time.Second, func() bool {

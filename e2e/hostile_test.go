@@ -155,3 +155,63 @@ func TestHTTP2Limits(t *testing.T) {
 		t.Errorf("SETTINGS %v; want 100 streams, 64 KiB frames, a header list under 128 KiB", got)
 	}
 }
+
+// TestRefusedBodyAnswerSurvives: a client that is still sending a body
+// when the server refuses it, and reads the answer only once it is done
+// sending, gets the answer (413 with its reason), not a reset that would
+// throw the answer away: the server lingers, discarding the rest of the
+// body, before it closes. A client sending for ever is cut all the same.
+func TestRefusedBodyAnswerSurvives(t *testing.T) {
+	s := startServer(t, t.TempDir(), "--upload-open", "--max-upload", "1MB", "--idle-timeout", "3s")
+	for i := range 3 {
+		c, err := net.Dial("tcp", s.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := make(chan error, 1)
+		go func() {
+			_, err := io.WriteString(c, "PUT /big.bin HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n")
+			chunk := fmt.Sprintf("%x\r\n%s\r\n", 64<<10, strings.Repeat("z", 64<<10))
+			for n := 0; err == nil && n < 128; n++ { // 8 MiB
+				_, err = io.WriteString(c, chunk)
+			}
+			if err == nil {
+				_, err = io.WriteString(c, "0\r\n\r\n")
+			}
+			sent <- err
+		}()
+		time.Sleep(time.Second) // long after the server answered and closed
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("round %d: reading the answer: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), "large") {
+			t.Errorf("round %d: %d %q, want 413 with its reason", i, resp.StatusCode, body)
+		}
+		if err := <-sent; err != nil {
+			t.Errorf("round %d: sending the body: %v (the server reset the connection)", i, err)
+		}
+		c.Close()
+	}
+
+	// A client that never stops sending is cut within the linger time.
+	c, err := net.Dial("tcp", s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	io.WriteString(c, "PUT /endless.bin HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n")
+	chunk := fmt.Sprintf("%x\r\n%s\r\n", 64<<10, strings.Repeat("z", 64<<10))
+	for time.Since(start) < 20*time.Second {
+		c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c, chunk); err != nil {
+			break
+		}
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("an endless body held its connection %v after its answer", d)
+	}
+}

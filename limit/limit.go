@@ -22,6 +22,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,7 +41,15 @@ type Config struct {
 	RetryAfter time.Duration
 	// Refused, when set, is called for every refused connection.
 	Refused func(remote net.Addr)
+	// Linger is how long a connection asked to linger (Linger) reads and
+	// discards what its client still sends after the server is done with
+	// it, before it closes; zero means it closes at once.
+	Linger time.Duration
 }
+
+// maxLingerBytes bounds what one lingering connection discards: a client
+// that sends more has not read its answer and is not going to.
+const maxLingerBytes = 64 << 20
 
 // maxAnswering bounds the goroutines that answer refused connections.
 const maxAnswering = 64
@@ -91,7 +100,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 		}
 		ip := hostOf(c.RemoteAddr())
 		if l.acquire(ip) {
-			return &conn{Conn: c, release: func() { l.release(ip) }}, nil
+			return &conn{Conn: c, linger: l.cfg.Linger, release: func() { l.release(ip) }}, nil
 		}
 		if l.cfg.Refused != nil {
 			l.cfg.Refused(c.RemoteAddr())
@@ -189,15 +198,43 @@ func hostOf(a net.Addr) string {
 // conn is an accepted connection that frees its place when closed.
 type conn struct {
 	net.Conn
-	once    sync.Once
-	release func()
+	once      sync.Once
+	release   func()
+	linger    time.Duration
+	lingering atomic.Bool
 }
+
+// Linger asks c to linger when it is closed: to shut its sending side,
+// then read and discard what the client still sends, for at most the
+// Config's Linger and maxLingerBytes, until the client closes its side.
+// A client that has not read the answer it was sent would otherwise meet
+// a reset, which throws that answer away (package transfer asks this of
+// a connection whose request body it gave up).
+func (c *conn) Linger() { c.lingering.Store(true) }
 
 // Close implements net.Conn.
 func (c *conn) Close() error {
+	if c.linger > 0 && c.lingering.Swap(false) {
+		c.discard()
+	}
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+// discard shuts the sending side and reads what the client still sends
+// until it closes, for a bounded time and number of bytes.
+func (c *conn) discard() {
+	c.CloseWrite()
+	c.Conn.SetReadDeadline(time.Now().Add(c.linger))
+	var buf [4 << 10]byte
+	for n := 0; n < maxLingerBytes; {
+		m, err := c.Conn.Read(buf[:])
+		n += m
+		if err != nil {
+			return
+		}
+	}
 }
 
 // ReadFrom passes the source to the wrapped connection's ReadFrom, where

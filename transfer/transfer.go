@@ -48,6 +48,7 @@
 package transfer
 
 import (
+	"context"
 	"errors"
 	"io"
 	"math"
@@ -108,8 +109,9 @@ type Response struct {
 	dirty    bool       // a deadline was set on the connection
 	extended time.Time  // when it was last set
 
-	body  *Body // the request's body, when Body made it
-	http1 bool  // the request came over HTTP/1.x
+	body  *Body           // the request's body, when Body made it
+	http1 bool            // the request came over HTTP/1.x
+	ctx   context.Context // the request's, when Body made it
 }
 
 // NewResponse wraps w.
@@ -138,6 +140,7 @@ func (r *Response) Header() http.Header { return r.rw.Header() }
 func (r *Response) Body(req *http.Request, opt BodyOptions) *Body {
 	r.body = NewBody(r, req.Body, opt)
 	r.http1 = req.ProtoMajor == 1
+	r.ctx = req.Context()
 	return r.body
 }
 
@@ -154,6 +157,7 @@ func (r *Response) answer(code int) {
 	r.status = code
 	if r.body != nil && r.http1 && !r.body.Done() {
 		r.rw.Header().Set("Connection", "close")
+		linger(r.ctx)
 	}
 }
 

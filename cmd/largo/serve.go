@@ -75,6 +75,10 @@ type serveConfig struct {
 const (
 	readHeaderTimeout = 10 * time.Second
 	maxHeaderBytes    = 64 << 10 // also bounds an HTTP/2 header list
+	// lingerTime is the most a connection closed under a client still
+	// sending a body it was refused reads and discards (package limit),
+	// so that the client reads its answer instead of a reset.
+	lingerTime = 2 * time.Second
 )
 
 // headerTimeout is how long a request's head may take, from its first
@@ -87,6 +91,15 @@ func headerTimeout(idle time.Duration) time.Duration {
 		return min(idle, readHeaderTimeout)
 	}
 	return readHeaderTimeout
+}
+
+// lingerFor is how long a connection lingers (lingerTime): never longer
+// than the idle timeout.
+func lingerFor(idle time.Duration) time.Duration {
+	if idle > 0 {
+		return min(idle, lingerTime)
+	}
+	return lingerTime
 }
 
 // listingConfig returns the listings' bounds the flags set, or the
@@ -339,6 +352,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		Refused: func(a net.Addr) {
 			logger.Warn("connection refused: too many connections", "client", a.String())
 		},
+		Linger: lingerFor(cfg.idleTimeout),
 	})
 	srv := &http.Server{
 		Handler:           h,
@@ -348,6 +362,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		TLSConfig:         tlsConf,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		HTTP2:             http2Config(cfg.idleTimeout),
+		ConnContext:       transfer.ConnContext,
 	}
 	var admin *http.Server
 	var adminURL string
