@@ -196,6 +196,9 @@ func writeJSONString(w io.Writer, s string) {
 // folderPage is what the HTML page of a folder shows besides its rows.
 func (h *Handler) folderPage(r *http.Request, name string) ui.Folder {
 	f := ui.Folder{Name: name, View: ui.ParseView(r.URL.Query())}
+	if id := who(r); id.share != nil {
+		f.Root = id.share.Path // nothing above the link's folder is reachable
+	}
 	for _, format := range archive.Formats {
 		f.Archives = append(f.Archives, string(format))
 	}

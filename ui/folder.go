@@ -5,6 +5,7 @@ import (
 	"io"
 	"iter"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,10 @@ type Share struct {
 type Folder struct {
 	// Name is the folder's store name: "" for the root, "a/b" below it.
 	Name string
+	// Root is the highest folder the visitor may reach through the page,
+	// Name or a folder above it: a share link's folder. The breadcrumb
+	// starts there and it has no parent link. "" is the store's root.
+	Root string
 	// Entries are the folder's entries, in any order: the page sorts and
 	// filters them as View says.
 	Entries []Entry
@@ -173,7 +178,7 @@ type archiveLink struct{ Format, Href string }
 
 // newPage prepares what f shows above and below the rows.
 func newPage(f Folder) page {
-	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != "", User: f.User, May: sentence(f.May), Nonce: f.Nonce, Share: f.Share}
+	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != f.Root, User: f.User, May: sentence(f.May), Nonce: f.Nonce, Share: f.Share}
 	if f.User == "" {
 		p.SignIn = f.SignIn
 	}
@@ -181,7 +186,7 @@ func newPage(f Folder) page {
 		p.Path = "/" + f.Name + "/"
 	}
 	p.Title = p.Path
-	p.Crumbs = crumbs(f.Name)
+	p.Crumbs = crumbs(f.Name, f.Root)
 	p.Columns = columns(f.View)
 	for _, format := range f.Archives {
 		p.Archives = append(p.Archives, archiveLink{Format: format, Href: "?archive=" + url.QueryEscape(format)})
@@ -189,13 +194,19 @@ func newPage(f Folder) page {
 	return p
 }
 
-// crumbs returns the breadcrumb of a folder: the root, then each folder
+// crumbs returns the breadcrumb of a folder: the root ("Home", or the
+// folder root when the visitor may reach no higher), then each folder
 // down to name, each linked by a relative path.
-func crumbs(name string) []crumb {
+func crumbs(name, root string) []crumb {
 	c := []crumb{{Name: "Home"}}
+	rest := name
+	if root != "" {
+		c[0].Name = path.Base(root)
+		rest = strings.TrimPrefix(strings.TrimPrefix(name, root), "/")
+	}
 	var parts []string
-	if name != "" {
-		parts = strings.Split(name, "/")
+	if rest != "" {
+		parts = strings.Split(rest, "/")
 	}
 	for _, p := range parts {
 		c = append(c, crumb{Name: p})

@@ -211,6 +211,23 @@ func TestFolderPage(t *testing.T) {
 			t.Errorf("empty root page without uploads or archives shows %s", absent)
 		}
 	}
+	// Through a share link to pub/docs, nothing above the link's folder
+	// is offered: the breadcrumb starts at it, and it has no parent.
+	shared := render(t, u, Folder{Name: "pub/docs/sub", Root: "pub/docs"})
+	for _, want := range []string{`<a href="./../">docs</a>`, `aria-current="page">sub</a>`, `<a href="../" class="up-link">Parent folder</a>`} {
+		if !strings.Contains(shared, want) {
+			t.Errorf("page below a share link's folder lacks %s", want)
+		}
+	}
+	for _, absent := range []string{"Home", "./../../", ">pub<"} {
+		if strings.Contains(shared, absent) {
+			t.Errorf("page below a share link's folder offers %s", absent)
+		}
+	}
+	top := render(t, u, Folder{Name: "pub/docs", Root: "pub/docs"})
+	if !strings.Contains(top, `<a href="./" aria-current="page">docs</a>`) || strings.Contains(top, "Parent folder") || strings.Contains(top, "Home") {
+		t.Error("a share link's own folder offers a way above it")
+	}
 	filtered := render(t, u, Folder{Entries: []Entry{{Name: "a"}, {Name: "b"}}, View: View{Filter: "b"}})
 	if !strings.Contains(filtered, "(1 of 2 shown)") || !strings.Contains(filtered, `value="b"`) {
 		t.Error("filtered page lacks its count or its filter")
