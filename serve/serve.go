@@ -68,6 +68,7 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -113,6 +114,13 @@ type Config struct {
 	// Logger receives the access log (one line per request) and errors.
 	// Nil discards them.
 	Logger *slog.Logger
+	// AccessLog, when set, receives the access log in Logger's stead:
+	// each line built by hand in the bytes slog.TextHandler (with no
+	// options) would write for it, and written whole in one Write, which
+	// costs a request a fraction of what the line costs through slog.
+	// Errors still go to Logger. For any other format, leave it nil and
+	// give Logger the handler.
+	AccessLog io.Writer
 	// Observer receives metrics events. Nil ignores them.
 	Observer Observer
 	// Metrics serves /_largo/metrics. Nil answers 404 there, as when the
@@ -354,7 +362,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.up.UploadEnded(string(outcome))
 		}
 	}
-	h.accessLog(r, tw, outcome, h.cfg.Now().Sub(start))
+	end := h.cfg.Now()
+	h.accessLog(r, tw, outcome, end, end.Sub(start))
 	if abort {
 		// The status line is out: the only honest signal left is to cut
 		// the connection, which net/http does for this value, quietly.
@@ -499,26 +508,28 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 }
 
 // accessLog writes the request's line.
-func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome transfer.Outcome, d time.Duration) {
-	attrs := []slog.Attr{
-		slog.String("method", r.Method),
-		slog.String("path", r.URL.Path),
-		slog.Int("status", tw.Status()),
-		slog.Int64("bytes", tw.Written()),
-		slog.Duration("duration", d),
-		slog.String("client", r.RemoteAddr),
-		slog.String("outcome", string(outcome)),
-	}
-	if rg := r.Header.Get("Range"); rg != "" {
-		attrs = append(attrs, slog.String("range", rg))
-	}
-	if ce := tw.Header().Get("Content-Encoding"); ce != "" {
-		attrs = append(attrs, slog.String("encoding", ce))
+func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome transfer.Outcome, end time.Time, d time.Duration) {
+	l := accessLine{
+		at:       end,
+		method:   r.Method,
+		path:     r.URL.Path,
+		status:   tw.Status(),
+		bytes:    tw.Written(),
+		duration: d,
+		client:   r.RemoteAddr,
+		outcome:  string(outcome),
+		rng:      r.Header.Get("Range"),
+		encoding: tw.Header().Get("Content-Encoding"),
 	}
 	if err := tw.Err(); err != nil && outcome != transfer.Complete {
-		attrs = append(attrs, slog.String("err", err.Error()))
+		l.err = err.Error()
 	}
-	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	if h.cfg.AccessLog != nil {
+		l.write(h.cfg.AccessLog) // as through slog: a failed log write fails no request
+		return
+	}
+	var a [10]slog.Attr
+	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", l.attrs(a[:0])...)
 }
 
 type nopObserver struct{}
