@@ -16,11 +16,16 @@ import (
 // pooled buffer and given to the writer in one Write. TestAccessLineAsSlog
 // holds the two to the same output.
 
-// linePool holds the buffers lines are built in.
-var linePool = sync.Pool{New: func() any {
+// linePool holds the buffers lines are built in (one per Handler).
+type linePool struct{ sync.Pool }
+
+func (p *linePool) get() *[]byte {
+	if bp, ok := p.Get().(*[]byte); ok {
+		return bp
+	}
 	b := make([]byte, 0, 256)
 	return &b
-}}
+}
 
 // maxPooledLine is the largest buffer given back to the pool: a line with
 // a long path or error does not keep its buffer alive.
@@ -65,14 +70,14 @@ func (l *accessLine) attrs(a []slog.Attr) []slog.Attr {
 	return attrs
 }
 
-// write appends the line to a pooled buffer and writes it to w.
-func (l *accessLine) write(w io.Writer) error {
-	bp := linePool.Get().(*[]byte)
+// write appends the line to a buffer of pool and writes it to w.
+func (l *accessLine) write(w io.Writer, pool *linePool) error {
+	bp := pool.get()
 	b := l.append((*bp)[:0])
 	_, err := w.Write(b)
 	if cap(b) <= maxPooledLine {
 		*bp = b
-		linePool.Put(bp)
+		pool.Put(bp)
 	}
 	return err
 }

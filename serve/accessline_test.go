@@ -45,7 +45,7 @@ func TestAccessLineAsSlog(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got bytes.Buffer
-			if err := l.write(&got); err != nil {
+			if err := l.write(&got, new(linePool)); err != nil {
 				t.Fatal(err)
 			}
 			if got.String() != want.String() {
@@ -69,9 +69,10 @@ func BenchmarkAccessLine(b *testing.B) {
 		}
 	})
 	b.Run("hand", func(b *testing.B) {
+		var pool linePool
 		b.ReportAllocs()
 		for b.Loop() {
-			l.write(discard{})
+			l.write(discard{}, &pool)
 		}
 	})
 }

@@ -221,6 +221,7 @@ type Handler struct {
 	log      *slog.Logger
 	obs      Observer
 	sent     func(int64) // obs.BytesSent, made once: a method value per request is an allocation
+	lines    linePool    // buffers of the access lines (Config.AccessLog)
 	up       UploadObserver
 	comp     CompressionObserver
 	own      *http.ServeMux // the reserved prefix
@@ -525,7 +526,7 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 		l.err = err.Error()
 	}
 	if h.cfg.AccessLog != nil {
-		l.write(h.cfg.AccessLog) // as through slog: a failed log write fails no request
+		l.write(h.cfg.AccessLog, &h.lines) // as through slog: a failed log write fails no request
 		return
 	}
 	var a [10]slog.Attr
