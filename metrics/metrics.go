@@ -24,6 +24,7 @@ type Metrics struct {
 	active    prometheus.Gauge
 	bytesSent prometheus.Counter
 	transfers *prometheus.CounterVec
+	ended     map[string]prometheus.Counter // transfers' counters for the outcomes known at New
 	panics    prometheus.Counter
 
 	bytesReceived prometheus.Counter
@@ -72,8 +73,12 @@ func New(reg *prometheus.Registry, outcomes []string) *Metrics {
 			Help: "Responses sent compressed, by coding and source (sidecar or dynamic); source refused counts those sent uncompressed because every compression slot was taken.",
 		}, []string{"coding", "source"}),
 	}
+	// The known outcomes' counters are resolved once: the map is only
+	// read after New, and a lookup in it is cheaper than the vector's
+	// hashing and locking on every request.
+	m.ended = make(map[string]prometheus.Counter, len(outcomes))
 	for _, o := range outcomes {
-		m.transfers.WithLabelValues(o)
+		m.ended[o] = m.transfers.WithLabelValues(o)
 		m.uploads.WithLabelValues(o)
 	}
 	reg.MustRegister(
@@ -100,6 +105,10 @@ func (m *Metrics) BytesSent(n int64) { m.bytesSent.Add(float64(n)) }
 // TransferEnded implements serve.Observer.
 func (m *Metrics) TransferEnded(outcome string) {
 	m.active.Dec()
+	if c, ok := m.ended[outcome]; ok {
+		c.Inc()
+		return
+	}
 	m.transfers.WithLabelValues(outcome).Inc()
 }
 

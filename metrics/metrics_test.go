@@ -16,6 +16,8 @@ func TestMetrics(t *testing.T) {
 	m.BytesSent(1000)
 	m.BytesSent(24)
 	m.TransferEnded("aborted")
+	m.TransferStarted()
+	m.TransferEnded("timeout") // an outcome not given to New
 	m.Panicked()
 	m.Compressed("zstd", "dynamic")
 	m.Compressed("zstd", "dynamic")
@@ -29,6 +31,7 @@ func TestMetrics(t *testing.T) {
 		"largo_bytes_sent_total 1024",
 		`largo_transfers_total{outcome="aborted"} 1`,
 		`largo_transfers_total{outcome="complete"} 0`,
+		`largo_transfers_total{outcome="timeout"} 1`,
 		"largo_panics_total 1",
 		`largo_compressed_responses_total{coding="zstd",source="dynamic"} 2`,
 		`largo_compressed_responses_total{coding="br",source="refused"} 1`,
@@ -38,5 +41,16 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("exposition lacks %q", want)
 		}
+	}
+}
+
+// BenchmarkTransfer is the metrics' share of one request for the file tree.
+func BenchmarkTransfer(b *testing.B) {
+	m := New(prometheus.NewRegistry(), []string{"complete", "aborted"})
+	b.ReportAllocs()
+	for b.Loop() {
+		m.TransferStarted()
+		m.BytesSent(4096)
+		m.TransferEnded("complete")
 	}
 }

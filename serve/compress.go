@@ -49,6 +49,21 @@ func (h *Handler) serveEncoded(w http.ResponseWriter, r *http.Request, name stri
 	case ch.Sidecar:
 		return h.serveSidecar(w, r, name, ch.Coding, sidecars[ch.Coding])
 	}
+	if ct == in.ContentType {
+		// The type is the store's label, not the bytes': versitygw, for
+		// one, calls an object it holds no type for text/plain. Bytes
+		// that are not what the label says would cost an encoder and a
+		// core for nothing, so they are looked at first (on a bucket, one
+		// more ranged GET per compressed response) and sent as they are
+		// unless they look compressible too.
+		got, err := sniff(f)
+		if err != nil {
+			return true, err
+		}
+		if !encode.Compressible(got) {
+			return false, nil
+		}
+	}
 	return h.serveDynamic(w, r, in, ch.Coding, f)
 }
 

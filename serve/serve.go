@@ -70,6 +70,7 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -115,6 +116,13 @@ type Config struct {
 	// Logger receives the access log (one line per request) and errors.
 	// Nil discards them.
 	Logger *slog.Logger
+	// AccessLog, when set, receives the access log in Logger's stead:
+	// each line built by hand in the bytes slog.TextHandler (with no
+	// options) would write for it, and written whole in one Write, which
+	// costs a request a fraction of what the line costs through slog.
+	// Errors still go to Logger. For any other format, leave it nil and
+	// give Logger the handler.
+	AccessLog io.Writer
 	// Observer receives metrics events. Nil ignores them.
 	Observer Observer
 	// Metrics serves /_largo/metrics. Nil answers 404 there, as when the
@@ -214,6 +222,8 @@ type Handler struct {
 	cfg      Config
 	log      *slog.Logger
 	obs      Observer
+	sent     func(int64) // obs.BytesSent, made once: a method value per request is an allocation
+	lines    linePool    // buffers of the access lines (Config.AccessLog)
 	up       UploadObserver
 	comp     CompressionObserver
 	own      *http.ServeMux // the reserved prefix
@@ -236,6 +246,7 @@ func New(cfg Config) *Handler {
 	if h.obs == nil {
 		h.obs = nopObserver{}
 	}
+	h.sent = h.obs.BytesSent
 	h.up = cfg.Uploads
 	if h.up == nil {
 		h.up = nopObserver{}
@@ -308,7 +319,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	own := strings.HasPrefix(r.URL.Path, Prefix)
 	opt := transfer.Options{IdleTimeout: h.cfg.IdleTimeout, MinRate: h.cfg.MinRate, Now: h.cfg.Now}
 	if !own {
-		opt.Sent = h.obs.BytesSent
+		opt.Sent = h.sent
 		h.obs.TransferStarted()
 	}
 	tw := transfer.NewResponse(w, opt)
@@ -354,7 +365,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.up.UploadEnded(string(outcome))
 		}
 	}
-	h.accessLog(r, tw, outcome, h.cfg.Now().Sub(start))
+	end := h.cfg.Now()
+	h.accessLog(r, tw, outcome, end, end.Sub(start))
 	if abort {
 		// The status line is out: the only honest signal left is to cut
 		// the connection, which net/http does for this value, quietly.
@@ -493,26 +505,28 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 }
 
 // accessLog writes the request's line.
-func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome transfer.Outcome, d time.Duration) {
-	attrs := []slog.Attr{
-		slog.String("method", r.Method),
-		slog.String("path", r.URL.Path),
-		slog.Int("status", tw.Status()),
-		slog.Int64("bytes", tw.Written()),
-		slog.Duration("duration", d),
-		slog.String("client", r.RemoteAddr),
-		slog.String("outcome", string(outcome)),
-	}
-	if rg := r.Header.Get("Range"); rg != "" {
-		attrs = append(attrs, slog.String("range", rg))
-	}
-	if ce := tw.Header().Get("Content-Encoding"); ce != "" {
-		attrs = append(attrs, slog.String("encoding", ce))
+func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome transfer.Outcome, end time.Time, d time.Duration) {
+	l := accessLine{
+		at:       end,
+		method:   r.Method,
+		path:     r.URL.Path,
+		status:   tw.Status(),
+		bytes:    tw.Written(),
+		duration: d,
+		client:   r.RemoteAddr,
+		outcome:  string(outcome),
+		rng:      r.Header.Get("Range"),
+		encoding: tw.Header().Get("Content-Encoding"),
 	}
 	if err := tw.Err(); err != nil && outcome != transfer.Complete {
-		attrs = append(attrs, slog.String("err", err.Error()))
+		l.err = err.Error()
 	}
-	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	if h.cfg.AccessLog != nil {
+		l.write(h.cfg.AccessLog, &h.lines) // as through slog: a failed log write fails no request
+		return
+	}
+	var a [10]slog.Attr
+	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", l.attrs(a[:0])...)
 }
 
 type nopObserver struct{}

@@ -42,6 +42,7 @@ func BenchmarkSmallFile(b *testing.B) {
 		{"largo-nolog", New(Config{Store: s})},
 		{"largo-log-direct", New(Config{Store: s, Logger: slog.New(slog.NewTextHandler(logFile, nil))})},
 		{"largo-log-queued", New(Config{Store: s, Logger: slog.New(slog.NewTextHandler(queue, nil))})},
+		{"largo-log-hand", New(Config{Store: s, Logger: slog.New(slog.NewTextHandler(queue, nil)), AccessLog: queue})},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			b.ReportAllocs()

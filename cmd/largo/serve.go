@@ -326,6 +326,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		Compression: m,
 		Store:       store,
 		Logger:      logger,
+		AccessLog:   textAccessLog(logOut, cfg.logFormat.value),
 		Observer:    m,
 		Metrics:     m.Handler(),
 		IdleTimeout: cfg.idleTimeout,
@@ -535,6 +536,15 @@ func adminMux(metrics http.Handler) *http.ServeMux {
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// textAccessLog is where serve writes its access lines by hand: w in the
+// text format, whose bytes they match; nil (through the Logger) for JSON.
+func textAccessLog(w io.Writer, format string) io.Writer {
+	if format == "json" {
+		return nil
+	}
+	return w
 }
 
 func newLogger(w io.Writer, format string) *slog.Logger {

@@ -1,0 +1,155 @@
+package serve
+
+import (
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The access line built by hand (Config.AccessLog): the bytes
+// slog.TextHandler writes for the same record, without slog's attribute
+// values, its Record's overflow slice and its handler's lock, appended to a
+// pooled buffer and given to the writer in one Write. TestAccessLineAsSlog
+// holds the two to the same output.
+
+// linePool holds the buffers lines are built in (one per Handler).
+type linePool struct{ sync.Pool }
+
+func (p *linePool) get() *[]byte {
+	if bp, ok := p.Get().(*[]byte); ok {
+		return bp
+	}
+	b := make([]byte, 0, 256)
+	return &b
+}
+
+// maxPooledLine is the largest buffer given back to the pool: a line with
+// a long path or error does not keep its buffer alive.
+const maxPooledLine = 4 << 10
+
+// accessLine is one request's fields, in the order they are written.
+type accessLine struct {
+	at       time.Time
+	method   string
+	path     string
+	status   int
+	bytes    int64
+	duration time.Duration
+	client   string
+	outcome  string
+	rng      string // empty: left out
+	encoding string // empty: left out
+	err      string // empty: left out
+}
+
+// attrs appends the line's fields as slog attributes to a, for a Logger
+// (a caller's array of ten on its stack holds them without an allocation).
+func (l *accessLine) attrs(a []slog.Attr) []slog.Attr {
+	attrs := append(a,
+		slog.String("method", l.method),
+		slog.String("path", l.path),
+		slog.Int("status", l.status),
+		slog.Int64("bytes", l.bytes),
+		slog.Duration("duration", l.duration),
+		slog.String("client", l.client),
+		slog.String("outcome", l.outcome),
+	)
+	if l.rng != "" {
+		attrs = append(attrs, slog.String("range", l.rng))
+	}
+	if l.encoding != "" {
+		attrs = append(attrs, slog.String("encoding", l.encoding))
+	}
+	if l.err != "" {
+		attrs = append(attrs, slog.String("err", l.err))
+	}
+	return attrs
+}
+
+// write appends the line to a buffer of pool and writes it to w.
+func (l *accessLine) write(w io.Writer, pool *linePool) error {
+	bp := pool.get()
+	b := l.append((*bp)[:0])
+	_, err := w.Write(b)
+	if cap(b) <= maxPooledLine {
+		*bp = b
+		pool.Put(bp)
+	}
+	return err
+}
+
+// append appends the line, newline included, to b.
+func (l *accessLine) append(b []byte) []byte {
+	b = append(b, "time="...)
+	b = appendMillis(b, l.at)
+	b = append(b, " level=INFO msg=request method="...)
+	b = appendTextString(b, l.method)
+	b = append(b, " path="...)
+	b = appendTextString(b, l.path)
+	b = append(b, " status="...)
+	b = strconv.AppendInt(b, int64(l.status), 10)
+	b = append(b, " bytes="...)
+	b = strconv.AppendInt(b, l.bytes, 10)
+	b = append(b, " duration="...)
+	b = append(b, l.duration.String()...)
+	b = append(b, " client="...)
+	b = appendTextString(b, l.client)
+	b = append(b, " outcome="...)
+	b = appendTextString(b, l.outcome)
+	if l.rng != "" {
+		b = append(b, " range="...)
+		b = appendTextString(b, l.rng)
+	}
+	if l.encoding != "" {
+		b = append(b, " encoding="...)
+		b = appendTextString(b, l.encoding)
+	}
+	if l.err != "" {
+		b = append(b, " err="...)
+		b = appendTextString(b, l.err)
+	}
+	return append(b, '\n')
+}
+
+// appendMillis appends t as slog's text handler writes a record's time:
+// RFC 3339 with exactly three digits of milliseconds (truncated).
+func appendMillis(b []byte, t time.Time) []byte {
+	const layout = "2006-01-02T15:04:05.000Z07:00"
+	return t.AppendFormat(b, layout)
+}
+
+// appendTextString appends s as a value of slog's text format: as it is,
+// or quoted with Go's rules when it is empty or holds a space, an equals
+// sign, a quote, a control character or anything not printable.
+func appendTextString(b []byte, s string) []byte {
+	if textNeedsQuotes(s) {
+		return strconv.AppendQuote(b, s)
+	}
+	return append(b, s...)
+}
+
+func textNeedsQuotes(s string) bool {
+	if s == "" {
+		return true
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c <= ' ' || c == '=' || c == '"' || c == 0x7f {
+				return true
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return true
+		}
+		i += n
+	}
+	return false
+}
