@@ -16,9 +16,9 @@ import (
 // read and discard what still comes for a short, bounded time, until the
 // client, having read the answer, closes its side.
 
-// Lingerer is a connection that can linger when it closes (package
+// lingerer is a connection that can linger when it closes (package
 // limit's connections can).
-type Lingerer interface {
+type lingerer interface {
 	// Linger asks the connection to linger when it is closed.
 	Linger()
 }
@@ -41,7 +41,7 @@ func linger(ctx context.Context) {
 	}
 	c, _ := ctx.Value(connKey{}).(net.Conn)
 	for c != nil {
-		if l, ok := c.(Lingerer); ok {
+		if l, ok := c.(lingerer); ok {
 			l.Linger()
 			return
 		}
