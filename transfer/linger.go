@@ -36,11 +36,7 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 // linger asks the connection of ctx to linger when it closes, unwrapping
 // a TLS connection to the one beneath.
 func linger(ctx context.Context) {
-	if ctx == nil {
-		return
-	}
-	c, _ := ctx.Value(connKey{}).(net.Conn)
-	for c != nil {
+	for c := ConnOf(ctx); c != nil; {
 		if l, ok := c.(lingerer); ok {
 			l.Linger()
 			return

@@ -14,7 +14,10 @@
 // Response keeps sendfile alive: it implements io.ReaderFrom and passes an
 // *os.File (anything implementing syscall.Conn, behind an io.LimitedReader)
 // through to the underlying ResponseWriter, and it forwards Unwrap so that
-// http.ResponseController reaches the connection.
+// http.ResponseController reaches the connection. A large body over plain
+// HTTP/1 goes to the connection's own ReadFrom instead, which holds no
+// copy buffer while the client reads, and closes the connection after it
+// (direct.go says why).
 //
 // Body is the same for the other direction: it wraps a request body, moves
 // the connection's read deadline as bytes arrive, counts them and says how
@@ -52,6 +55,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -76,6 +80,10 @@ type Options struct {
 	Sent func(n int64)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Conn, when set, is the connection of a GET (ConnOf of its context):
+	// a large file body over plain HTTP/1 is then sent by the connection
+	// itself (see direct.go).
+	Conn net.Conn
 }
 
 // segment is how much of a file one sendfile call may send before the
@@ -112,6 +120,8 @@ type Response struct {
 	body  *Body           // the request's body, when Body made it
 	http1 bool            // the request came over HTTP/1.x
 	ctx   context.Context // the request's, when Body made it
+
+	direct io.ReaderFrom // the connection, when it sends the body itself
 }
 
 // NewResponse wraps w.
@@ -158,6 +168,9 @@ func (r *Response) answer(code int) {
 	if r.body != nil && r.http1 && !r.body.Done() {
 		r.rw.Header().Set("Connection", "close")
 		linger(r.ctx)
+	}
+	if r.opt.Conn != nil && (code == http.StatusOK || code == http.StatusPartialContent) {
+		r.direct = r.sendsItself()
 	}
 }
 
@@ -207,6 +220,15 @@ func (r *Response) ReadFrom(src io.Reader) (int64, error) {
 	}
 	if _, isFile := inner.(syscall.Conn); !ok || !isFile {
 		return r.copy(src, ok)
+	}
+	if r.direct != nil {
+		// The head first, then the body straight from the file to the
+		// connection.
+		if err := r.rc.Flush(); err != nil {
+			r.fail(err)
+			return 0, r.err
+		}
+		rf = r.direct
 	}
 	var wd *watchdog // none: stop and tooSlow take nil
 	if remain > smallBody {

@@ -1,0 +1,88 @@
+package transfer
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"strconv"
+)
+
+// Large file bodies sent by the connection itself.
+//
+// net/http sends a file body with sendfile from its response's ReadFrom,
+// which takes a 32 KiB copy buffer from its pool on entry and gives it
+// back on return (it copies the first 512 bytes through it, to sniff a
+// content type that largo always sets). The sendfile of the whole body
+// happens in between, so a download holds a buffer for as long as its
+// client takes to read it: a thousand downloads in flight hold a thousand
+// buffers, as much memory as all the rest of their connections together.
+//
+// So a large file body of a GET over plain HTTP/1 (no TLS: TLS copies
+// through buffers of its own) leaves by the connection's own ReadFrom,
+// sendfile with no buffer: the head is flushed first, then the segments go
+// to the connection as they would have gone through net/http. net/http
+// has not counted those bytes, and a response it counts short of its
+// Content-Length is one it will not keep the connection alive after, so
+// the answer says Connection: close, and the client opens a new
+// connection for its next request: one handshake after at least
+// directBody bytes. Smaller bodies, HEAD, and every other answer keep
+// their connection.
+
+// directBody is the smallest body the connection sends itself.
+const directBody = 16 << 20
+
+// ConnOf returns the request connection that ConnContext kept in ctx, or
+// nil; it is what Options.Conn wants.
+func ConnOf(ctx context.Context) net.Conn {
+	if ctx == nil {
+		return nil
+	}
+	c, _ := ctx.Value(connKey{}).(net.Conn)
+	return c
+}
+
+// sendsItself decides, as a 200 or 206 answer begins, whether its body
+// is sent by the connection itself, and if so says Connection: close and
+// returns the connection's ReadFrom.
+func (r *Response) sendsItself() io.ReaderFrom {
+	if _, http1 := r.rw.(io.ReaderFrom); !http1 {
+		return nil
+	}
+	h := r.rw.Header()
+	if n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64); err != nil || n < directBody || h.Get("Content-Encoding") != "" {
+		return nil
+	}
+	rf := sendfileConn(r.opt.Conn)
+	if rf != nil {
+		h.Set("Connection", "close")
+	}
+	return rf
+}
+
+// sendfileConn returns c as an io.ReaderFrom when it sends files with
+// sendfile: a TCP connection, bare or behind wrappers that give it up
+// through NetConn and pass ReadFrom through. A TLS connection, or
+// anything else, gives nil.
+func sendfileConn(c net.Conn) io.ReaderFrom {
+	rf, ok := c.(io.ReaderFrom)
+	if !ok {
+		return nil
+	}
+	for c != nil {
+		switch t := c.(type) {
+		case *tls.Conn:
+			return nil
+		case *net.TCPConn:
+			return rf
+		case interface{ NetConn() net.Conn }:
+			c = t.NetConn()
+			if _, ok := c.(io.ReaderFrom); !ok {
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+	return nil
+}
