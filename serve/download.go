@@ -12,6 +12,7 @@ import (
 
 	"largo"
 	"largo/auth"
+	"largo/transfer"
 )
 
 // maxRanges bounds the ranges of one request. Beyond it the Range header is
@@ -94,6 +95,9 @@ func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name stri
 // reader that keeps the first read error.
 func serveBody(w http.ResponseWriter, r *http.Request, name string, mod time.Time, f largo.File) error {
 	if of, ok := f.(largo.OSFile); ok {
+		if tw, ok := w.(*transfer.Response); ok && r.Method == http.MethodGet {
+			tw.SendFilesBy(transfer.ConnOf(r.Context()))
+		}
 		http.ServeContent(w, r, name, mod, &sized{File: of.OSFile(), size: f.Info().Size, atStart: true})
 		return nil
 	}

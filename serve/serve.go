@@ -318,9 +318,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := h.cfg.Now()
 	own := strings.HasPrefix(r.URL.Path, Prefix)
 	opt := transfer.Options{IdleTimeout: h.cfg.IdleTimeout, MinRate: h.cfg.MinRate, Now: h.cfg.Now}
-	if r.Method == http.MethodGet {
-		opt.Conn = transfer.ConnOf(r.Context())
-	}
 	if !own {
 		opt.Sent = h.sent
 		h.obs.TransferStarted()

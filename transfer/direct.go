@@ -16,24 +16,31 @@ import (
 // content type that largo always sets). The sendfile of the whole body
 // happens in between, so a download holds a buffer for as long as its
 // client takes to read it: a thousand downloads in flight hold a thousand
-// buffers, as much memory as all the rest of their connections together.
+// buffers, 32 MB of heap.
 //
-// So a large file body of a GET over plain HTTP/1 (no TLS: TLS copies
-// through buffers of its own) leaves by the connection's own ReadFrom,
-// sendfile with no buffer: the head is flushed first, then the segments go
-// to the connection as they would have gone through net/http. net/http
-// has not counted those bytes, and a response it counts short of its
-// Content-Length is one it will not keep the connection alive after, so
-// the answer says Connection: close, and the client opens a new
-// connection for its next request: one handshake after at least
-// directBody bytes. Smaller bodies, HEAD, and every other answer keep
-// their connection.
+// So the large file body of a GET over plain HTTP/1 (not TLS, which
+// copies through buffers of its own), when its handler called
+// SendFilesBy, leaves by the connection's own ReadFrom: sendfile with no
+// buffer. The head is flushed first, then the segments go to the
+// connection as they would have gone through net/http. net/http has not
+// counted those bytes, and it does not keep a connection alive after a
+// response it counts short of its Content-Length, so the answer says
+// Connection: close, and the client opens a new connection for its next
+// request: one handshake after at least directBody bytes. Smaller bodies,
+// HEAD, and every other answer keep their connection.
 
 // directBody is the smallest body the connection sends itself.
 const directBody = 16 << 20
 
+// SendFilesBy lets a large file body of r leave by c, the request's
+// connection (ConnOf of its context), rather than through net/http. Call
+// it before the answer begins, for a GET whose body will be an
+// operating-system file: the answer says Connection: close as it begins,
+// whatever its body turns out to be.
+func (r *Response) SendFilesBy(c net.Conn) { r.conn = c }
+
 // ConnOf returns the request connection that ConnContext kept in ctx, or
-// nil; it is what Options.Conn wants.
+// nil.
 func ConnOf(ctx context.Context) net.Conn {
 	if ctx == nil {
 		return nil
@@ -53,7 +60,7 @@ func (r *Response) sendsItself() io.ReaderFrom {
 	if n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64); err != nil || n < directBody || h.Get("Content-Encoding") != "" {
 		return nil
 	}
-	rf := sendfileConn(r.opt.Conn)
+	rf := sendfileConn(r.conn)
 	if rf != nil {
 		h.Set("Connection", "close")
 	}

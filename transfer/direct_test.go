@@ -29,7 +29,8 @@ func fileServer(t *testing.T, path string) *httptest.Server {
 		}
 		defer f.Close()
 		fi, _ := f.Stat()
-		r := NewResponse(w, Options{IdleTimeout: time.Minute, Conn: ConnOf(req.Context())})
+		r := NewResponse(w, Options{IdleTimeout: time.Minute})
+		r.SendFilesBy(ConnOf(req.Context()))
 		http.ServeContent(r, req, "", fi.ModTime(), f)
 		r.Finish()
 	}))

@@ -80,10 +80,6 @@ type Options struct {
 	Sent func(n int64)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Conn, when set, is the connection of a GET (ConnOf of its context):
-	// a large file body over plain HTTP/1 is then sent by the connection
-	// itself (see direct.go).
-	Conn net.Conn
 }
 
 // segment is how much of a file one sendfile call may send before the
@@ -121,6 +117,7 @@ type Response struct {
 	http1 bool            // the request came over HTTP/1.x
 	ctx   context.Context // the request's, when Body made it
 
+	conn   net.Conn      // the request's connection, when SendFilesBy gave it
 	direct io.ReaderFrom // the connection, when it sends the body itself
 }
 
@@ -169,7 +166,7 @@ func (r *Response) answer(code int) {
 		r.rw.Header().Set("Connection", "close")
 		linger(r.ctx)
 	}
-	if r.opt.Conn != nil && (code == http.StatusOK || code == http.StatusPartialContent) {
+	if r.conn != nil && (code == http.StatusOK || code == http.StatusPartialContent) {
 		r.direct = r.sendsItself()
 	}
 }
