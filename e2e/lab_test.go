@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"largo/internal/versitygw"
 	"largo/lab"
 	"largo/proc"
 )
@@ -98,8 +99,8 @@ func TestBenchQuick(t *testing.T) {
 			t.Errorf("no %s table on stdout", sc)
 		}
 		for _, server := range []string{"largo", "naive"} {
-			if sc == "https" && server == "naive" {
-				continue // served over TLS by largo, nginx and Caddy only
+			if (sc == "https" || sc == "bucket") && server == "naive" {
+				continue // served over TLS by largo, nginx and Caddy only; buckets by largo only
 			}
 			n := 0
 			for _, r := range rep.Rows {
@@ -132,6 +133,15 @@ func TestBenchQuick(t *testing.T) {
 	for _, c := range []string{"1", "20"} {
 		if r := row(t, rep, "download", "largo", c); r.Outcome != lab.OK || r.Values["mb_per_s"].Median <= 0 {
 			t.Errorf("largo downloads at concurrency %s: %s", c, r.Outcome)
+		}
+	}
+
+	// A bucket read by twenty clients and written by one, through largo.
+	if versitygw.Find() != "" {
+		for _, c := range []string{"read 20", "write 1"} {
+			if r := row(t, rep, "bucket", "largo", c); r.Outcome != lab.OK || r.Values["mb_per_s"].Median <= 0 {
+				t.Errorf("largo on a bucket, %s: %s", c, r.Outcome)
+			}
 		}
 	}
 

@@ -132,6 +132,14 @@ var presets = map[string]func() Server{
 			Files:   map[string]string{"main.go": goFileServer},
 		}
 	},
+	"rclone": func() Server {
+		// A folder over HTTP; in the bucket scenario, rclone's s3
+		// backend reading the bucket directly.
+		return Server{
+			Name:    "rclone",
+			Command: "exec rclone serve http {dir} --addr 127.0.0.1:{port}",
+		}
+	},
 	"node": func() Server {
 		return Server{
 			Name:    "node",
@@ -148,6 +156,7 @@ var presetPrograms = map[string][2]string{
 	"caddy":      {"caddy", "caddy"},
 	"node":       {"node", "nodejs"},
 	"fileserver": {"go", "golang-go"},
+	"rclone":     {"rclone", "rclone"},
 }
 
 // Presets returns the names of the peers known by name alone.

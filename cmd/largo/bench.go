@@ -54,7 +54,7 @@ read. A server whose memory passes --memory-guard is killed and reported as
 such.
 
 Peers are presets (nginx, caddy, node, fileserver: Go's http.FileServer,
-built with the go command) or NAME=COMMAND, a shell command with
+built with the go command, rclone) or NAME=COMMAND, a shell command with
 the placeholders {dir} (the folder to serve), {port} (the port to listen on
 at 127.0.0.1) and {tmp} (a scratch folder), for example:
   --peer nginx --peer caddy --peer node
@@ -75,7 +75,7 @@ at 127.0.0.1) and {tmp} (a scratch folder), for example:
 	f.DurationVar(&cfg.hold, "hold", 0, "how long the stalled and dripping clients are held (default 20s, 2s with --quick)")
 	f.IntVar(&cfg.reps, "reps", 0, "repetitions, interleaved across servers, reported as median (min-max) (default 3, 1 with --quick)")
 	f.Var(&cfg.client, "client", "HTTP client: go or curl (curl processes)")
-	f.StringArrayVar(&cfg.peers, "peer", nil, "a server to compare: nginx, caddy, node, fileserver, or 'NAME=COMMAND' with {dir} {port} {tmp}; repeat for several (default none)")
+	f.StringArrayVar(&cfg.peers, "peer", nil, "a server to compare: nginx, caddy, node, fileserver, rclone, or 'NAME=COMMAND' with {dir} {port} {tmp}; repeat for several (default none)")
 	f.StringVar(&cfg.data, "data", "", "folder for the data files, generated there if missing and kept (default a temporary folder, removed)")
 	f.StringVar(&cfg.json, "json", "", "also write every result as JSON to this file (default none)")
 	f.StringVar(&cfg.charts, "charts", "", "also write SVG charts of the download scenario into this folder (default none)")

@@ -15,25 +15,23 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"largo/internal/testenv"
+	"largo/internal/versitygw"
 )
 
 // Program is the name of the server binary.
-const Program = "versitygw"
+const Program = versitygw.Program
 
 // Options changes how the server runs. The zero value is a server that
 // keeps connections alive, as production S3 services do.
@@ -44,61 +42,14 @@ type Options struct {
 	NoKeepAlive bool
 }
 
-// Server is a running versitygw process with one bucket.
+// Server is a running versitygw process with one bucket (see package
+// versitygw for its fields), with helpers for tests.
 type Server struct {
-	// Endpoint is the server's URL, http://127.0.0.1:PORT.
-	Endpoint string
-	// Addr is the server's host:port.
-	Addr string
-	// AccessKey and SecretKey are the root credentials.
-	AccessKey, SecretKey string
-	// Region is the region the server answers for.
-	Region string
-	// Bucket is an empty bucket created at start.
-	Bucket string
-	// Dir is the posix folder the server keeps buckets in: the objects of
-	// Bucket are the files under Dir/Bucket.
-	Dir string
-	// PID is the server's process ID.
-	PID int
-	// Client is a client with the root credentials, for setting up test
-	// data and looking at what a test left.
-	Client *awss3.Client
-
-	cmd  *exec.Cmd
-	log  string // the server's output
-	done chan struct{}
+	*versitygw.Server
 }
 
 // Find returns the path of versitygw, or "" when it is not installed.
-func Find() string {
-	if p, err := exec.LookPath(Program); err == nil {
-		return p
-	}
-	dirs := []string{os.Getenv("GOBIN")}
-	if gp := os.Getenv("GOPATH"); gp != "" {
-		dirs = append(dirs, filepath.Join(filepath.SplitList(gp)[0], "bin"))
-	}
-	if out, err := exec.Command("go", "env", "GOBIN", "GOPATH").Output(); err == nil {
-		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		if len(lines) == 2 {
-			dirs = append(dirs, lines[0], filepath.Join(filepath.SplitList(lines[1])[0], "bin"))
-		}
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		dirs = append(dirs, filepath.Join(home, "go", "bin"))
-	}
-	for _, d := range dirs {
-		if d == "" {
-			continue
-		}
-		p := filepath.Join(d, Program)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p
-		}
-	}
-	return ""
-}
+func Find() string { return versitygw.Find() }
 
 // Start starts a server with opt and an empty bucket, and stops it when
 // the test ends. It skips the test (fails it, under LARGO_TEST_STRICT=1)
@@ -111,97 +62,22 @@ func Start(t testing.TB, opt Options) *Server {
 	}
 	var err error
 	for range 3 { // the free port may be taken between finding and binding it
-		var s *Server
-		if s, err = start(t, bin, opt); err == nil {
+		var vs *versitygw.Server
+		vs, err = versitygw.Start(bin, t.TempDir(), filepath.Join(t.TempDir(), Program+".log"), !opt.NoKeepAlive)
+		if err == nil {
+			s := &Server{vs}
+			t.Cleanup(func() {
+				s.Stop()
+				if t.Failed() {
+					out := s.Output()
+					t.Logf("%s output (last 4 KiB):\n%s", Program, out[max(0, len(out)-4096):])
+				}
+			})
 			return s
 		}
 	}
 	t.Fatalf("starting %s: %v", Program, err)
 	return nil
-}
-
-func start(t testing.TB, bin string, opt Options) (*Server, error) {
-	t.Helper()
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	s := &Server{
-		Endpoint:  "http://" + addr,
-		Addr:      addr,
-		AccessKey: "largo" + randomHex(8),
-		SecretKey: randomHex(20),
-		Region:    "us-east-1",
-		Bucket:    "largo-test",
-		Dir:       t.TempDir(),
-		done:      make(chan struct{}),
-	}
-	s.log = filepath.Join(t.TempDir(), Program+".log")
-	out, err := os.Create(s.log)
-	if err != nil {
-		return nil, err
-	}
-	defer out.Close() // the child has its own copy
-	args := []string{"--port", addr, "--quiet", "--region", s.Region}
-	if !opt.NoKeepAlive {
-		args = append(args, "--keep-alive")
-	}
-	args = append(args, "posix", s.Dir)
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+s.AccessKey, "ROOT_SECRET_ACCESS_KEY="+s.SecretKey)
-	s.cmd.Stdout, s.cmd.Stderr = out, out
-	if err := s.cmd.Start(); err != nil {
-		return nil, err
-	}
-	s.PID = s.cmd.Process.Pid
-	go func() {
-		s.cmd.Wait()
-		close(s.done)
-	}()
-	stop := func() {
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.done:
-		case <-time.After(5 * time.Second):
-			s.cmd.Process.Kill()
-			<-s.done
-		}
-	}
-	creds := aws.Credentials{AccessKeyID: s.AccessKey, SecretAccessKey: s.SecretKey, Source: "s3test"}
-	s.Client = awss3.New(awss3.Options{
-		Region:                     s.Region,
-		BaseEndpoint:               aws.String(s.Endpoint),
-		UsePathStyle:               true,
-		Credentials:                aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return creds, nil }),
-		Retryer:                    aws.NopRetryer{},
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-	})
-	// Wait until it answers, then make the bucket.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	for {
-		_, err = s.Client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: &s.Bucket})
-		if err == nil {
-			break
-		}
-		select {
-		case <-s.done:
-			return nil, fmt.Errorf("%s exited: %s", Program, s.Output())
-		case <-ctx.Done():
-			stop()
-			return nil, fmt.Errorf("%s did not answer in 20s: %v\n%s", Program, err, s.Output())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			out := s.Output()
-			t.Logf("%s output (last 4 KiB):\n%s", Program, out[max(0, len(out)-4096):])
-		}
-	})
-	return s, nil
 }
 
 // Put stores content at key in the bucket.
@@ -397,42 +273,15 @@ func (s *Server) MakeBucket(t testing.TB) string {
 	return name
 }
 
-// Env returns the standard AWS variables that point a client at the
-// server with the root credentials.
-func (s *Server) Env() []string {
-	return []string{
-		"AWS_ENDPOINT_URL=" + s.Endpoint,
-		"AWS_REGION=" + s.Region,
-		"AWS_ACCESS_KEY_ID=" + s.AccessKey,
-		"AWS_SECRET_ACCESS_KEY=" + s.SecretKey,
-	}
-}
-
-// Output returns what the server printed.
-func (s *Server) Output() string {
-	b, _ := os.ReadFile(s.log)
-	return string(b)
-}
-
 // Unreachable returns the URL of a loopback port where nothing listens,
 // for testing what a client does when the store does not answer.
 func Unreachable(t testing.TB) string {
 	t.Helper()
-	addr, err := freeAddr()
+	addr, err := versitygw.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return "http://" + addr
-}
-
-// freeAddr returns a loopback address with a port free right now.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 func randomHex(n int) string {
