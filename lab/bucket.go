@@ -118,10 +118,9 @@ func runBucket(ctx context.Context, r *runner, srv Server, cs string) Result {
 	}
 
 	// largo serving the bucket, its credentials in its environment.
-	env := strings.Join(quoteAll(g.Env()), " ")
 	s3srv := Server{
 		Name:      srv.Name,
-		Command:   env + " exec {exe} serve --store s3://" + g.Bucket + "/ --listen 127.0.0.1:0 --upload --upload-open",
+		Command:   envPrefix(g.Env()) + "exec {exe} serve --store s3://" + g.Bucket + "/ --listen 127.0.0.1:0 --upload --upload-open",
 		PrintsURL: true,
 	}
 	scratch, err := os.MkdirTemp("", "largo-bench-scratch-")
@@ -250,11 +249,13 @@ func runRclone(ctx context.Context, g *gateway, f dataFile, read bool, res *Resu
 	res.set(keyMBps, float64(f.size)*float64(n)/1e6/wall.Seconds())
 }
 
-// quoteAll shell-quotes each of ss.
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = shellQuote(s)
+// envPrefix writes the variables vars (NAME=value) as the prefix of a
+// shell command, each value quoted.
+func envPrefix(vars []string) string {
+	var b strings.Builder
+	for _, kv := range vars {
+		name, value, _ := strings.Cut(kv, "=")
+		b.WriteString(name + "=" + shellQuote(value) + " ")
 	}
-	return out
+	return b.String()
 }

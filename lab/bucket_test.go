@@ -52,3 +52,11 @@ func TestBucketRclone(t *testing.T) {
 		t.Fatalf("a stand-in server in the bucket scenario: %q", res.Outcome)
 	}
 }
+
+func TestEnvPrefix(t *testing.T) {
+	got := envPrefix([]string{"A=plain", "B=it's $HOME", "C="})
+	want := `A=plain B='it'\''s $HOME' C='' `
+	if got != want {
+		t.Fatalf("envPrefix = %q, want %q", got, want)
+	}
+}
