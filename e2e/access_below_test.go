@@ -21,8 +21,7 @@ const keeperToken = "keeper-token-0123456789"
 // do everything, except in /m/keep, which everyone only reads and lists.
 func belowServer(t *testing.T, g *target, extra ...string) *server {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "access.toml")
-	os.WriteFile(file, []byte(`
+	file := writeAccessFile(t, `
 [[user]]
 name = "keeper"
 tokens = ["`+keeperToken+`"]
@@ -41,7 +40,7 @@ allow = ["all"]
 path = "/m/keep"
 users = ["*"]
 allow = ["read", "list"]
-`), 0o600)
+`)
 	g.seed(t, "m/ok.txt", "ok")
 	g.seed(t, "m/keep/k.txt", "kept")
 	g.seed(t, "other/o.txt", "other")
@@ -180,8 +179,7 @@ func TestSidecarsHonourRules(t *testing.T) {
 	if code, out, stderr := runLargo(t, nil, "precompress", dir); code != 0 {
 		t.Fatalf("precompress: exit %d\n%s\n%s", code, out, stderr)
 	}
-	file := filepath.Join(t.TempDir(), "access.toml")
-	os.WriteFile(file, []byte(`
+	file := writeAccessFile(t, `
 [[user]]
 name = "keeper"
 tokens = ["`+keeperToken+`"]
@@ -195,7 +193,7 @@ allow = ["read", "list"]
 path = "/secret.csv"
 users = ["anonymous"]
 allow = []
-`), 0o600)
+`)
 	s := startServer(t, dir, "--access", file)
 	for _, ext := range []string{"", ".gz", ".br", ".zst"} {
 		if got := curlStatus(t, s.URL+"secret.csv"+ext); got != "401" {

@@ -38,8 +38,7 @@ func accessServer(t *testing.T, g *target, extra ...string) (*server, string) {
 	if err != nil {
 		t.Fatalf("largo passwd: %v", err)
 	}
-	file := filepath.Join(t.TempDir(), "access.toml")
-	os.WriteFile(file, []byte(fmt.Sprintf(`
+	file := writeAccessFile(t, fmt.Sprintf(`
 [[user]]
 name = "alice"
 password = %q
@@ -67,7 +66,7 @@ allow = ["all"]
 path = "/inbox"
 users = ["bot"]
 allow = ["write"]
-`, strings.TrimSpace(string(hash)), botToken)), 0o600)
+`, strings.TrimSpace(string(hash)), botToken))
 	g.seed(t, "pub/a.txt", "public")
 	g.seed(t, "private/s.txt", "secret")
 	g.seed(t, "private/deep/t.txt", "deeper")

@@ -25,8 +25,7 @@ const (
 // and list for everyone), and bob reads, lists and writes /pub.
 func rulesServer(t *testing.T, g *target) *server {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "access.toml")
-	os.WriteFile(file, []byte(`
+	file := writeAccessFile(t, `
 [[user]]
 name = "carol"
 tokens = ["`+carolToken+`"]
@@ -68,7 +67,7 @@ allow = ["read", "list"]
 path = "/pub"
 users = ["bob"]
 allow = ["read", "list", "write"]
-`), 0o600)
+`)
 	for name, content := range map[string]string{
 		"top.txt":             "top",
 		"mixed/a.txt":         "a",
