@@ -1,7 +1,6 @@
 package transfer
 
 import (
-	"context"
 	"crypto/tls"
 	"io"
 	"net"
@@ -38,16 +37,6 @@ const directBody = 16 << 20
 // operating-system file: the answer says Connection: close as it begins,
 // whatever its body turns out to be.
 func (r *Response) SendFilesBy(c net.Conn) { r.conn = c }
-
-// ConnOf returns the request connection that ConnContext kept in ctx, or
-// nil.
-func ConnOf(ctx context.Context) net.Conn {
-	if ctx == nil {
-		return nil
-	}
-	c, _ := ctx.Value(connKey{}).(net.Conn)
-	return c
-}
 
 // sendsItself decides, as a 200 or 206 answer begins, whether its body
 // is sent by the connection itself, and if so says Connection: close and

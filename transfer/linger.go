@@ -28,9 +28,20 @@ type connKey struct{}
 
 // ConnContext is an http.Server's ConnContext: it keeps the connection
 // in the context of its requests, so that a Response that gives a body up
-// can ask it to linger.
+// can ask it to linger, and one that sends a large file can hand it to
+// the connection itself (ConnOf, Response.SendFilesBy).
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
+}
+
+// ConnOf returns the request connection that ConnContext kept in ctx, or
+// nil.
+func ConnOf(ctx context.Context) net.Conn {
+	if ctx == nil {
+		return nil
+	}
+	c, _ := ctx.Value(connKey{}).(net.Conn)
+	return c
 }
 
 // linger asks the connection of ctx to linger when it closes, unwrapping

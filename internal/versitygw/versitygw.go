@@ -87,7 +87,7 @@ func Find() string {
 // connections open between requests, as production S3 services do
 // (versitygw's own default closes each after one response). Stop ends it.
 func Start(bin, dir, log string, keepAlive bool) (*Server, error) {
-	addr, err := freeAddr()
+	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -181,9 +181,7 @@ func (s *Server) Output() string {
 }
 
 // FreeAddr returns a loopback address with a port free right now.
-func FreeAddr() (string, error) { return freeAddr() }
-
-func freeAddr() (string, error) {
+func FreeAddr() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
