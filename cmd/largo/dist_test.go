@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"largo/internal/testenv"
 )
 
 // TestSystemdUnits has systemd-analyze verify the service and socket
@@ -17,10 +19,7 @@ import (
 // binary the service starts is not installed here, so ExecStart names
 // this test's own executable instead.
 func TestSystemdUnits(t *testing.T) {
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("no systemd-analyze on this machine")
-	}
+	analyze := testenv.Program(t, "systemd-analyze")
 	repo := filepath.Join("..", "..")
 	tmp := t.TempDir()
 	self, err := os.Executable()

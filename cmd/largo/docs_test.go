@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"largo/internal/testenv"
 )
 
 // TestDocsUpToDate generates the reference, man pages and completions
@@ -97,10 +99,7 @@ func readTree(t *testing.T, dir string) map[string][]byte {
 // registers it for largo, and asks largo for the completions it serves:
 // the visible commands, not the hidden ones.
 func TestBashCompletion(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash on this machine")
-	}
+	bash := testenv.Program(t, "bash")
 	file := filepath.Join("..", "..", completionsDir, "largo.bash")
 	out, err := exec.Command(bash, "-c", `source "$1" && complete -p largo`, "bash", file).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "__start_largo largo") {

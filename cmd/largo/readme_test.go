@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"largo/internal/testenv"
 )
 
 // TestReadmeQuickStart runs the README's quick start as a newcomer would,
@@ -17,9 +19,8 @@ import (
 // shell waits for the server's health check before the first download,
 // where a person would glance at its first line.
 func TestReadmeQuickStart(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("no curl on this machine")
-	}
+	testenv.Program(t, "curl")
+	bash := testenv.Program(t, "bash")
 	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +64,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	if !served {
 		t.Fatal("the quick start serves nothing")
 	}
-	cmd := exec.Command("bash", "-c", script)
+	cmd := exec.Command(bash, "-c", script)
 	cmd.Env = append(os.Environ(), "HOME="+home, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), runAsLargo+"=1", "XDG_CACHE_HOME=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
