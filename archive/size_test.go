@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"largo"
+	"largo/internal/testenv"
 	"largo/listing"
 )
 
@@ -114,12 +115,12 @@ func TestSizeByArithmetic(t *testing.T) {
 					t.Errorf("%s: %q, %v, %v, %v", zf.Name, b, err, zf.Modified, zf.Mode())
 				}
 			}
-			if unzip, err := exec.LookPath("unzip"); err == nil {
-				p := filepath.Join(t.TempDir(), "a.zip")
-				os.WriteFile(p, buf.Bytes(), 0o644)
-				if out, err := exec.Command(unzip, "-tq", p).CombinedOutput(); err != nil {
-					t.Errorf("unzip -t: %v\n%s", err, out)
-				}
+			// Info-ZIP's unzip checks the file too.
+			unzip := testenv.Program(t, "unzip")
+			p := filepath.Join(t.TempDir(), "a.zip")
+			os.WriteFile(p, buf.Bytes(), 0o644)
+			if out, err := exec.Command(unzip, "-tq", p).CombinedOutput(); err != nil {
+				t.Errorf("unzip -t: %v\n%s", err, out)
 			}
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"largo/internal/testenv"
 	"largo/s3/s3test"
 )
 
@@ -356,10 +357,10 @@ func TestDAVRclone(t *testing.T) {
 func TestDAVDavfs2(t *testing.T) {
 	mountDavfs := need(t, "mount.davfs")
 	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED, NOT TESTED: mounting with davfs2 needs root")
+		testenv.Missing(t, "mounting with davfs2 needs root: run the tests as root")
 	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("SKIPPED, NOT TESTED: no /dev/fuse to mount with davfs2")
+		testenv.Missing(t, "no /dev/fuse to mount with davfs2 (%v): give the machine or container the fuse device", err)
 	}
 	dir := t.TempDir()
 	s := startWriter(t, dir, "--webdav")

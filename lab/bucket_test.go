@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,9 +19,7 @@ func TestBucketRclone(t *testing.T) {
 	if versitygw.Find() == "" {
 		testenv.Missing(t, "%s not found: scripts/test-deps installs it", versitygw.Program)
 	}
-	if _, err := exec.LookPath("rclone"); err != nil {
-		testenv.Missing(t, "rclone not found: scripts/test-deps installs it")
-	}
+	testenv.Program(t, "rclone")
 	r, dir, _ := warmUpRunner(t)
 	f := dataFile{name: "random.bin", path: filepath.Join(dir, "random.bin"), size: 3<<20 + 5}
 	out, err := os.Create(f.path)

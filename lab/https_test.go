@@ -7,16 +7,15 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"largo/internal/testenv"
 )
 
 // TestHTTPSPieces serves a file over TLS with the lab's certificate, on
 // HTTP/1.1 and HTTP/2, and fetches it with curl as the scenario does: the
 // version curl reports, and a wrong size or status refused.
 func TestHTTPSPieces(t *testing.T) {
-	curl, err := lookCurl()
-	if err != nil {
-		t.Skip(err)
-	}
+	curl := testenv.Program(t, "curl")
 	certPEM, keyPEM, err := selfSigned()
 	if err != nil {
 		t.Fatal(err)

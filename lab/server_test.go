@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"largo/internal/poll"
+	"largo/internal/testenv"
 )
 
 // TestStartPeer starts a peer from a command template on a port the lab
@@ -188,7 +189,7 @@ func TestPeakFromIdle(t *testing.T) {
 		t.Fatal(res.Outcome)
 	}
 	if idle.hwm < idle.rss+startupPeak/2 {
-		t.Skipf("the start-up peak did not show in VmHWM: %d MiB, RSS %d MiB", idle.hwm>>20, idle.rss>>20)
+		testenv.Missing(t, "the start-up peak did not show in VmHWM (%d MiB, RSS %d MiB): this kernel or Go runtime keeps freed memory resident (GODEBUG=madvdontneed=0?), so the test cannot tell a start-up peak from a later one", idle.hwm>>20, idle.rss>>20)
 	}
 	poll.Wait(t, 10*time.Second, "a sample since the server was idle", func() bool { return in.guard.sampledPeak() > 0 })
 	r.end(in, idle, &res, 0)
