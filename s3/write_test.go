@@ -14,10 +14,10 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"largo"
+	"largo/internal/poll"
+	"largo/proc"
 	"largo/s3/s3test"
 	"largo/storetest"
-
-	"largo/internal/poll"
 )
 
 // newWriteStore returns a Store on a fresh bucket of srv holding files,
@@ -192,6 +192,7 @@ func TestAbortCutsThePut(t *testing.T) {
 	s := newWriteStore(t, srv, nil, nil)
 	ctx := context.Background()
 	body := bytes.Repeat([]byte("z"), 3<<20)
+	read0 := serverRead(t, srv)
 	u, err := s.Create(ctx, "cut.bin", largo.CreateOptions{Size: int64(len(body))})
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +200,12 @@ func TestAbortCutsThePut(t *testing.T) {
 	if _, err := u.Write(body); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // let the server take all it can
+	// The server has taken all it can: it has read every byte but the
+	// held-back one, and reads no more.
+	read, settled := poll.Steady(10*time.Second, 20*time.Millisecond, 5, func() int64 { return serverRead(t, srv) - read0 })
+	if !settled || read < int64(len(body))-1 {
+		t.Fatalf("the server read %d bytes of a %d-byte body (settled: %v); want all but the last", read, len(body), settled)
+	}
 	if _, err := s.Stat(ctx, "cut.bin"); !errors.Is(err, largo.ErrNotFound) {
 		t.Fatalf("before the commit, Stat = %v", err)
 	}
@@ -213,6 +219,17 @@ func TestAbortCutsThePut(t *testing.T) {
 	if _, _, err := u.Commit(ctx, largo.Condition{IfNoneMatch: true}); !errors.Is(err, largo.ErrUnsupported) {
 		t.Errorf("commit under a condition not stated at creation: %v", err)
 	}
+}
+
+// serverRead returns the bytes the server's process has read so far, from
+// its sockets and files.
+func serverRead(t *testing.T, srv *s3test.Server) int64 {
+	t.Helper()
+	st, err := proc.ReadIO(srv.PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.RChar
 }
 
 // TestPrepareWrites probes the server (versitygw applies conditions),

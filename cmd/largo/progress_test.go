@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"largo/internal/poll"
 )
 
 // TestLineProgress checks the lines printed when stderr is no terminal.
@@ -13,11 +15,11 @@ func TestLineProgress(t *testing.T) {
 	p := &lineProgress{w: &out, every: 20 * time.Millisecond}
 	p.Begin("f.bin", 4<<20, 1<<20)
 	p.Add(1 << 20)
-	time.Sleep(100 * time.Millisecond)
+	poll.Wait(t, 10*time.Second, "a progress line", func() bool { return strings.Contains(out.String(), "\n") })
 	p.End()
 	n := out.String()
-	time.Sleep(50 * time.Millisecond)
-	if out.String() != n {
+	// Five periods after End, no line has come.
+	if poll.Until(5*p.every, p.every, func() bool { return out.String() != n }) {
 		t.Error("lines went on after End")
 	}
 	first, _, _ := strings.Cut(n, "\n")
