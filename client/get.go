@@ -47,29 +47,37 @@ func Target(rawURL, output string) (string, error) {
 			return output, nil
 		}
 	}
-	name := path.Base(u.Path)
-	if strings.HasSuffix(u.Path, "/") || !safeName(name) {
-		return "", fmt.Errorf("the URL %s names no file: give one with -o FILE", rawURL)
+	if u.Path == "" || strings.HasSuffix(u.Path, "/") {
+		return "", fmt.Errorf("the URL %s names no file: give one with -o FILE", u.Redacted())
+	}
+	// The last element as the URL spells it: an escaped slash in it
+	// (%2F) is part of the name, not a folder.
+	name, err := url.PathUnescape(path.Base(u.EscapedPath()))
+	if err != nil || !safeName(name) {
+		return "", fmt.Errorf("the last name of the URL %s, %q, cannot be a local file name: give one with -o FILE", u.Redacted(), name)
 	}
 	return filepath.Join(output, name), nil
 }
 
-// safeName reports whether name is one plain path element: it can neither
-// climb out of a folder nor name a hidden file of its own.
+// safeName reports whether name is one plain path element of this system:
+// it can neither climb out of a folder nor name another one. A backslash is
+// a plain character where it is not a separator.
 func safeName(name string) bool {
-	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\\x00") &&
-		filepath.IsLocal(name)
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\x00") &&
+		!strings.ContainsRune(name, filepath.Separator) && filepath.IsLocal(name)
 }
 
 // download is one file being fetched.
 type download struct {
-	c      *Client
-	url    string
-	path   string // the target
-	part   string // path + ".part"
-	prog   Progress
-	res    Result
-	redone bool // started over from zero once already
+	c         *Client
+	url       string
+	path      string // the target
+	part      string // path + ".part"
+	listed    int64  // the size the folder listing gives, when hasListed
+	hasListed bool
+	prog      Progress
+	res       Result
+	redone    bool // started over from zero once already
 }
 
 // Get downloads rawURL into the file path, through path.part, resuming from
@@ -78,7 +86,13 @@ type download struct {
 // ErrResumable when it stopped with the part file kept (ctx done, retries
 // exhausted): calling it again resumes.
 func (c *Client) Get(ctx context.Context, rawURL, path string) (Result, error) {
-	d := &download{c: c, url: rawURL, path: path, part: path + ".part", prog: c.progress(), res: Result{Path: path}}
+	return c.get(ctx, rawURL, path, -1)
+}
+
+// get is Get of a file whose size a folder listing gave as listed (-1:
+// none): an answer of another size ends the download with errListedSize.
+func (c *Client) get(ctx context.Context, rawURL, path string, listed int64) (Result, error) {
+	d := &download{c: c, url: rawURL, path: path, part: path + ".part", listed: listed, hasListed: listed >= 0, prog: c.progress(), res: Result{Path: path}}
 	defer d.prog.End()
 	next := d.begin()
 	for next.do != stop {
@@ -89,7 +103,36 @@ func (c *Client) Get(ctx context.Context, rawURL, path string) (Result, error) {
 			next = d.single(ctx, next.st, next.first)
 		}
 	}
+	if next.err != nil {
+		d.discard(next.err)
+	}
 	return d.res, next.err
+}
+
+// errListedSize marks a file whose size is not the one its folder listing
+// gave: it changed since, or its URL names something else.
+var errListedSize = errors.New("not the size the folder listing gives")
+
+// checkListed checks a size the server gives (or the bytes received)
+// against the size the folder listing gave, if any; -1 is unknown.
+func (d *download) checkListed(size int64, what string) error {
+	if !d.hasListed || size < 0 || size == d.listed {
+		return nil
+	}
+	return fmt.Errorf("%s %d bytes, %w (%d): the file changed since it was listed, or its URL names something else", what, size, errListedSize, d.listed)
+}
+
+// discard cleans up after a download that ended with err: a part file of
+// the wrong size goes with its state; one without a state could never be
+// resumed (the next run would remove it), so it goes too.
+func (d *download) discard(err error) {
+	if errors.Is(err, errListedSize) {
+		removePart(d.part)
+		return
+	}
+	if _, serr := os.Stat(statePath(d.part)); errors.Is(serr, fs.ErrNotExist) {
+		os.Remove(d.part)
+	}
 }
 
 // action is what a download does next.
@@ -121,6 +164,10 @@ func (d *download) begin() step {
 	}
 	if st != nil && st.URL != d.url {
 		d.c.logf("%s: the part file came from %s; starting from zero", d.path, st.URL)
+		st = nil
+	}
+	if st != nil && d.hasListed && st.Size >= 0 && st.Size != d.listed {
+		d.c.logf("%s: the part file is of another version of the file (%d bytes, the listing gives %d); starting from zero", d.path, st.Size, d.listed)
 		st = nil
 	}
 	if st != nil {
@@ -277,6 +324,9 @@ func (s *stream) verify() step {
 	if s.st.Size >= 0 && s.off != s.st.Size {
 		return stopped(fmt.Errorf("received %d bytes of %d", s.off, s.st.Size))
 	}
+	if err := s.d.checkListed(s.off, "received"); err != nil {
+		return stopped(err)
+	}
 	if s.st.Digest != "" {
 		if s.h == nil {
 			h, err := hashFile(s.d.part, s.off, s.st.Digest)
@@ -353,6 +403,11 @@ func (s *stream) answer(resp *http.Response) (outcome, error) {
 // 206; any other range throws the part file away.
 func (s *stream) partial(resp *http.Response) (outcome, error) {
 	start, end, total, err := parseContentRange(resp.Header.Get("Content-Range"))
+	if err == nil {
+		if err := s.d.checkListed(total, "the server sends"); err != nil {
+			return failed, err
+		}
+	}
 	switch {
 	case err == nil && s.st == nil && start == 0 && end+1 == total:
 		// The whole file as a 206: take it as a 200.
@@ -386,6 +441,9 @@ func (s *stream) whole(resp *http.Response) (outcome, error) {
 		s.d.res.UpToDate, s.d.res.Size = true, resp.ContentLength
 		removePart(s.d.part)
 		return current, nil
+	}
+	if err := s.d.checkListed(resp.ContentLength, "the server sends"); err != nil {
+		return failed, err
 	}
 	s.st = stateFor(s.d.url, resp, resp.ContentLength)
 	if err := saveState(s.d.part, s.st); err != nil {

@@ -194,8 +194,12 @@ func (d *Destination) plainURL(rel string) string {
 		return d.URL.String()
 	}
 	u := *d.URL
+	raw := strings.TrimSuffix(u.EscapedPath(), "/")
+	for elem := range strings.SplitSeq(rel, "/") {
+		raw += "/" + url.PathEscape(elem)
+	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + rel
-	u.RawPath = ""
+	u.RawPath = raw
 	return u.String()
 }
 

@@ -43,7 +43,7 @@ func retryable(err error) bool {
 		se *StatusError
 	)
 	switch {
-	case errors.As(err, &le), errors.Is(err, ErrDigest), errors.Is(err, ErrResumable):
+	case errors.As(err, &le), errors.Is(err, ErrDigest), errors.Is(err, ErrResumable), errors.Is(err, errListedSize):
 		return false
 	case errors.As(err, &te), errors.Is(err, errStalled), errors.Is(err, io.ErrUnexpectedEOF):
 		return true

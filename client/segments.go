@@ -105,6 +105,9 @@ func (d *download) probeOnce(ctx context.Context) (step, error) {
 	if err != nil || total < 0 {
 		return step{}, transient("probing %s: %v", d.url, err)
 	}
+	if err := d.checkListed(total, "the server sends"); err != nil {
+		return stopped(err), nil
+	}
 	if d.upToDate(total, resp.Header.Get("Last-Modified")) {
 		d.res.UpToDate, d.res.Size = true, total
 		return stopped(nil), nil
@@ -301,6 +304,9 @@ func (run *segmentRun) snapshot(sync bool) error {
 // sent one, and makes it the target.
 func (run *segmentRun) verify() step {
 	d, st := run.d, run.st
+	if err := d.checkListed(st.Size, "received"); err != nil {
+		return stopped(err)
+	}
 	if st.Digest != "" {
 		h, err := hashFile(d.part, st.Size, st.Digest)
 		if err != nil {

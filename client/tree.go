@@ -49,7 +49,10 @@ type entry struct {
 // GetTree downloads the folder at rawURL, read from largo's JSON listing
 // (GET with Accept: application/json), into the local folder dir,
 // recursively. Files already in place (same size and modification time) are
-// skipped without a request, others resumed or fetched. A failed file is
+// skipped without a request, others resumed or fetched; each must arrive
+// with the size the listing gives, and match the server's digest when it
+// gives one, or it is not kept. A name that cannot be a file of dir (a
+// path separator, "..", a hidden or empty name) is refused. A failed file is
 // reported through Logf and the others go on; a stop (ctx done, retries
 // exhausted) ends the whole tree with an error wrapping ErrResumable.
 func (c *Client) GetTree(ctx context.Context, rawURL, dir string) (TreeResult, error) {
@@ -59,8 +62,9 @@ func (c *Client) GetTree(ctx context.Context, rawURL, dir string) (TreeResult, e
 		return tr, err
 	}
 	if !strings.HasSuffix(u.Path, "/") {
+		raw := u.EscapedPath()
 		u.Path += "/"
-		u.RawPath = ""
+		u.RawPath = raw + "/"
 	}
 	err = c.getTree(ctx, u, dir, 0, &tr)
 	if err == nil && tr.Failed > 0 {
@@ -81,15 +85,14 @@ func (c *Client) getTree(ctx context.Context, u *url.URL, dir string, depth int,
 		return localError{err}
 	}
 	for _, e := range entries {
-		if !treeName(e.Name) {
-			c.logf("%s: skipping the unsafe name %q", u.Redacted(), e.Name)
+		if why := unsafeTreeName(e.Name); why != "" {
+			c.logf("%s: refusing the name %q: %s cannot be a file in %s", u.Redacted(), e.Name, why, dir)
 			tr.Failed++
 			continue
 		}
-		child := u.JoinPath(e.Name)
+		child := childURL(u, e.Name, e.Dir)
 		local := filepath.Join(dir, e.Name)
 		if e.Dir {
-			child.Path += "/"
 			if err := c.getTree(ctx, child, local, depth+1, tr); err != nil {
 				if errors.Is(err, ErrResumable) {
 					return err
@@ -103,7 +106,7 @@ func (c *Client) getTree(ctx context.Context, u *url.URL, dir string, depth int,
 			tr.add(Result{Path: local, Size: e.Size, UpToDate: true})
 			continue
 		}
-		res, err := c.Get(ctx, child.String(), local)
+		res, err := c.get(ctx, child.String(), local, e.Size)
 		switch {
 		case errors.Is(err, ErrResumable):
 			return err
@@ -228,18 +231,39 @@ func (c *Client) PutTree(ctx context.Context, dir string, d *Destination) (TreeR
 	return tr, err
 }
 
-// treeName reports whether a name a listing gives may become a local file
-// of a recursive download: a safe name (see safeName) that is not hidden
-// (a hostile server must not plant .ssh/ or .bashrc in the target folder)
-// and holds no control byte (no terminal escape in a file name).
-func treeName(name string) bool {
-	if !safeName(name) || strings.HasPrefix(name, ".") {
-		return false
+// unsafeTreeName says why a name a listing gives may not become a local
+// file of a recursive download, or returns "" when it may: it must be one
+// plain path element (see safeName), not hidden (a hostile server must not
+// plant .ssh/ or .bashrc in the target folder), and hold no control byte
+// (no terminal escape in a file name).
+func unsafeTreeName(name string) string {
+	switch {
+	case name == "":
+		return "an empty name"
+	case name == "." || name == "..":
+		return "a dot name"
+	case strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator):
+		return "a name with a path separator"
+	case strings.HasPrefix(name, "."):
+		return "a hidden name"
+	case strings.ContainsFunc(name, func(c rune) bool { return c < 0x20 || c == 0x7f }):
+		return "a name with a control character"
+	case !safeName(name):
+		return "a name this system reserves"
 	}
-	for _, c := range name {
-		if c < 0x20 || c == 0x7f {
-			return false
-		}
+	return ""
+}
+
+// childURL is the URL of the entry name of the folder at u (whose path
+// ends in a slash): name escaped as one path element, whatever it holds
+// (%, #, ?, spaces, a backslash...), with a trailing slash for a folder.
+func childURL(u *url.URL, name string, dir bool) *url.URL {
+	c := *u
+	c.Path = u.Path + name
+	c.RawPath = u.EscapedPath() + url.PathEscape(name)
+	if dir {
+		c.Path += "/"
+		c.RawPath += "/"
 	}
-	return true
+	return &c
 }
