@@ -9,6 +9,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrInvalidName: a name that breaks the naming rules (see ParseName).
 	ErrInvalidName = errors.New("invalid name")
+	// ErrUnsafeName: a new name that could pass for another (see
+	// CheckNew).
+	ErrUnsafeName = errors.New("name with invisible or direction-changing characters, or an element ending in a dot or a space")
 	// ErrIsDir: a file operation on a folder.
 	ErrIsDir = errors.New("is a folder")
 	// ErrNotDir: a folder operation on a file, or a file used as a folder.
@@ -19,8 +22,15 @@ var (
 	ErrNotEmpty = errors.New("folder not empty")
 	// ErrPrecondition: a conditional operation whose condition failed.
 	ErrPrecondition = errors.New("precondition failed")
-	// ErrPermission: the store refuses access to the file.
+	// ErrPermission: the store, or the access rules for a requester who
+	// is known, refuse access to the file.
 	ErrPermission = errors.New("permission denied")
+	// ErrCreateOnly: a requester that may only create new files (a
+	// drop-box link) asked for anything else.
+	ErrCreateOnly = errors.New("only new files may be created")
+	// ErrUnauthorized: the access rules refuse a requester who sent no
+	// credential, and may yet sign in.
+	ErrUnauthorized = errors.New("sign-in required")
 	// ErrTooLarge: a write larger than the configured limit.
 	ErrTooLarge = errors.New("too large")
 	// ErrNoSpace: the store has no room for the write.

@@ -67,3 +67,27 @@ type Store interface {
 type OSFile interface {
 	OSFile() *os.File
 }
+
+// Resolver is a store in which one name may reach a file that lives under
+// another (a folder's symbolic links, which os.Root keeps inside the
+// folder). The access gate judges a name where it resolves as well as
+// how it is spelled, so a link cannot carry the rules of its own path to
+// its target.
+type Resolver interface {
+	// Resolve returns the name that name reaches, and the links met on
+	// the way, in order. A name that reaches no link resolves to itself
+	// with no hops. A missing element ends the resolution: it and what
+	// follows are kept as spelled (the name a write would create). A link
+	// that leads out of the store, nowhere or round in a loop is an error
+	// wrapping ErrNotFound.
+	Resolve(ctx context.Context, name string) (string, []Hop, error)
+}
+
+// Hop is one symbolic link met while resolving a name.
+type Hop struct {
+	// Link is the link's own name.
+	Link string
+	// Target is the name it leads to, resolved as far as the link itself
+	// (its own target may be a link too, the next hop).
+	Target string
+}

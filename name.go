@@ -3,6 +3,7 @@ package largo
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // StateDir is the folder, inside the served root, where largo keeps its own
@@ -87,4 +88,101 @@ func Join(dir, elem string) string {
 		return elem
 	}
 	return dir + "/" + elem
+}
+
+// CheckNew applies the policy of new names to a name that passed
+// ParseName: what a write, a new folder or a move may create. Besides
+// what ParseName refuses, a new name must be UTF-8 (so that it reads back
+// the same in listings, JSON and archives) and must not hold what makes
+// one name look like another: bidirectional controls (U+202A-U+202E,
+// U+2066-U+2069, U+200E, U+200F, U+061C), C1 controls (U+0080-U+009F),
+// zero-width and invisible characters (U+200B-U+200D, U+2060-U+2064,
+// U+FEFF, U+00AD, U+180E), nor an element that ends with a dot or a
+// space, which Windows drops. Such names are refused with an error
+// wrapping ErrUnsafeName (or ErrInvalidName for invalid UTF-8).
+// Files already on disk with such names are served; listings show them
+// escaped (EscapeName).
+func CheckNew(name string) error {
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%q: %w: not UTF-8", name, ErrInvalidName)
+	}
+	for elem := range strings.SplitSeq(name, "/") {
+		if strings.HasSuffix(elem, ".") || strings.HasSuffix(elem, " ") {
+			return fmt.Errorf("%q: %w: an element ends with a dot or a space", name, ErrUnsafeName)
+		}
+	}
+	for _, r := range name {
+		if Deceptive(r) {
+			return fmt.Errorf("%q: %w: U+%04X", name, ErrUnsafeName, r)
+		}
+	}
+	return nil
+}
+
+// Deceptive reports whether r is a character a name must not hold (see
+// CheckNew): it changes how the characters around it are shown, or is
+// not shown at all.
+func Deceptive(r rune) bool {
+	switch {
+	case r >= 0x80 && r <= 0x9f, // C1 controls
+		r >= 0x200b && r <= 0x200f, // zero-width space, joiners, LRM, RLM
+		r >= 0x202a && r <= 0x202e, // bidi embeddings and overrides
+		r >= 0x2060 && r <= 0x2064, // word joiner, invisible operators
+		r >= 0x2066 && r <= 0x2069, // bidi isolates
+		r == 0x061c, r == 0x00ad, r == 0x180e, r == 0xfeff:
+		return true
+	}
+	return false
+}
+
+// EscapeName returns name as a listing shows it: each deceptive character
+// (see Deceptive) and each byte that is not UTF-8 written out visibly as
+// \u{XXXX} or \x{XX}, so that a name on disk cannot pass for another.
+// Other names are returned as they are.
+func EscapeName(name string) string {
+	clean := utf8.ValidString(name)
+	if clean {
+		for _, r := range name {
+			if Deceptive(r) {
+				clean = false
+				break
+			}
+		}
+	}
+	if clean {
+		return name
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); {
+		r, n := utf8.DecodeRuneInString(name[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, `\x{%02X}`, name[i])
+		case Deceptive(r):
+			fmt.Fprintf(&b, `\u{%04X}`, r)
+		default:
+			b.WriteString(name[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// SidecarExts are the extensions of precompressed sidecars: NAME.zst,
+// NAME.br and NAME.gz may hold NAME's bytes, compressed.
+var SidecarExts = [...]string{".zst", ".br", ".gz"}
+
+// SidecarBase reports whether name has the form of a sidecar, and if so
+// returns the name of the file it may be the sidecar of and its
+// extension. This is the one definition of a sidecar's name: whether a
+// file of that form is sent as its base's encoding is the server's
+// choice, but whoever may not read (or write) the base may not read (or
+// write) anything of that form beside it.
+func SidecarBase(name string) (base, ext string, ok bool) {
+	for _, e := range SidecarExts {
+		if b, found := strings.CutSuffix(name, e); found && b != "" && !strings.HasSuffix(b, "/") {
+			return b, e, true
+		}
+	}
+	return "", "", false
 }

@@ -101,7 +101,7 @@ func Walk(ctx context.Context, s largo.Store, dir, top string, lc listing.Config
 			yield(Entry{}, err)
 			return
 		}
-		walk(ctx, s, lc, dir, top+"/", in, keep, yield)
+		walk(ctx, s, lc, dir, top+"/", in, keep, true, yield)
 	}
 }
 
@@ -109,11 +109,14 @@ func Walk(ctx context.Context, s largo.Store, dir, top string, lc listing.Config
 // The sorted listing of each folder on the way down stays open while its
 // subfolders are walked: in memory if it was small, else as runs on disk
 // and a few kilobytes of buffers.
-func walk(ctx context.Context, s largo.Store, lc listing.Config, dir, prefix string, in largo.Info, keep Filter, yield func(Entry, error) bool) bool {
+func walk(ctx context.Context, s largo.Store, lc listing.Config, dir, prefix string, in largo.Info, keep Filter, top bool, yield func(Entry, error) bool) bool {
 	if !yield(Entry{Path: prefix, Name: dir, Info: in}, nil) {
 		return false
 	}
 	sorted, err := lc.List(ctx, s, dir, listing.ByName, nil)
+	if !top && (errors.Is(err, largo.ErrPermission) || errors.Is(err, largo.ErrUnauthorized)) {
+		return true // a folder that may be seen but not listed: in the archive, empty
+	}
 	if err != nil {
 		yield(Entry{}, err)
 		return false
@@ -136,7 +139,7 @@ func walk(ctx context.Context, s largo.Store, lc listing.Config, dir, prefix str
 		case e.IsDir && e.Link:
 			continue // a linked folder could lead back up: a cycle
 		case e.IsDir:
-			if !walk(ctx, s, lc, name, prefix+e.Name+"/", e, keep, yield) {
+			if !walk(ctx, s, lc, name, prefix+e.Name+"/", e, keep, false, yield) {
 				return false
 			}
 		default:

@@ -3,8 +3,10 @@ package auth
 import (
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +32,10 @@ type Access struct {
 	failMu   sync.Mutex
 	failures map[string]*rate.Limiter
 	failing  atomic.Int32 // len(failures), read without the lock
+
+	// hashing holds a slot per password hash being checked: each takes
+	// tens of milliseconds and, for argon2id, tens of MiB.
+	hashing chan struct{}
 }
 
 type cached struct {
@@ -45,6 +51,9 @@ const (
 	failEvery    = time.Second // then one more per second
 	failClients  = 10000       // client addresses remembered
 	maxCredBytes = 4096        // a longer Authorization is refused unread
+	// hashWait is how long a sign-in waits for a hashing slot before it
+	// is answered ErrBusy.
+	hashWait = time.Second
 )
 
 // New returns an Access under p. now is the clock; nil means time.Now.
@@ -52,10 +61,14 @@ func New(p *Policy, now func() time.Time) *Access {
 	if now == nil {
 		now = time.Now
 	}
-	a := &Access{now: now, cache: map[[32]byte]cached{}, failures: map[string]*rate.Limiter{}}
+	a := &Access{now: now, cache: map[[32]byte]cached{}, failures: map[string]*rate.Limiter{},
+		hashing: make(chan struct{}, max(1, runtime.NumCPU()))}
 	a.policy.Store(p)
 	return a
 }
+
+// Now returns the time on the Access's clock.
+func (a *Access) Now() time.Time { return a.now() }
 
 // Policy returns the policy in force.
 func (a *Access) Policy() *Policy { return a.policy.Load() }
@@ -76,6 +89,9 @@ var (
 	ErrBadCredential = errors.New("invalid credentials")
 	// ErrTooManyFailures: the client sent too many bad credentials (429).
 	ErrTooManyFailures = errors.New("too many failed sign-ins: wait a second")
+	// ErrBusy: every slot for checking a password was taken for longer
+	// than a sign-in waits (503).
+	ErrBusy = errors.New("busy checking passwords")
 )
 
 // Identify returns the user a request's credential names: "" for none
@@ -95,14 +111,28 @@ func (a *Access) Identify(r *http.Request) (string, error) {
 	if a.blocked(client) {
 		return "", ErrTooManyFailures
 	}
-	user, err := a.identify(r, h)
-	if errors.Is(err, ErrBadCredential) {
+	user, err := a.identify(r, h, client)
+	if errors.Is(err, ErrBadCredential) && !errors.Is(err, errFailedCharged) {
 		a.failed(client)
 	}
 	return user, err
 }
 
-func (a *Access) identify(r *http.Request, h string) (string, error) {
+// Attempt refuses, with ErrTooManyFailures, a client that has no failed
+// credentials left: a caller that checks a secret of its own (a share
+// link's password) asks it first, and tells Failed of a wrong one.
+func (a *Access) Attempt(r *http.Request) error {
+	if a.blocked(clientAddr(r)) {
+		return ErrTooManyFailures
+	}
+	return nil
+}
+
+// Failed counts a wrong secret r's client sent against its budget of
+// failures.
+func (a *Access) Failed(r *http.Request) { a.failed(clientAddr(r)) }
+
+func (a *Access) identify(r *http.Request, h, client string) (string, error) {
 	p := a.Policy()
 	if len(h) > maxCredBytes {
 		return "", ErrBadCredential
@@ -133,8 +163,12 @@ func (a *Access) identify(r *http.Request, h string) (string, error) {
 	if hit && now.Before(c.until) && c.user == name {
 		return name, nil
 	}
-	if !u.password.matches(pass) {
-		return "", ErrBadCredential
+	ok, err := a.checkPassword(r, client, u.password, pass)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", errFailedCharged
 	}
 	a.mu.Lock()
 	if len(a.cache) >= cacheMax {
@@ -150,6 +184,56 @@ func (a *Access) identify(r *http.Request, h string) (string, error) {
 	a.cache[key] = cached{user: name, until: now.Add(cacheTTL)}
 	a.mu.Unlock()
 	return name, nil
+}
+
+// errFailedCharged is a wrong password whose failure was counted before
+// its hash was checked: ErrBadCredential, not to be counted twice.
+var errFailedCharged = fmt.Errorf("%w (counted)", ErrBadCredential)
+
+// checkPassword checks pass against a hash under the two bounds that keep
+// a flood of sign-ins from taking the server's memory and cores: the
+// client's failure budget is charged before the hash is computed (and
+// given back when the password was right), so that a client with no
+// failures left costs no hash at all; and at most one hash per core runs
+// at once, the others waiting up to hashWait for a slot and then being
+// refused with ErrBusy.
+func (a *Access) checkPassword(r *http.Request, client string, h *hash, pass string) (bool, error) {
+	res := a.charge(client)
+	if res == nil {
+		return false, ErrTooManyFailures
+	}
+	t := time.NewTimer(hashWait)
+	defer t.Stop()
+	select {
+	case a.hashing <- struct{}{}:
+	case <-t.C:
+		res.CancelAt(a.now())
+		return false, ErrBusy
+	case <-r.Context().Done():
+		res.CancelAt(a.now())
+		return false, r.Context().Err()
+	}
+	ok := h.matches(pass)
+	<-a.hashing
+	if ok {
+		res.CancelAt(a.now())
+	}
+	return ok, nil
+}
+
+// charge takes one failure from client's budget ahead of a password's
+// check, or returns nil when none is left.
+func (a *Access) charge(client string) *rate.Reservation {
+	a.failMu.Lock()
+	defer a.failMu.Unlock()
+	now := a.now()
+	l := a.limiter(client, now)
+	res := l.ReserveN(now, 1)
+	if !res.OK() || res.DelayFrom(now) > 0 {
+		res.CancelAt(now)
+		return nil
+	}
+	return res
 }
 
 // credentialKey is the cache key of a sign-in: the SHA-256 of the name
@@ -204,6 +288,12 @@ func (a *Access) failed(client string) {
 	a.failMu.Lock()
 	defer a.failMu.Unlock()
 	now := a.now()
+	a.limiter(client, now).AllowN(now, 1)
+}
+
+// limiter returns client's budget of failures, made if it has none;
+// a.failMu is held.
+func (a *Access) limiter(client string, now time.Time) *rate.Limiter {
 	l := a.failures[client]
 	if l == nil {
 		if len(a.failures) >= failClients {
@@ -221,7 +311,7 @@ func (a *Access) failed(client string) {
 		a.failures[client] = l
 	}
 	a.failing.Store(int32(len(a.failures)))
-	l.AllowN(now, 1)
+	return l
 }
 
 // RetryAfter is the Retry-After of a 429 for too many failures, in

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,45 +206,91 @@ func TestIdentify(t *testing.T) {
 	}
 }
 
-func TestShare(t *testing.T) {
+func TestLinkTokens(t *testing.T) {
 	key := []byte(strings.Repeat("k", 32))
-	now := time.Unix(2e9, 0)
-	read := Share{Path: "films/2024", Expires: now.Add(time.Hour)}
-	tok := SignShare(key, read, "")
-	if s, err := VerifyShare(key, tok, "", now); err != nil || s.Path != "films/2024" || s.Write {
-		t.Fatalf("valid link: %+v, %v", s, err)
+	id := NewLinkID()
+	tok := SignLink(key, id)
+	if got, err := VerifyLink(key, tok); err != nil || got != id {
+		t.Fatalf("valid token: %q, %v", got, err)
 	}
-	if _, err := VerifyShare(key, tok, "", now.Add(time.Hour)); !errors.Is(err, ErrShareExpired) {
-		t.Errorf("expired: %v", err)
-	}
-	if _, err := VerifyShare([]byte(strings.Repeat("j", 32)), tok, "", now); !errors.Is(err, ErrShareInvalid) {
+	if _, err := VerifyLink([]byte(strings.Repeat("j", 32)), tok); !errors.Is(err, ErrShareInvalid) {
 		t.Errorf("rotated key: %v", err)
 	}
-	f := strings.Split(tok, ".")
+	other := NewLinkID()
 	for i, tampered := range []string{
-		strings.Join([]string{f[0], "w", f[2], f[3], f[4]}, "."),
-		strings.Join([]string{f[0], f[1], "9999999999", f[3], f[4]}, "."),
-		strings.Join([]string{f[0], f[1], f[2], base64.RawURLEncoding.EncodeToString([]byte("films")), f[4]}, "."),
+		"v2." + other + tok[strings.LastIndexByte(tok, '.'):],
 		tok[:len(tok)-2] + "AA",
-		"v2" + tok[2:],
+		"v3" + tok[2:],
+		"v2." + id,
 		"garbage",
+		"v2.." + tok[strings.LastIndexByte(tok, '.')+1:],
 	} {
-		if _, err := VerifyShare(key, tampered, "", now); !errors.Is(err, ErrShareInvalid) {
-			t.Errorf("tampered %d: %v", i, err)
+		if _, err := VerifyLink(key, tampered); !errors.Is(err, ErrShareInvalid) {
+			t.Errorf("tampered %d (%s): %v", i, tampered, err)
 		}
 	}
-	drop := SignShare(key, Share{Path: "inbox", Write: true, Expires: now.Add(time.Hour)}, "s3same")
-	if _, err := VerifyShare(key, drop, "", now); !errors.Is(err, ErrSharePassword) {
-		t.Errorf("no password: %v", err)
+	if _, err := VerifyLink(key, "v1.r.9999999999.cHJpdmF0ZQ.AAAA"); !errors.Is(err, ErrShareOld) {
+		t.Errorf("a link of the first format: %v", err)
 	}
-	if _, err := VerifyShare(key, drop, "wrong", now); !errors.Is(err, ErrSharePassword) {
-		t.Errorf("wrong password: %v", err)
+	mac := PasswordMAC(key, id, "open sesame")
+	if !CheckPassword(key, id, "open sesame", mac) || CheckPassword(key, id, "open sesamE", mac) || CheckPassword(key, other, "open sesame", mac) {
+		t.Error("CheckPassword")
 	}
-	if s, err := VerifyShare(key, drop, "s3same", now); err != nil || !s.Write || !s.Password {
-		t.Errorf("drop box with its password: %+v, %v", s, err)
+	if strings.Contains(mac, "sesame") || strings.Contains(tok, "sesame") {
+		t.Error("the password shows")
 	}
-	if strings.Contains(drop, "s3same") {
-		t.Error("the password is in the link")
+}
+
+// TestSignInsBounded: a flood of wrong passwords costs at most the
+// client's budget of hashes, the rest refused before any hash; and when
+// every hashing slot is taken, a sign-in waits a moment, then is refused
+// busy, without a failure counted.
+func TestSignInsBounded(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	a := New(testPolicy(t), func() time.Time { return now })
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Go(func() {
+			r := httptest.NewRequest("GET", "/", nil)
+			r.RemoteAddr = "192.0.2.7:1234"
+			r.SetBasicAuth("alice", "wrong")
+			_, err := a.Identify(r)
+			mu.Lock()
+			switch {
+			case errors.Is(err, ErrTooManyFailures):
+				got["429"]++
+			case errors.Is(err, ErrBadCredential):
+				got["401"]++
+			default:
+				got[fmt.Sprint(err)]++
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if got["401"] != failBurst || got["429"] != 30-failBurst {
+		t.Errorf("30 wrong passwords at once: %v; want %d checked, the rest refused", got, failBurst)
+	}
+	for range cap(a.hashing) {
+		a.hashing <- struct{}{}
+	}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "192.0.2.8:1234"
+	r.SetBasicAuth("alice", "alice-pw")
+	start := time.Now()
+	if _, err := a.Identify(r); !errors.Is(err, ErrBusy) {
+		t.Errorf("every slot taken: %v; want ErrBusy", err)
+	}
+	if d := time.Since(start); d < hashWait {
+		t.Errorf("refused busy after %v, before the wait of %v", d, hashWait)
+	}
+	for range cap(a.hashing) {
+		<-a.hashing
+	}
+	if user, err := a.Identify(r); user != "alice" || err != nil {
+		t.Errorf("once a slot is free: %q, %v (a busy refusal must not count as a failure)", user, err)
 	}
 }
 

@@ -234,5 +234,26 @@ func (p *Policy) ReadsAll(user string) bool {
 	return root
 }
 
+// Knows reports whether name is one of the policy's users.
+func (p *Policy) Knows(name string) bool {
+	_, ok := p.users[name]
+	return ok
+}
+
+// Rules returns how many rules the policy has.
+func (p *Policy) Rules() int { return len(p.rules) }
+
+// Granting describes the rules that grant any of perm, one
+// "/PATH: USER,USER" each, for the log at start-up: who may write where.
+func (p *Policy) Granting(perm Perm) []string {
+	var out []string
+	for _, r := range p.rules {
+		if r.Allow&perm != 0 {
+			out = append(out, "/"+r.Path+": "+strings.Join(r.Users, ","))
+		}
+	}
+	return out
+}
+
 // Users returns how many users the policy knows.
 func (p *Policy) Users() int { return len(p.users) }

@@ -321,10 +321,13 @@ func (fsys *fileSystem) Rename(ctx context.Context, oldPath, newPath string) err
 	}
 	st := fsys.h.cfg.Locks.st
 	if rn, ok := fsys.h.cfg.Store.(largo.Renamer); ok {
-		if err := rn.Rename(ctx, from, to); err != nil {
+		err := rn.Rename(ctx, from, to)
+		if err == nil {
+			return moveProps(ctx, st, from, to)
+		}
+		if !errors.Is(err, largo.ErrUnsupported) {
 			return fsys.fail("rename", from, err)
 		}
-		return moveProps(ctx, st, from, to)
 	}
 	// No rename: each file copied, then removed. Not atomic: a reader may
 	// meet a file at both names for a while, and a failure halfway leaves
@@ -355,7 +358,7 @@ func (fsys *fileSystem) moveTree(ctx context.Context, from, to string) error {
 		return fsys.fail("move", from, rm.Remove(ctx, from, largo.RemoveOptions{Condition: largo.Condition{IfMatch: in.ETag}}))
 	}
 	if dm, ok := fsys.h.cfg.Store.(largo.DirMaker); ok {
-		if err := dm.MakeDir(ctx, to); err != nil && !errors.Is(err, largo.ErrExist) {
+		if err := dm.MakeDir(ctx, to); err != nil && !errors.Is(err, largo.ErrExist) && !errors.Is(err, largo.ErrUnsupported) {
 			return fsys.fail("move", to, err)
 		}
 	}

@@ -47,6 +47,9 @@ type Store struct {
 	locks keylock.Set // by name: commits and removals
 
 	swapMu sync.Mutex // the state area's swaps, in this process
+
+	stateOnce sync.Once // the state area made the server's alone
+	stateErr  error
 }
 
 var _ largo.Store = (*Store)(nil)

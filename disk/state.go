@@ -105,10 +105,10 @@ func (st state) swapped(ctx context.Context, key, ver string, change func() erro
 	s := st.s
 	s.swapMu.Lock()
 	defer s.swapMu.Unlock()
-	if err := s.root.MkdirAll(largo.StateDir, 0o755); err != nil {
+	if err := s.stateDir(); err != nil {
 		return writeErr(err)
 	}
-	f, err := s.root.OpenFile(largo.StateDir+"/"+swapLock, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := s.root.OpenFile(largo.StateDir+"/"+swapLock, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return writeErr(err)
 	}
@@ -144,14 +144,20 @@ func (st state) write(key string, data []byte, excl bool) error {
 		return err
 	}
 	r := st.s.root
-	if err := r.MkdirAll(path.Dir(name), 0o755); err != nil {
+	if err := st.s.stateDir(); err != nil {
+		return writeErr(err)
+	}
+	if err := r.MkdirAll(path.Dir(name), 0o700); err != nil {
 		return writeErr(err)
 	}
 	tmp, f, err := st.s.newTemp()
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	err = f.Chmod(0o600) // a record may hold a key: the server's alone
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil {
 		err = f.Sync()
 	}
@@ -224,4 +230,16 @@ func (st state) List(_ context.Context, prefix string) iter.Seq2[largo.Record, e
 			}
 		}
 	}
+}
+
+// stateDir makes the state area, or makes it the server's alone if it was
+// made readable by others (by an older version, or by hand): it holds the
+// share key and the records of links, uploads and locks.
+func (s *Store) stateDir() error {
+	s.stateOnce.Do(func() {
+		if s.stateErr = s.root.Mkdir(largo.StateDir, 0o700); errors.Is(s.stateErr, fs.ErrExist) {
+			s.stateErr = s.root.Chmod(largo.StateDir, 0o700)
+		}
+	})
+	return s.stateErr
 }

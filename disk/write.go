@@ -351,7 +351,10 @@ func (s *Store) Remove(_ context.Context, name string, opt largo.RemoveOptions) 
 
 // newTemp creates a new empty file in TempDir, for writing.
 func (s *Store) newTemp() (string, *os.File, error) {
-	if err := s.root.MkdirAll(TempDir, 0o755); err != nil {
+	if err := s.stateDir(); err != nil {
+		return "", nil, writeErr(err)
+	}
+	if err := s.root.MkdirAll(TempDir, 0o700); err != nil {
 		return "", nil, writeErr(err)
 	}
 	tmp := tempName()

@@ -40,7 +40,6 @@ import (
 	"math"
 	"path"
 	"sync"
-	"unicode/utf8"
 
 	"largo"
 )
@@ -136,24 +135,22 @@ type Target struct {
 // CheckName applies the write policy to a name that passed
 // largo.ParseName: the root, hidden names and names under the reserved
 // prefix are never written (ErrIsDir, ErrReservedName), and a new name
-// must be UTF-8, so that it reads back the same in listings, JSON and
-// archives (ErrInvalidName).
+// must pass largo.CheckNew (UTF-8, nothing that makes it pass for
+// another: ErrInvalidName, largo.ErrUnsafeName).
 func CheckName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("the root: %w", largo.ErrIsDir)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("%q: %w: not UTF-8", name, largo.ErrInvalidName)
 	case largo.Reserved(name):
 		return fmt.Errorf("%s: %w: %w", name, ErrReservedName, largo.ErrPermission)
 	}
-	return nil
+	return largo.CheckNew(name)
 }
 
 // Check admits a write without starting it: everything Begin checks, and
 // no space is held. A resumable upload is checked so at its creation.
 func (p *Pipeline) Check(ctx context.Context, t Target) error {
-	if err := p.admit(ctx, t); err != nil {
+	if err := p.admit(ctx, &t); err != nil {
 		return err
 	}
 	_, err := p.room(ctx, t.Name, t.Size, false)
@@ -210,12 +207,16 @@ func (p *Pipeline) checkLock(ctx context.Context, name string, tree bool, tokens
 	return p.cfg.Guard.Locked(ctx, name, tree, tokens)
 }
 
-// admit checks all of a write but its size.
-func (p *Pipeline) admit(ctx context.Context, t Target) error {
+// admit checks all of a write but its room, and sets the condition it
+// will carry.
+func (p *Pipeline) admit(ctx context.Context, t *Target) error {
 	if p.cr == nil {
 		return fmt.Errorf("write: %w", largo.ErrUnsupported)
 	}
 	if err := CheckName(t.Name); err != nil {
+		return err
+	}
+	if err := p.decide(ctx, t); err != nil {
 		return err
 	}
 	if err := p.checkLock(ctx, t.Name, false, t.Tokens); err != nil {
@@ -244,6 +245,28 @@ func (p *Pipeline) admit(ctx context.Context, t Target) error {
 		return nil // its folder is there
 	}
 	return p.checkFolder(ctx, t.Name)
+}
+
+// decide asks the store whether the write may be made at all, before a
+// byte of it is read: the access gate's decision (package gate), which
+// may also tighten the write's condition (a drop box only creates).
+func (p *Pipeline) decide(ctx context.Context, t *Target) error {
+	wc, ok := p.cfg.Store.(writeChecker)
+	if !ok {
+		return nil
+	}
+	cond, err := wc.CheckWrite(ctx, t.Name, t.Size, t.Cond)
+	if err != nil {
+		return err
+	}
+	t.Cond = cond
+	return nil
+}
+
+// writeChecker is a store that decides writes before they start: the
+// access gate's store.
+type writeChecker interface {
+	CheckWrite(ctx context.Context, name string, size int64, cond largo.Condition) (largo.Condition, error)
 }
 
 // checkCond refuses a condition the store cannot apply atomically: an

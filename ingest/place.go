@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -32,7 +33,7 @@ type Staged struct {
 // bytes are stored already). The store adopts the staged bytes where it
 // can, and receives a copy otherwise.
 func (p *Pipeline) Place(ctx context.Context, t Target, s Staged) (Result, error) {
-	if err := p.admitPlace(ctx, t); err != nil {
+	if err := p.admitPlace(ctx, &t); err != nil {
 		return Result{}, err
 	}
 	w, err := p.adopt(ctx, t, s)
@@ -54,11 +55,14 @@ func (p *Pipeline) Place(ctx context.Context, t Target, s Staged) (Result, error
 
 // admitPlace is the admission of bytes already stored: the name and
 // whether the store can write under the condition.
-func (p *Pipeline) admitPlace(ctx context.Context, t Target) error {
+func (p *Pipeline) admitPlace(ctx context.Context, t *Target) error {
 	if p.cr == nil {
 		return fmt.Errorf("write: %w", largo.ErrUnsupported)
 	}
 	if err := CheckName(t.Name); err != nil {
+		return err
+	}
+	if err := p.decide(ctx, t); err != nil {
 		return err
 	}
 	if err := p.checkLock(ctx, t.Name, false, t.Tokens); err != nil {
@@ -91,6 +95,9 @@ func (p *Pipeline) adopt(ctx context.Context, t Target, s Staged) (*Write, error
 		return nil, &DigestError{Name: t.Name, SHA256: sum} // and the store untouched
 	}
 	u, err := a.Adopt(ctx, t.Name, s.Name, largo.CreateOptions{Size: s.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
+	if errors.Is(err, largo.ErrUnsupported) {
+		return nil, nil // a store behind a wrapper that cannot after all: copied
+	}
 	if err != nil {
 		return nil, CondErr(targetErr(err), t.Cond)
 	}
@@ -152,7 +159,7 @@ func (p *Pipeline) BeginCopy(ctx context.Context, t Target, src string) (*Write,
 	if !ok {
 		return nil, fmt.Errorf("copy: %w", largo.ErrUnsupported)
 	}
-	if err := p.admit(ctx, t); err != nil {
+	if err := p.admit(ctx, &t); err != nil {
 		return nil, err
 	}
 	if _, err := p.room(ctx, t.Name, t.Size, false); err != nil {

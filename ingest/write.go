@@ -36,7 +36,7 @@ type Write struct {
 // any, is held as a reservation until the bytes are written or the write
 // ends. Nothing of the request's body is read.
 func (p *Pipeline) Begin(ctx context.Context, t Target) (*Write, error) {
-	if err := p.admit(ctx, t); err != nil {
+	if err := p.admit(ctx, &t); err != nil {
 		return nil, err
 	}
 	room, err := p.room(ctx, t.Name, t.Size, true)

@@ -46,7 +46,7 @@ func DiskStaging(root *os.Root, state largo.State, dir string) (Staging, error) 
 	if !strings.HasPrefix(dir, largo.StateDir+"/") {
 		return nil, fmt.Errorf("staging folder %s: not under %s", dir, largo.StateDir)
 	}
-	if err := root.MkdirAll(dir, 0o755); err != nil {
+	if err := root.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
 	return &diskStaging{root: root, state: state, dir: dir}, nil
@@ -221,7 +221,7 @@ func (d *diskStaging) SaveHash(_ context.Context, id string, state []byte) error
 		}
 		return nil
 	}
-	return d.root.WriteFile(d.hashName(id), state, 0o644)
+	return d.root.WriteFile(d.hashName(id), state, 0o600)
 }
 
 // diskUpload is one upload of a diskStaging.

@@ -20,7 +20,9 @@ import (
 	"time"
 
 	"largo"
+	"largo/auth"
 	"largo/disk"
+	"largo/gate"
 	"largo/ingest"
 	"largo/serve"
 )
@@ -53,16 +55,21 @@ func newIETF(t *testing.T, versions []int, limits ...ingest.Config) *ietfFixture
 	if len(limits) > 0 {
 		ic = limits[0]
 	}
-	ic.Store = s
+	g := gate.New(gate.Config{Access: auth.New(auth.OneUser("", true), nil), Resolver: s})
+	ic.Store = g.Store(s)
 	writes := ingest.New(ic)
-	f.h, err = New(Config{Writes: writes, BasePath: serve.ResumablePrefix, Observer: f.obs, Now: func() time.Time { return f.now }})
+	staging, err := StagingFor(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h, err = New(Config{Writes: writes, Staging: staging, State: s.State(), BasePath: serve.ResumablePrefix, Observer: f.obs, Now: func() time.Time { return f.now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f.x, err = f.h.IETF(IETFConfig{BasePath: serve.ResumerPrefix, Versions: versions}); err != nil {
 		t.Fatal(err)
 	}
-	f.srv = httptest.NewServer(serve.New(serve.Config{Store: s, Writes: writes, Resumable: f.h, Resumer: f.x}))
+	f.srv = httptest.NewServer(serve.New(serve.Config{Store: ic.Store, Gate: g, Writes: writes, Resumable: f.h, Resumer: f.x}))
 	t.Cleanup(f.srv.Close)
 	return f
 }

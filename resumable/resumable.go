@@ -82,6 +82,11 @@ type Config struct {
 	// Staging keeps the unfinished uploads; nil means the staging of the
 	// store's own state area (StagingFor).
 	Staging Staging
+	// State is the store's state area, where finished uploads are kept on
+	// record and appends take their leases; nil means the state of the
+	// pipeline's store when it keeps one itself (a store behind the
+	// access gate does not: give it here).
+	State largo.State
 	// BasePath is the URL path the handler is mounted at, with its
 	// trailing slash.
 	BasePath string
@@ -151,8 +156,11 @@ func New(cfg Config) (*Handler, error) {
 		h.cfg.Staging = st
 	}
 	h.store = &dataStore{st: cfg.Staging, h: h}
-	if sk, ok := cfg.Writes.Store().(largo.StateKeeper); ok {
+	h.state = cfg.State
+	if sk, ok := cfg.Writes.Store().(largo.StateKeeper); ok && h.state == nil {
 		h.state = sk.State()
+	}
+	if h.state != nil {
 		h.leases = newLeases(h.state, cfg.Lease, cfg.Now)
 	}
 	composer := tusd.NewStoreComposer()

@@ -3,56 +3,65 @@ package serve
 import (
 	"context"
 	"errors"
-	"iter"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"path"
 	"strings"
 
 	"largo"
 	"largo/auth"
-	"largo/encode"
+	"largo/gate"
 	"largo/ingest"
 )
 
-// Who may do what is decided here, for every route, before a byte of a
-// body is read: the request's Host (a loopback server answers only
+// Who a request comes from is found here, for every route, before a byte
+// of a body is read: the request's Host (a loopback server answers only
 // loopback names and Config.Hosts, which is what defeats DNS rebinding),
-// its credential (Config.Access: 401 with a challenge when missing or
-// wrong, 429 after too many failures), a browser's origin for writes
-// (cross-site writes are refused), and then, at each handler, the
-// permission the request needs on its name (403 for a known user, 401 for
-// an anonymous one, who may yet sign in). Listings and archives leave out
-// what the requester may not read.
+// its credential (Config.Access: 401 with a challenge when wrong, 429
+// after too many failures) or its share link, and a browser's origin for
+// writes (cross-site writes are refused). The principal found travels in
+// the request's context (package gate), and what it may do is decided at
+// the store's door, by the gate, on every store call; a handler that must
+// refuse before it reads a body asks the gate's Check, the same decision.
 
-// Refusals of the access checks.
+// Refusals of the front door.
 var (
-	errForbidden   = ingest.Refuse(http.StatusForbidden, "forbidden: not allowed on this path")
 	errTooMany     = ingest.Refuse(http.StatusTooManyRequests, "too many failed sign-ins: wait a second")
 	errMisdirected = ingest.Refuse(http.StatusMisdirectedRequest, "this server does not answer for that host name")
 	errCrossSite   = ingest.Refuse(http.StatusForbidden, "cross-site write refused: send writes from this server's own pages")
 	errWriteOnly   = ingest.Refuse(http.StatusForbidden, "forbidden: a drop-box link only uploads new files into its folder")
+	errLinkPass    = ingest.Refuse(http.StatusUnauthorized, "this share link needs its password: send it as the password of basic auth (any user name)")
+	errBusySignIn  = ingest.Refuse(http.StatusServiceUnavailable, "busy checking passwords: try again in a moment")
 )
 
-// identity is who a request comes from: a user of the access policy (""
-// for anonymous), or the holder of a share link.
-type identity struct {
-	user  string
-	share *auth.Share
+// linkView is how a request through a share link sees the store: from
+// the link's URL (Base, /_largo/s/TOKEN/), which stands for the link's
+// path (Root), and nothing above it.
+type linkView struct {
+	Base string
+	Root string
+	Link *gate.Link
 }
 
-type identityKey struct{}
+type linkViewKey struct{}
 
-// who returns the identity the guard found for r.
-func who(r *http.Request) identity {
-	id, _ := r.Context().Value(identityKey{}).(identity)
-	return id
+// viewOf returns the link view of a request made through a share link,
+// or nil.
+func viewOf(r *http.Request) *linkView {
+	v, _ := r.Context().Value(linkViewKey{}).(*linkView)
+	return v
+}
+
+// principal returns the principal the guard found for r.
+func principal(r *http.Request) gate.Principal {
+	p, _ := gate.From(r.Context())
+	return p
 }
 
 // guard checks what every request must pass, whatever its route: the
 // host name and the credential. It returns the request carrying its
-// identity.
+// principal.
 func (h *Handler) guard(r *http.Request) (*http.Request, error) {
 	if !h.hostAllowed(r.Host) {
 		return r, errMisdirected
@@ -60,51 +69,66 @@ func (h *Handler) guard(r *http.Request) (*http.Request, error) {
 	if strings.HasPrefix(r.URL.Path, auth.SharePrefix) {
 		return h.shareGuard(r)
 	}
-	if h.cfg.Access == nil {
-		return r, nil
-	}
 	user, err := h.cfg.Access.Identify(r)
 	switch {
 	case errors.Is(err, auth.ErrTooManyFailures):
 		return r, errTooMany
+	case errors.Is(err, auth.ErrBusy):
+		return r, errBusySignIn
 	case err != nil:
-		return r, errUnauthorized
-	case user == "":
-		return r, nil // anonymous: the zero identity, no copy of the request
+		return r, fmt.Errorf("%w: %w", err, largo.ErrUnauthorized)
 	}
-	return r.WithContext(context.WithValue(r.Context(), identityKey{}, identity{user: user})), nil
+	return r.WithContext(gate.With(r.Context(), gate.User(user))), nil
 }
 
 // shareGuard checks a share link's token and turns the request into one
-// for the name it reaches, made with the link's identity. Expired,
+// for the name it reaches, made by the link's holder. Expired, revoked,
 // changed and out-of-scope links are refused with their reason; a
-// password link without its password is asked for it (401). Failures
-// count against the client like bad credentials.
+// password link without its password is asked for it (401). Wrong
+// passwords count against the client like bad credentials, under the
+// same limiter.
 func (h *Handler) shareGuard(r *http.Request) (*http.Request, error) {
-	if h.cfg.ShareKey == nil {
+	links := h.gate.Links()
+	if links == nil {
 		return r, errNoShares
 	}
 	token, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, auth.SharePrefix), "/")
 	_, password, _ := r.BasicAuth()
-	s, err := auth.VerifyShare(h.cfg.ShareKey, token, password, h.cfg.Now())
+	if password != "" {
+		if err := h.cfg.Access.Attempt(r); err != nil {
+			return r, errTooMany
+		}
+	}
+	l, err := links.Verify(r.Context(), token, password)
 	switch {
 	case errors.Is(err, auth.ErrSharePassword) && password == "":
-		return r, errUnauthorized
-	case err != nil:
+		return r, errLinkPass
+	case errors.Is(err, auth.ErrSharePassword):
+		h.cfg.Access.Failed(r)
 		return r, ingest.Refuse(http.StatusForbidden, err.Error())
+	case errors.Is(err, auth.ErrShareInvalid) || errors.Is(err, auth.ErrShareOld) || errors.Is(err, auth.ErrShareRevoked) || errors.Is(err, auth.ErrShareExpired):
+		h.cfg.Access.Failed(r)
+		return r, ingest.Refuse(http.StatusForbidden, err.Error())
+	case err != nil:
+		return r, err
 	}
 	name, err := largo.ParseName("/" + rest)
 	if err != nil {
 		return r, err
 	}
-	name, ok := s.Within(name)
+	name, ok := l.Within(name)
 	if !ok {
 		return r, ingest.Refuse(http.StatusForbidden, "outside what the share link reaches")
 	}
-	r2 := r.WithContext(context.WithValue(r.Context(), identityKey{}, identity{share: &s}))
+	v := &linkView{Base: auth.SharePrefix + token + "/", Root: l.Path, Link: l}
+	if l.Kind == gate.LinkFile {
+		v.Root = parent(l.Path)
+	}
+	ctx := context.WithValue(gate.With(r.Context(), gate.LinkHolder(l.ID)), linkViewKey{}, v)
+	r2 := r.WithContext(ctx)
 	u := *r.URL
 	u.Path = "/" + name
-	if strings.HasSuffix(r.URL.Path, "/") && name != "" && !s.File {
+	if strings.HasSuffix(r.URL.Path, "/") && name != "" && l.Kind != gate.LinkFile {
 		u.Path += "/"
 	}
 	u.RawPath = ""
@@ -136,76 +160,6 @@ func (h *Handler) hostAllowed(host string) bool {
 // default.
 var LoopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
 
-// may returns nil when r may do perm on name, else the refusal: 401 for an
-// anonymous requester (who may sign in), 403 for a known one.
-func (h *Handler) may(r *http.Request, name string, perm auth.Perm) error {
-	id := who(r)
-	if id.share != nil {
-		return shareMay(id.share, name, perm)
-	}
-	if h.cfg.Access == nil {
-		return nil
-	}
-	pol := h.cfg.Access.Policy()
-	if pol.Allowed(id.user, name)&perm == perm && (perm&auth.Read == 0 || readsSource(pol, id.user, name)) {
-		return nil
-	}
-	if id.user == "" {
-		return errUnauthorized
-	}
-	return errForbidden
-}
-
-// readsSource reports whether user may read the file a name of a
-// sidecar's form (NAME.gz, NAME.br, NAME.zst of a type the policy
-// compresses) holds NAME's bytes of: a rule that hides NAME hides them
-// under that name too, whether largo precompress wrote the file or not.
-func readsSource(pol *auth.Policy, user, name string) bool {
-	base, _, ok := encode.SidecarBase(name)
-	if !ok || !encode.Compressible(contentType(largo.Info{Name: path.Base(base)})) {
-		return true
-	}
-	return pol.Allowed(user, base)&auth.Read != 0
-}
-
-// mayBelow is may for a request that acts on name and everything below
-// it at once (a recursive DELETE): a rule on a path below name that
-// takes perm away from the requester refuses it.
-func (h *Handler) mayBelow(r *http.Request, name string, perm auth.Perm) error {
-	if err := h.may(r, name, perm); err != nil {
-		return err
-	}
-	id := who(r)
-	if id.share != nil || h.cfg.Access == nil || h.cfg.Access.Policy().AllowedBelow(id.user, name)&perm == perm {
-		return nil
-	}
-	if id.user == "" {
-		return errUnauthorized
-	}
-	return errForbidden
-}
-
-// shareMay is what a share link allows: a read link reads and lists its
-// path and what is below; a write link (a drop box) creates files in its
-// folder and nothing else.
-func shareMay(s *auth.Share, name string, perm auth.Perm) error {
-	if s.Write {
-		if perm == auth.Write && name != s.Path && parent(name) == s.Path {
-			return nil
-		}
-		return errWriteOnly
-	}
-	if perm&^(auth.Read|auth.List) == 0 && within(s.Path, name) {
-		return nil
-	}
-	return errForbidden
-}
-
-// within reports whether name is dir or below it.
-func within(dir, name string) bool {
-	return dir == "" || name == dir || strings.HasPrefix(name, dir+"/")
-}
-
 // parent returns the folder of a name: "a/b" for "a/b/c", "" for "c".
 func parent(name string) string {
 	i := strings.LastIndexByte(name, '/')
@@ -213,15 +167,6 @@ func parent(name string) string {
 		return ""
 	}
 	return name[:i]
-}
-
-// createOnly is the condition a write must carry: a drop-box link never
-// replaces a file, whatever the request asked.
-func createOnly(r *http.Request, cond largo.Condition) largo.Condition {
-	if s := who(r).share; s != nil && s.Write {
-		return largo.Condition{IfNoneMatch: true}
-	}
-	return cond
 }
 
 // sameOrigin refuses a write a browser sends from another site: its
@@ -279,52 +224,3 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// visible is the store as one requester may read it: listings and
-// archives leave out what they may not read, and opening it fails as if
-// it were not there.
-type visible struct {
-	largo.Store
-	may func(name string, perm auth.Perm) bool
-}
-
-// readable returns the store as r's requester sees it.
-func (h *Handler) readable(r *http.Request) largo.Store {
-	id := who(r)
-	if id.share == nil && (h.cfg.Access == nil || h.cfg.Access.Policy().ReadsAll(id.user)) {
-		return h.cfg.Store
-	}
-	return visible{Store: h.cfg.Store, may: func(name string, perm auth.Perm) bool { return h.may(r, name, perm) == nil }}
-}
-
-func (v visible) seen(in largo.Info, name string) bool {
-	if in.IsDir {
-		return v.may(name, auth.List) || v.may(name, auth.Read)
-	}
-	return v.may(name, auth.Read)
-}
-
-// List yields the entries of name that may be read, or none when name
-// itself may not be listed: a folder read but not listed is in an
-// archive, empty.
-func (v visible) List(ctx context.Context, name string) iter.Seq2[largo.Info, error] {
-	return func(yield func(largo.Info, error) bool) {
-		if !v.may(name, auth.List) {
-			return
-		}
-		for in, err := range v.Store.List(ctx, name) {
-			if err == nil && !v.seen(in, largo.Join(name, in.Name)) {
-				continue
-			}
-			if !yield(in, err) {
-				return
-			}
-		}
-	}
-}
-
-func (v visible) Open(ctx context.Context, name string) (largo.File, error) {
-	if !v.may(name, auth.Read) {
-		return nil, largo.ErrNotFound
-	}
-	return v.Store.Open(ctx, name)
-}

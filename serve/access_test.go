@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"largo/auth"
 	"largo/disk"
+	"largo/gate"
 	"largo/ingest"
 )
 
@@ -85,15 +87,38 @@ func newAccessFixture(t *testing.T) *accessFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	clock := func() time.Time { return f.now }
+	g, gated := gatedStore(s, auth.New(pol, clock), clock)
 	f.h = New(Config{
-		Store:    s,
-		Writes:   ingest.New(ingest.Config{Store: s}),
-		Access:   auth.New(pol, func() time.Time { return f.now }),
-		ShareKey: []byte(strings.Repeat("k", 32)),
-		Hosts:    LoopbackHosts,
-		Now:      func() time.Time { return f.now },
+		Store:  gated,
+		Gate:   g,
+		Writes: ingest.New(ingest.Config{Store: gated}),
+		Access: g.Access(),
+		Hosts:  LoopbackHosts,
+		Now:    clock,
 	})
 	return f
+}
+
+// gatedStore puts s behind a gate of access, with share links kept in
+// its state area and its symbolic links judged as they resolve.
+func gatedStore(s *disk.Store, access *auth.Access, now func() time.Time) (*gate.Gate, *gate.Store) {
+	g := gate.New(gate.Config{
+		Access:   access,
+		Links:    gate.NewLinks(s.State(), []byte(strings.Repeat("k", 32)), now),
+		Resolver: s,
+	})
+	return g, g.Store(s)
+}
+
+// link makes a share link and returns its URL path.
+func (f *accessFixture) link(t *testing.T, l gate.Link, password string) string {
+	t.Helper()
+	token, made, err := f.h.gate.Links().Make(context.Background(), l, password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return made.URLPath(token)
 }
 
 // req runs a request as user ("" anonymous) and returns its status.
@@ -196,13 +221,13 @@ func TestListingsLeaveOut(t *testing.T) {
 
 func TestShareLinks(t *testing.T) {
 	f := newAccessFixture(t)
-	key := f.h.cfg.ShareKey
-	link := func(s auth.Share, pw string) string { return s.URLPath(auth.SignShare(key, s, pw)) }
 	exp := f.now.Add(time.Hour)
-	folder := link(auth.Share{Path: "private", Expires: exp}, "")
-	file := link(auth.Share{Path: "private/s.txt", File: true, Expires: exp}, "")
-	drop := link(auth.Share{Path: "inbox", Write: true, Expires: exp}, "")
-	pw := link(auth.Share{Path: "private", Expires: exp}, "open sesame")
+	folder := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "private", Maker: "alice", Expires: exp}, "")
+	file := f.link(t, gate.Link{Kind: gate.LinkFile, Path: "private/s.txt", Maker: "alice", Expires: exp}, "")
+	drop := f.link(t, gate.Link{Kind: gate.LinkDrop, Path: "inbox", Maker: "bob", Expires: exp}, "")
+	pw := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "private", Maker: "alice", Expires: exp}, "open sesame")
+	root := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "", Expires: exp}, "")
+	tampered := folder[:len(folder)-3] + "A/"
 	for _, tt := range []struct {
 		method, path string
 		code         int
@@ -222,10 +247,14 @@ func TestShareLinks(t *testing.T) {
 		{"GET", drop + "old.txt", 403, nil},
 		{"GET", drop, 403, nil},
 		{"GET", pw + "s.txt", 401, nil},
-		{"GET", pw + "s.txt", 403, []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("x:wrong"))}},
+		{"GET", pw + "s.txt", 403, []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("x:wrong one"))}},
 		{"GET", pw + "s.txt", 200, []string{"Authorization", "Basic " + base64.StdEncoding.EncodeToString([]byte("x:open sesame"))}},
-		{"GET", strings.Replace(folder, ".r.", ".w.", 1), 403, nil},
+		{"GET", tampered, 403, nil},
 		{"GET", "/_largo/s/garbage/", 403, nil},
+		{"GET", "/_largo/s/v1.r.9999999999.cHJpdmF0ZQ.AAAA/", 403, nil},
+		// A link reaches files, never the server's own routes.
+		{"GET", root + "_largo/metrics", 404, nil},
+		{"GET", root + "_largo/healthz", 404, nil},
 	} {
 		if rec := f.req(tt.method, tt.path, "", tt.hdr...); rec.Code != tt.code {
 			t.Errorf("%s %s: %d %s; want %d", tt.method, tt.path, rec.Code, strings.TrimSpace(rec.Body.String()), tt.code)
@@ -249,10 +278,41 @@ func TestShareLinks(t *testing.T) {
 	if rec := f.req("GET", folder+"s.txt", ""); rec.Code != 403 || !strings.Contains(rec.Body.String(), "expired") {
 		t.Errorf("expired link: %d %s", rec.Code, rec.Body.String())
 	}
-	f.now = exp.Add(-time.Minute)
-	f.h.cfg.ShareKey = []byte(strings.Repeat("r", 32)) // rotated
+}
+
+// TestLinksAnswerToTheirMaker: a link grants only what its maker may
+// still do, and stops on its own when revoked.
+func TestLinksAnswerToTheirMaker(t *testing.T) {
+	f := newAccessFixture(t)
+	exp := f.now.Add(time.Hour)
+	folder := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "private", Maker: "alice", Expires: exp}, "")
+	other := f.link(t, gate.Link{Kind: gate.LinkFile, Path: "private/s.txt", Maker: "alice", Expires: exp}, "")
+	if rec := f.req("GET", folder+"s.txt", ""); rec.Code != 200 {
+		t.Fatalf("a fresh link: %d", rec.Code)
+	}
+	// Alice loses /private: her link loses it too.
+	p := filepath.Join(t.TempDir(), "access.toml")
+	os.WriteFile(p, []byte(strings.Replace(accessFile, "path = \"/private\"\nusers = [\"alice\"]\nallow = [\"all\"]", "path = \"/private\"\nusers = [\"alice\"]\nallow = []", 1)), 0o600)
+	pol, err := auth.LoadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := f.h.cfg.Access.Policy()
+	f.h.cfg.Access.Reload(pol)
 	if rec := f.req("GET", folder+"s.txt", ""); rec.Code != 403 {
-		t.Errorf("link under a rotated key: %d", rec.Code)
+		t.Errorf("a link after its maker lost the right: %d", rec.Code)
+	}
+	f.h.cfg.Access.Reload(old)
+	// Revoked one by one: the other still works.
+	id := strings.Split(strings.TrimPrefix(folder, auth.SharePrefix), ".")[1]
+	if err := f.h.gate.Links().Revoke(context.Background(), id, "alice", false); err != nil {
+		t.Fatal(err)
+	}
+	if rec := f.req("GET", folder+"s.txt", ""); rec.Code != 403 || !strings.Contains(rec.Body.String(), "revoked") {
+		t.Errorf("a revoked link: %d %s", rec.Code, rec.Body.String())
+	}
+	if rec := f.req("GET", other, ""); rec.Code != 200 {
+		t.Errorf("another link of the same maker after a revocation: %d", rec.Code)
 	}
 }
 
@@ -339,7 +399,7 @@ allow = ["read"]
 		t.Fatal(err)
 	}
 	f := newAccessFixture(t)
-	f.h.cfg.Access = auth.New(pol, nil)
+	f.h.cfg.Access.Reload(pol)
 	f.h.cfg.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("metrics")) })
 	f.h = New(f.h.cfg)
 	for user, code := range map[string]int{"": 401, "bob": 403, "alice": 200} {
@@ -372,10 +432,11 @@ func TestNewShare(t *testing.T) {
 		{"bob", "path=/private&expires=1h", 403},
 		{"bob", "path=/pub&expires=1h&write=1", 403},
 		{"bob", "path=/pub&expires=1h", 403},   // a link to /pub would reach /pub/sealed
-		{"alice", "path=/pub&expires=1h", 200}, // no rule below hides anything from alice
-		{"bob", "path=/inbox&expires=1h&write=1", 200},
-		{"alice", "path=/private&expires=1h", 200},
-		{"alice", "path=/private/s.txt&expires=1h", 200},
+		{"alice", "path=/pub&expires=1h", 201}, // no rule below hides anything from alice
+		{"bob", "path=/inbox&expires=1h&write=1", 201},
+		{"alice", "path=/private&expires=1h", 201},
+		{"alice", "path=/private/s.txt&expires=1h", 201},
+		{"alice", "path=/private/s.txt&expires=1h&password=short", 400},
 		{"alice", "path=/private&expires=999999h", 400},
 		{"alice", "path=/private/s.txt&expires=1h&write=1", 400},
 		{"alice", "path=/nope&expires=1h", 404},
@@ -385,7 +446,7 @@ func TestNewShare(t *testing.T) {
 			t.Errorf("%s as %q: %d %s; want %d", tt.form, tt.user, rec.Code, strings.TrimSpace(rec.Body.String()), tt.code)
 			continue
 		}
-		if rec.Code == 200 && !strings.Contains(tt.form, "write") {
+		if rec.Code == 201 && !strings.Contains(tt.form, "write") {
 			var out struct{ URL string }
 			json.Unmarshal(rec.Body.Bytes(), &out)
 			if got := f.req("GET", out.URL, ""); got.Code != 200 {

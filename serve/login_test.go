@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"largo/auth"
+	"largo/gate"
 	"largo/disk"
 )
 
@@ -35,7 +36,8 @@ func loginFixture(t *testing.T) *Handler {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return New(Config{Store: s, Access: auth.New(pol, nil), ShareKey: []byte(strings.Repeat("k", 32))})
+	g, gated := gatedStore(s, auth.New(pol, nil), nil)
+	return New(Config{Store: gated, Gate: g, Access: g.Access()})
 }
 
 var carolHash = sync.OnceValue(func() string { return auth.HashPassword("carol's password") })
@@ -151,8 +153,7 @@ func TestLoginWithoutUsers(t *testing.T) {
 		}
 	}
 	f := newAccessFixture(t)
-	link := auth.Share{Path: "pub", Expires: f.now.Add(time.Hour)}
-	path := link.URLPath(auth.SignShare(f.h.cfg.ShareKey, link, ""))
+	path := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "pub", Expires: f.now.Add(time.Hour)}, "")
 	if rec := login(f.h, "GET", path, "/", ""); rec.Code != http.StatusForbidden || rec.Header().Get("WWW-Authenticate") != "" {
 		t.Errorf("share link: %d %v", rec.Code, rec.Header())
 	}

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"largo"
-	"largo/auth"
 	"largo/ingest"
 )
 
@@ -50,7 +49,6 @@ func (h *Handler) postForm(w http.ResponseWriter, r *http.Request, folder string
 	if cond.IfMatch != "" {
 		return fmt.Errorf("If-Match on a form of several files: %w", ingest.ErrBadCondition)
 	}
-	cond = createOnly(r, cond)
 	ctx := r.Context()
 	// The form's length bounds its files: refused at once when the space
 	// cannot hold it, before a byte is read.
@@ -104,9 +102,6 @@ func (h *Handler) storePart(r *http.Request, folder string, part io.Reader, file
 	ctx := r.Context()
 	name, err := largo.ParseName("/" + largo.Join(folder, filename))
 	if err != nil {
-		return Stored{}, err
-	}
-	if err := h.may(r, name, auth.Write); err != nil {
 		return Stored{}, err
 	}
 	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: -1, Cond: cond, Tokens: ingest.LockTokens(r.Header)})

@@ -81,6 +81,7 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/encode"
+	"largo/gate"
 	"largo/ingest"
 	"largo/limit"
 	"largo/listing"
@@ -111,8 +112,17 @@ type Observer interface {
 
 // Config configures a Handler. Only Store is required.
 type Config struct {
-	// Store holds the files to serve.
+	// Store holds the files to serve. Every call to it is decided by
+	// Gate: a store that is not a *gate.Store already is wrapped in one.
 	Store largo.Store
+	// Gate decides every read and write (package gate); nil makes one of
+	// Access, without share links, following symbolic links. Writes and
+	// Resumable must write through the same gate's store.
+	Gate *gate.Gate
+	// State is the store's state area, where the sidecars largo
+	// precompress wrote are recorded; nil means the state of Store when
+	// it keeps one itself, else none.
+	State largo.State
 	// Logger receives the access log (one line per request) and errors.
 	// Nil discards them.
 	Logger *slog.Logger
@@ -161,12 +171,10 @@ type Config struct {
 	// this pipeline, which holds the limits (size, reserve, folders). Nil
 	// answers writes 405 with an Allow header naming the read methods.
 	Writes *ingest.Pipeline
-	// Access decides who may read, list, write and delete where, for
-	// every route. Nil allows everything (writes still need Writes).
+	// Access identifies requests (credentials, failed sign-ins) under
+	// the policy the Gate decides by; it must be the gate's. Nil, with
+	// no Gate, lets everyone do everything (writes still need Writes).
 	Access *auth.Access
-	// ShareKey signs and checks share links (auth.SharePrefix); nil turns
-	// them off.
-	ShareKey []byte
 	// CORSOrigins are the origins (scheme://host[:port]) whose pages may
 	// read and write from a browser with their credentials; none means no
 	// CORS: only the server's own pages may.
@@ -235,6 +243,8 @@ type Handler struct {
 	// sidecars answers, from a bounded cache, which files are recorded
 	// sidecars (unused with Config.AnySidecars).
 	sidecars *sidecar.Checker
+	// gate decides every store call (cfg.Store is its store).
+	gate *gate.Gate
 }
 
 // New returns a Handler for cfg.
@@ -265,11 +275,32 @@ func New(cfg Config) *Handler {
 	if h.cfg.Listing.Budget == nil {
 		h.cfg.Listing.Budget = limit.NewBudget(DefaultListingMemory)
 	}
-	var state largo.State // none: no file is a recorded sidecar
-	if sk, ok := cfg.Store.(largo.StateKeeper); ok {
-		state = sk.State()
+	if h.cfg.State == nil {
+		if sk, ok := cfg.Store.(largo.StateKeeper); ok {
+			h.cfg.State = sk.State()
+		}
 	}
-	h.sidecars = sidecar.NewChecker(state, sidecar.Options{Now: h.cfg.Now})
+	h.gate = h.cfg.Gate
+	if h.gate == nil {
+		if h.cfg.Access == nil {
+			h.cfg.Access = auth.New(auth.OneUser("", true), h.cfg.Now)
+		}
+		gc := gate.Config{Access: h.cfg.Access, Logger: h.log}
+		gc.Resolver, _ = h.cfg.Store.(largo.Resolver)
+		h.gate = gate.New(gc)
+	}
+	if h.cfg.Access == nil {
+		h.cfg.Access = h.gate.Access()
+	}
+	if _, gated := h.cfg.Store.(*gate.Store); !gated {
+		h.cfg.Store = h.gate.Store(h.cfg.Store)
+	}
+	if w := h.cfg.Writes; w != nil {
+		if _, gated := w.Store().(*gate.Store); !gated {
+			panic("serve: the write pipeline must write through the gate's store")
+		}
+	}
+	h.sidecars = sidecar.NewChecker(h.cfg.State, sidecar.Options{Now: h.cfg.Now})
 	h.ui = ui.New(UIPrefix)
 	h.own = http.NewServeMux()
 	h.own.Handle("GET "+UIPrefix, h.adapt(h.ui.Asset))
@@ -287,9 +318,10 @@ func New(cfg Config) *Handler {
 	})
 	if cfg.Metrics != nil {
 		// Metrics are read like a file of that name: public unless the
-		// access rules say otherwise.
+		// access rules say otherwise. The gate hides every name under
+		// _largo from the store, so the rule is asked of the policy.
 		h.own.Handle("GET "+Prefix+"metrics", h.adapt(func(w http.ResponseWriter, r *http.Request) error {
-			if err := h.may(r, strings.TrimPrefix(Prefix, "/")+"metrics", auth.Read); err != nil {
+			if err := h.gate.CheckRoute(r.Context(), auth.Read, strings.TrimPrefix(Prefix, "/")+"metrics"); err != nil {
 				return err
 			}
 			cfg.Metrics.ServeHTTP(w, r)
@@ -303,6 +335,9 @@ func New(cfg Config) *Handler {
 		h.own.Handle(ResumerPrefix, h.resumable(cfg.Resumer))
 	}
 	h.own.Handle("POST "+SharePath, h.adapt(h.newShare))
+	h.own.Handle("GET "+LinksPath, h.adapt(h.listLinks))
+	h.own.Handle("POST "+LinksPath+"{id}", h.adapt(h.changeLink))
+	h.own.Handle("DELETE "+LinksPath+"{id}", h.adapt(h.revokeLink))
 	h.own.Handle(Prefix, h.adapt(func(http.ResponseWriter, *http.Request) error {
 		return errNoEndpoint
 	}))
@@ -402,6 +437,7 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 		}
 		writeError(tw, http.StatusInternalServerError, "internal error")
 	}()
+	own := strings.HasPrefix(r.URL.Path, Prefix) && !strings.HasPrefix(r.URL.Path, auth.SharePrefix)
 	r, err := h.guard(r)
 	if err != nil {
 		h.fail(tw, r, err)
@@ -410,7 +446,7 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 	if !strings.HasPrefix(r.URL.Path, ResumablePrefix) && h.cors(tw, r) {
 		return // a preflight, answered (tusd answers its own)
 	}
-	if strings.HasPrefix(r.URL.Path, Prefix) { // a share link, rewritten, is not
+	if own { // a share link's request, rewritten, never reaches these
 		if _, err := largo.ParseName(r.URL.Path); err != nil {
 			h.fail(tw, r, err)
 			return
@@ -481,7 +517,9 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 	switch r.Method {
 	case http.MethodPut, http.MethodDelete:
 		if h.cfg.DAV != nil && h.cfg.Writes != nil && h.cfg.DAV.Discards(name) {
-			if err := h.may(r, name, auth.Write); err != nil {
+			// A hidden name, which the gate never lets through: the
+			// folder's rule is what is asked.
+			if err := h.gate.Check(r.Context(), auth.Write, largo.Join(parent(name), gate.NewName), false); err != nil {
 				return err
 			}
 			return h.discard(w, r)
@@ -497,7 +535,7 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 	case http.MethodGet, http.MethodHead:
 		return h.get(w, r, name)
 	case http.MethodOptions:
-		h.options(w.Header(), who(r).share)
+		h.options(w.Header(), h.gate.LinkOf(r.Context()))
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"largo"
 	"largo/disk"
+	"largo/resumable"
 )
 
 // newTestHandler serves a temporary folder holding files.
@@ -261,4 +262,14 @@ func TestArchiveLeavesSidecars(t *testing.T) {
 	if got := strings.Join(names, " "); got != "d/ d/backup.tar.gz d/data.csv d/data.csv.gz d/log.txt" {
 		t.Errorf("archive holds %q", got)
 	}
+}
+
+// diskStaging is the staging of resumable uploads in d's state area.
+func diskStaging(t testing.TB, d *disk.Store) resumable.Staging {
+	t.Helper()
+	st, err := resumable.StagingFor(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

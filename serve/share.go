@@ -3,77 +3,224 @@ package serve
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"largo"
 	"largo/auth"
+	"largo/gate"
 	"largo/ingest"
 )
 
 // SharePath is where a signed-in user asks for a share link: POST with
-// the form fields path, expires (a duration such as 24h, at most
-// maxShareLife), write (a drop box) and password (optional). The answer
-// is JSON: {"url": "/_largo/s/.../", "expires": "RFC 3339 time"}.
+// the form fields (URL-encoded or multipart) path, expires (a duration
+// such as 24h, at most maxShareLife), write (a drop box), password
+// (optional, at least auth.MinLinkPassword characters) and max_upload (a
+// drop box's largest file, such as 100MB). The answer is the link, as
+// LinksPath lists it.
 const SharePath = Prefix + "share"
+
+// LinksPath is where a signed-in user manages the links they made: GET
+// lists them (JSON, newest first), POST LinksPath+ID with the form field
+// expires (a duration from now, at most maxShareLife) extends one, DELETE
+// LinksPath+ID revokes one.
+const LinksPath = Prefix + "links/"
 
 // maxShareLife bounds how long a link made through the page may last.
 const maxShareLife = 90 * 24 * time.Hour
 
+// maxShareForm bounds the body of a form that makes or changes a link.
+const maxShareForm = 8 << 10
+
+// LinkInfo is a share link as the page sees it.
+type LinkInfo struct {
+	ID        string    `json:"id"`
+	URL       string    `json:"url"`
+	Kind      string    `json:"kind"`
+	Path      string    `json:"path"`
+	Created   time.Time `json:"created"`
+	Expires   time.Time `json:"expires"`
+	Expired   bool      `json:"expired,omitempty"`
+	Password  bool      `json:"password,omitempty"`
+	MaxUpload int64     `json:"max_upload,omitempty"`
+}
+
+func (h *Handler) linkInfo(l *gate.Link) LinkInfo {
+	return LinkInfo{
+		ID: l.ID, URL: l.URLPath(h.gate.Links().Token(l)), Kind: string(l.Kind), Path: "/" + l.Path,
+		Created: l.Created, Expires: l.Expires, Expired: !h.cfg.Now().Before(l.Expires),
+		Password: l.Password != "", MaxUpload: l.MaxUpload,
+	}
+}
+
+var errSignInFirst = fmt.Errorf("share links are made by signed-in users: %w", largo.ErrUnauthorized)
+
+// maker returns the signed-in user who manages links, after the checks
+// every such request passes: links on, a user, not through a link, and
+// for a change, a request from the server's own pages.
+func (h *Handler) maker(r *http.Request, change bool) (string, error) {
+	if h.gate.Links() == nil {
+		return "", errNoShares
+	}
+	user := principal(r).UserName()
+	if user == "" {
+		return "", errSignInFirst
+	}
+	if change {
+		if err := h.sameOrigin(r); err != nil {
+			return "", err
+		}
+	}
+	return user, nil
+}
+
+// parseShareForm reads a small form, URL-encoded or multipart.
+func parseShareForm(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxShareForm)
+	var err error
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		err = r.ParseMultipartForm(maxShareForm)
+	} else {
+		err = r.ParseForm()
+	}
+	if err != nil {
+		return ingest.Refuse(http.StatusBadRequest, "bad form")
+	}
+	return nil
+}
+
+// shareLife reads the form's expires.
+func shareLife(r *http.Request) (time.Duration, error) {
+	life, err := time.ParseDuration(r.PostForm.Get("expires"))
+	if err != nil || life <= 0 || life > maxShareLife {
+		return 0, ingest.Refuse(http.StatusBadRequest, "expires: a duration such as 24h, at most 90 days")
+	}
+	return life, nil
+}
+
 // newShare makes a share link for the requester, who must be signed in
-// and may only share what they may do themselves: a read link to what
-// they may read (and list, for a folder, and everything below it: a rule
-// below that hides something from them refuses the link), a drop box
-// where they may write.
+// and may only share what the gate lets them do themselves: a read link
+// to what they may read (and list, for a folder, and everything below
+// it: a rule below that hides something from them refuses the link), a
+// drop box where they may write. The link answers to them: it grants
+// only what they may still do when it is used.
 func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
-	if h.cfg.ShareKey == nil {
-		return errNoShares
-	}
-	id := who(r)
-	if id.share != nil || id.user == "" {
-		return errUnauthorized
-	}
-	if err := h.sameOrigin(r); err != nil {
+	user, err := h.maker(r, true)
+	if err != nil {
 		return err
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-	if err := r.ParseForm(); err != nil {
-		return ingest.Refuse(http.StatusBadRequest, "bad form")
+	if err := parseShareForm(w, r); err != nil {
+		return err
 	}
 	name, err := largo.ParseName("/" + strings.TrimPrefix(r.PostForm.Get("path"), "/"))
 	if err != nil || largo.Reserved(name) {
 		return ingest.Refuse(http.StatusBadRequest, "path: not a path this server serves")
 	}
-	life, err := time.ParseDuration(r.PostForm.Get("expires"))
-	if err != nil || life <= 0 || life > maxShareLife {
-		return ingest.Refuse(http.StatusBadRequest, "expires: a duration such as 24h, at most 90 days")
-	}
-	in, err := h.cfg.Store.Stat(r.Context(), name)
+	life, err := shareLife(r)
 	if err != nil {
 		return err
 	}
-	s := auth.Share{Path: name, Write: r.PostForm.Get("write") != "", File: !in.IsDir, Expires: h.cfg.Now().Add(life).Truncate(time.Second)}
-	switch {
-	case s.Write && s.File:
-		return ingest.Refuse(http.StatusBadRequest, "a drop box is a folder")
-	case s.Write:
-		err = h.may(r, largo.Join(name, "\x00"), auth.Write)
-	case s.File:
-		err = h.may(r, name, auth.Read)
-	default:
-		// The link reaches everything below the folder, whatever the
-		// rules say there: the maker must read and list all of it.
-		err = h.mayBelow(r, name, auth.Read|auth.List)
+	l := gate.Link{Path: name, Maker: user, Expires: h.cfg.Now().Add(life)}
+	if v := r.PostForm.Get("max_upload"); v != "" {
+		if l.MaxUpload, err = largo.ParseSize(v); err != nil || l.MaxUpload <= 0 {
+			return ingest.Refuse(http.StatusBadRequest, "max_upload: a size such as 100MB")
+		}
 	}
-	if errors.Is(err, errUnauthorized) || errors.Is(err, errForbidden) {
+	ctx := r.Context()
+	in, err := h.cfg.Store.Stat(ctx, name)
+	if err != nil {
+		return err
+	}
+	switch {
+	case r.PostForm.Get("write") != "" && !in.IsDir:
+		return ingest.Refuse(http.StatusBadRequest, "a drop box is a folder")
+	case r.PostForm.Get("write") != "":
+		l.Kind = gate.LinkDrop
+		err = h.gate.Check(ctx, auth.Write, largo.Join(name, gate.NewName), false)
+	case !in.IsDir:
+		l.Kind = gate.LinkFile
+		err = h.gate.Check(ctx, auth.Read, name, false)
+	default:
+		// The link reaches everything below the folder: the maker must
+		// read and list all of it.
+		l.Kind = gate.LinkFolder
+		err = h.gate.Check(ctx, auth.Read|auth.List, name, true)
+	}
+	if errors.Is(err, largo.ErrPermission) || errors.Is(err, largo.ErrUnauthorized) {
 		return ingest.Refuse(http.StatusForbidden, "you may only share what you may do yourself")
 	}
 	if err != nil {
 		return err
 	}
-	token := auth.SignShare(h.cfg.ShareKey, s, r.PostForm.Get("password"))
+	if l.Kind != gate.LinkDrop && l.MaxUpload != 0 {
+		return ingest.Refuse(http.StatusBadRequest, "max_upload: only a drop box takes uploads")
+	}
+	_, made, err := h.gate.Links().Make(ctx, l, r.PostForm.Get("password"))
+	if errors.Is(err, gate.ErrShortPassword) {
+		return ingest.Refuse(http.StatusBadRequest, err.Error())
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, h.linkInfo(&made))
+}
+
+// listLinks answers the links the requester made.
+func (h *Handler) listLinks(w http.ResponseWriter, r *http.Request) error {
+	user, err := h.maker(r, false)
+	if err != nil {
+		return err
+	}
+	links, err := h.gate.Links().List(r.Context(), user, false)
+	if err != nil {
+		return err
+	}
+	out := make([]LinkInfo, len(links))
+	for i := range links {
+		out[i] = h.linkInfo(&links[i])
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// changeLink extends a link the requester made.
+func (h *Handler) changeLink(w http.ResponseWriter, r *http.Request) error {
+	user, err := h.maker(r, true)
+	if err != nil {
+		return err
+	}
+	if err := parseShareForm(w, r); err != nil {
+		return err
+	}
+	life, err := shareLife(r)
+	if err != nil {
+		return err
+	}
+	l, err := h.gate.Links().Extend(r.Context(), r.PathValue("id"), user, false, h.cfg.Now().Add(life))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, h.linkInfo(&l))
+}
+
+// revokeLink revokes a link the requester made: 204.
+func (h *Handler) revokeLink(w http.ResponseWriter, r *http.Request) error {
+	user, err := h.maker(r, true)
+	if err != nil {
+		return err
+	}
+	if err := h.gate.Links().Revoke(r.Context(), r.PathValue("id"), user, false); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// writeJSON answers v as JSON, never cached.
+func writeJSON(w http.ResponseWriter, code int, v any) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	return json.NewEncoder(w).Encode(map[string]string{"url": s.URLPath(token), "expires": s.Expires.UTC().Format(time.RFC3339)})
+	w.WriteHeader(code)
+	return json.NewEncoder(w).Encode(v)
 }

@@ -14,7 +14,9 @@ import (
 	"testing"
 
 	"largo"
+	"largo/auth"
 	"largo/disk"
+	"largo/gate"
 	"largo/ingest"
 	"largo/resumable"
 )
@@ -80,13 +82,14 @@ func TestOneStatusTable(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { d.Close() })
-			st := commitFailing{d, storeErr}
+			g := gate.New(gate.Config{Access: auth.New(auth.OneUser("", true), nil)})
+			st := g.Store(commitFailing{d, storeErr})
 			writes := ingest.New(ingest.Config{Store: st})
-			rh, err := resumable.New(resumable.Config{Writes: writes, BasePath: ResumablePrefix})
+			rh, err := resumable.New(resumable.Config{Writes: writes, BasePath: ResumablePrefix, Staging: diskStaging(t, d), State: d.State()})
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := httptest.NewServer(New(Config{Store: st, Writes: writes, Resumable: rh}))
+			srv := httptest.NewServer(New(Config{Store: st, Gate: g, Writes: writes, Resumable: rh}))
 			t.Cleanup(srv.Close)
 			code, reason := answer(t, put(t, srv.URL+"/a.txt", "hello"))
 			if code != tt.code {

@@ -21,7 +21,6 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error
 	if err != nil {
 		return err
 	}
-	cond = createOnly(r, cond)
 	want, err := ingest.Digest(r.Header)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 
 	"largo"
 	"largo/auth"
+	"largo/gate"
 	"largo/ingest"
 	"largo/transfer"
 )
@@ -45,7 +46,6 @@ const writeMethods = readMethods + ", PUT, POST, DELETE"
 
 // Refusals of the write front end that are no store's.
 var (
-	errUnauthorized = ingest.Refuse(http.StatusUnauthorized, "unauthorized: send the token as a bearer token or a basic-auth password")
 	errNotForm      = ingest.Refuse(http.StatusUnsupportedMediaType, "expected multipart/form-data")
 	errPartialPut   = ingest.Refuse(http.StatusBadRequest, "Content-Range on a PUT: partial writes are not accepted; send the whole file, or resume through /_largo/uploads/ (tus)")
 	errBadForm      = ingest.Refuse(http.StatusBadRequest, "bad multipart form")
@@ -69,12 +69,12 @@ func (h *Handler) allow() string {
 // methods of the file tree, its DAV classes and its upload limits;
 // through a share link, only what the link allows (a read link reads,
 // with PROPFIND, and takes no locks; a drop box only uploads).
-func (h *Handler) options(hdr http.Header, s *auth.Share) {
+func (h *Handler) options(hdr http.Header, l *gate.Link) {
 	allow, dav, writes := h.allow(), h.cfg.DAV != nil, h.cfg.Writes != nil
 	switch {
-	case s != nil && s.Write:
+	case l != nil && l.Kind == gate.LinkDrop:
 		allow, dav = "OPTIONS, PUT, POST", false
-	case s != nil:
+	case l != nil:
 		allow, writes = readMethods, false
 		if dav {
 			allow += ", PROPFIND"
@@ -101,18 +101,12 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) err
 	if err := h.sameOrigin(r); err != nil {
 		return err
 	}
-	perm, target := auth.Write, name
-	switch r.Method {
-	case http.MethodDelete:
-		perm = auth.Delete
-	case http.MethodPost:
-		// A form's files are checked one by one as they come; first, the
-		// folder must take new files at all. No rule names a "\x00"
-		// element, so this is what the folder's rules say of a new name.
-		target = largo.Join(name, "\x00")
-	}
-	if err := h.may(r, target, perm); err != nil {
-		return err
+	if r.Method == http.MethodPost {
+		// A form's files are decided one by one as they come; first, the
+		// folder must take new files at all, before the body is read.
+		if err := h.gate.Check(r.Context(), auth.Write, largo.Join(name, gate.NewName), false); err != nil {
+			return err
+		}
 	}
 	if h.cfg.DAV != nil {
 		// Lock tokens are read out of the If header: only out of one
@@ -142,33 +136,18 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) err
 	return h.remove(w, r, name)
 }
 
-// resume hands a write the Resumer took to it, once the file a POST
-// names in its folder may be written (the folder's check passed before),
-// and with a drop-box link's condition: it only creates.
+// resume hands a write the Resumer took to it. The pipeline's admission
+// of the upload, which the Resumer asks before it answers anything, is
+// where the gate decides it.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, name string) error {
-	if r.Method == http.MethodPost {
-		target, err := h.cfg.Resumer.Target(r, name)
-		if err != nil {
-			return err
-		}
-		if err := h.may(r, target, auth.Write); err != nil {
-			return err
-		}
-	}
-	if s := who(r).share; s != nil && s.Write {
-		r = r.Clone(ingest.ThroughLink(r.Context()))
-		r.Header.Del("If-Match")
-		r.Header.Set("If-None-Match", "*")
-	}
 	return h.cfg.Resumer.Create(w, r, name)
 }
 
-// resumable puts the write checks in front of the resumable upload
-// handler: a browser's origin (a CORS preflight passes only for an origin
-// listed in Config.CORSOrigins), and the permission to write the target a
-// creation names in its metadata. An upload's URL holds an unguessable
-// ID, which is what lets its later requests through: whoever created it
-// may resume it. CORS preflights pass: they carry no credential.
+// resumable puts the front door's checks in front of the resumable
+// upload handler: a browser's origin (a CORS preflight passes only for
+// an origin listed in Config.CORSOrigins). Who may create an upload is
+// decided by the gate at its admission; who may go on with one, by the
+// handler, which keeps each upload's creator.
 func (h *Handler) resumable(next http.Handler) http.Handler {
 	return h.adapt(func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
@@ -178,62 +157,12 @@ func (h *Handler) resumable(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return nil
 		}
-		if who(r).share != nil {
-			return errWriteOnly
-		}
 		if err := h.sameOrigin(r); err != nil {
-			return err
-		}
-		if err := h.mayUpload(r, next); err != nil {
 			return err
 		}
 		next.ServeHTTP(w, r)
 		return nil
 	})
-}
-
-// mayUpload checks a tus request to next: a creation needs the
-// permission to write the name its Upload-Metadata asks for, as next
-// reads it (a handler that cannot tell, the permission to write
-// everywhere); other requests, the permission to write somewhere, or an
-// upload made through a share link.
-func (h *Handler) mayUpload(r *http.Request, next http.Handler) error {
-	if r.Method == http.MethodPost {
-		n, ok := next.(tusNamer)
-		if !ok {
-			return h.mayBelow(r, "", auth.Write)
-		}
-		name, err := n.Target(r.Header)
-		if err != nil {
-			return nil // next refuses the creation for the same reason
-		}
-		return h.may(r, name, auth.Write)
-	}
-	user := who(r).user
-	if h.cfg.Access == nil || h.cfg.Access.Policy().Somewhere(user, auth.Write) {
-		return nil
-	}
-	if l, ok := next.(linkUploads); ok && l.ThroughLink(r) {
-		return nil
-	}
-	if user == "" {
-		return errUnauthorized
-	}
-	return errForbidden
-}
-
-// linkUploads is a resumable upload handler whose uploads made through a
-// share link (a drop box, whose holder has no account) are resumed by
-// their ID alone.
-type linkUploads interface {
-	ThroughLink(r *http.Request) bool
-}
-
-// tusNamer is a tus handler that tells the name a creation request asks
-// for, read as it will read it (a second reading of the metadata could
-// judge another name than the one written).
-type tusNamer interface {
-	Target(http.Header) (string, error)
 }
 
 // hasBody reports whether r may carry a body that a handler will read.

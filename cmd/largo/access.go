@@ -12,6 +12,7 @@ import (
 
 	"largo"
 	"largo/auth"
+	"largo/gate"
 	"largo/serve"
 )
 
@@ -27,22 +28,27 @@ type accessConfig struct {
 // shareKeyName is the state key of the share key a store keeps.
 const shareKeyName = "share.key"
 
-// setUpAccess puts the access policy in hcfg: the access file's, or the
+// setUpAccess puts the access policy in hcfg and returns the gate that
+// decides every store call by it: the access file's policy, or the
 // one-user flags' (anyone reads; the token, given, read from a file or
 // generated, writes; or, open, anyone writes), the host names a loopback
-// server answers, and the share key. It reports whether writes are on.
-func setUpAccess(ctx context.Context, e *env, logger *slog.Logger, cfg *serveConfig, st largo.Store, hcfg *serve.Config) (writes bool, err error) {
+// server answers, the share links (their key, and their records in the
+// store's state area), and how symbolic links are followed. It reports
+// whether writes are on: with an access file, when a rule grants write or
+// delete to anyone (--upload then adds nothing); else with --upload,
+// --token-file or --upload-open. What is on, and for whom, is logged.
+func setUpAccess(ctx context.Context, e *env, logger *slog.Logger, cfg *serveConfig, st largo.Store, hcfg *serve.Config) (g *gate.Gate, writes bool, err error) {
 	ac := &cfg.access
 	if ac.tokenFile != "" {
 		if cfg.token != "" {
-			return false, usageErr(errors.New("--token and --token-file: give one"))
+			return nil, false, usageErr(errors.New("--token and --token-file: give one"))
 		}
 		b, err := os.ReadFile(ac.tokenFile)
 		if err != nil {
-			return false, usageErr(fmt.Errorf("--token-file: %v", pathErrText(err)))
+			return nil, false, usageErr(fmt.Errorf("--token-file: %v", pathErrText(err)))
 		}
 		if cfg.token = strings.TrimSpace(string(b)); len(cfg.token) < 16 {
-			return false, usageErr(errors.New("--token-file: the token must be at least 16 characters"))
+			return nil, false, usageErr(errors.New("--token-file: the token must be at least 16 characters"))
 		}
 		cfg.upload = true
 	}
@@ -50,15 +56,15 @@ func setUpAccess(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCon
 	switch {
 	case ac.accessFile != "":
 		if cfg.token != "" || cfg.uploadOpen {
-			return false, usageErr(errors.New("--access and --token or --upload-open: the access file names every user"))
+			return nil, false, usageErr(errors.New("--access and --token or --upload-open: the access file names every user"))
 		}
 		if p, err = auth.LoadFile(ac.accessFile); err != nil {
-			return false, usageErr(err)
+			return nil, false, usageErr(err)
 		}
-		writes = true
-		logger.Info("access rules loaded", "file", ac.accessFile, "users", p.Users())
+		writes = len(p.Granting(auth.Write|auth.Delete)) > 0
+		logPolicy(logger, ac.accessFile, p, cfg.upload)
 	case cfg.uploadOpen && cfg.token != "":
-		return false, usageErr(errors.New("--upload-open and --token contradict each other: choose one"))
+		return nil, false, usageErr(errors.New("--upload-open and --token contradict each other: choose one"))
 	case cfg.uploadOpen:
 		fmt.Fprintln(e.stdout, "largo: WARNING: --upload-open: anyone who reaches this server can write, replace and delete files")
 		logger.Warn("writes are open to anyone: no token is required")
@@ -69,16 +75,61 @@ func setUpAccess(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCon
 			fmt.Fprintf(e.stdout, "largo: upload token (generated, shown once): %s\n", cfg.token)
 		}
 		p, writes = auth.OneUser(cfg.token, false), true
+		logger.Info("writes on: whoever sends the token may write and delete everywhere; anyone reads")
 	default:
 		p = auth.OneUser("", false)
+		logger.Info("writes off: anyone reads and lists (give --upload or an access file to take writes)")
 	}
-	hcfg.Access = auth.New(p, nil)
+	symlinks, err := symlinkMode(cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	access := auth.New(p, nil)
+	hcfg.Access = access
 	hcfg.Hosts = hostNames(cfg.listen, ac.hosts)
 	hcfg.CORSOrigins = ac.corsOrigins
-	if hcfg.ShareKey, err = shareKey(ctx, ac, p, st, writes); err != nil {
-		return false, err
+	gc := gate.Config{Access: access, Symlinks: symlinks, LinkMaxUpload: int64(cfg.linkMaxUpload), Logger: logger}
+	gc.Resolver, _ = st.(largo.Resolver)
+	key, err := shareKey(ctx, ac, p, st, writes)
+	if err != nil {
+		return nil, false, err
 	}
-	return writes, nil
+	if sk, ok := st.(largo.StateKeeper); ok && key != nil {
+		hcfg.State = sk.State()
+		gc.Links = gate.NewLinks(sk.State(), key, nil)
+	}
+	return gate.New(gc), writes, nil
+}
+
+// logPolicy says at start-up what an access file turns on, and for whom.
+func logPolicy(logger *slog.Logger, file string, p *auth.Policy, upload bool) {
+	logger.Info("access rules loaded", "file", file, "users", p.Users(), "rules", p.Rules())
+	if p.Rules() == 0 {
+		logger.Warn("the access file has no rule: every request is refused (401 or 403)", "file", file)
+	}
+	if w := p.Granting(auth.Write | auth.Delete); len(w) > 0 {
+		logger.Info("writes on, as the access file's rules grant them", "where", strings.Join(w, "; "))
+	} else {
+		logger.Info("writes off: no rule of the access file grants write or delete")
+	}
+	if upload {
+		logger.Info("--upload adds nothing to an access file: its rules decide who writes")
+	}
+}
+
+// symlinkMode is how the gate follows symbolic links: --symlinks, or by
+// default within their own folder when an access file is in force (its
+// rules could treat a link's target differently from the link), else
+// everywhere inside the store. Whatever the mode, a name is judged as it
+// resolves as well as how it is spelled.
+func symlinkMode(cfg *serveConfig) (gate.Symlinks, error) {
+	switch {
+	case cfg.symlinks.value != "":
+		return gate.ParseSymlinks(cfg.symlinks.value)
+	case cfg.access.accessFile != "":
+		return gate.Within, nil
+	}
+	return gate.Follow, nil
 }
 
 // hostNames is what Config.Hosts should be for a server listening on
@@ -150,6 +201,6 @@ func reloadAccess(ctx context.Context, e *env, logger *slog.Logger, file string,
 			continue
 		}
 		a.Reload(p)
-		logger.Info("access rules reloaded", "file", file, "users", p.Users())
+		logPolicy(logger, file, p, false)
 	}
 }

@@ -68,8 +68,16 @@ type serveConfig struct {
 	ietfVersions string
 	webdav       bool
 
+	symlinks      choiceValue
+	linkMaxUpload sizeValue
+
 	access accessConfig
 }
+
+// defaultLinkMaxUpload is the largest file a write through a share link
+// stores unless --link-max-upload says otherwise: a stranger holding a
+// drop box cannot fill the disk with one announced body.
+const defaultLinkMaxUpload = 10 << 30
 
 // Fixed server limits: they protect the server and need no tuning.
 const (
@@ -149,6 +157,8 @@ func newServe(e *env) *cobra.Command {
 		listingMemory: listing.DefaultMax,
 		listingBudget: serve.DefaultListingMemory,
 		s3PartSize:    s3.DefaultPartSize,
+		symlinks:      choiceValue{choices: []string{"follow", "within", "none"}},
+		linkMaxUpload: defaultLinkMaxUpload,
 	}
 	cmd := &cobra.Command{
 		Use:   "serve [DIR]",
@@ -260,6 +270,8 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.StringSliceVar(&cfg.access.corsOrigins, "cors-origin", nil, "origins (https://app.example) whose pages may read and write here from a browser, tus uploads included (default none: only this server's own pages)")
 	f.StringSliceVar(&cfg.access.hosts, "host", nil, "host names this server answers besides, on a loopback address, localhost, 127.0.0.1 and ::1 (421 for others)")
 	f.BoolVar(&cfg.webdav, "webdav", false, "speak WebDAV at the files' URLs (PROPFIND, PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK; locks held in the store's state area), to mount the folder or bucket as a drive; changes need --upload")
+	f.Var(&cfg.symlinks, "symlinks", "which symbolic links inside the folder are followed: follow (all), within (those that lead into their own folder or below it) or none; a name through a link is judged both as spelled and as it resolves, and never reaches a hidden name (default: within with --access, else follow)")
+	f.Var(&cfg.linkMaxUpload, "link-max-upload", "largest file a write through a share link (a drop box) may store, unless the link names a smaller one (0: no cap of the links' own)")
 	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
 	f.StringVar(&cfg.ietfVersions, "ietf-versions", joinInts(resumable.DefaultVersions()), "interop versions of the IETF resumable-upload draft that make a PUT or POST resumable (Upload-Draft-Interop-Version), comma-separated, or off")
 	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
@@ -410,10 +422,14 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 // pipeline, and the resumable uploads with their expiry, which runs until
 // ctx is done.
 func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveConfig, st largo.Store, m *metrics.Metrics, hcfg *serve.Config) (err error) {
-	on, err := setUpAccess(ctx, e, logger, cfg, st, hcfg)
+	g, on, err := setUpAccess(ctx, e, logger, cfg, st, hcfg)
 	if err != nil {
 		return err
 	}
+	// Every front end reads and writes through the gate; the raw store is
+	// kept for the server's own housekeeping (sweeps, records).
+	gated := g.Store(st)
+	hcfg.Gate, hcfg.Store = g, gated
 	if cfg.access.accessFile != "" {
 		go reloadAccess(ctx, e, logger, cfg.access.accessFile, hcfg.Access)
 	}
@@ -428,7 +444,7 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 		}
 		defer func() {
 			if err == nil {
-				hcfg.DAV = dav.New(dav.Config{Store: st, Writes: hcfg.Writes, Locks: locks, Logger: logger})
+				hcfg.DAV = dav.New(dav.Config{Store: gated, Writes: hcfg.Writes, Locks: locks, Logger: logger})
 			}
 		}()
 	}
@@ -443,7 +459,7 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 		go every(ctx, logger, lockSweepPeriod, "expired WebDAV locks", locks.Sweep)
 	}
 	icfg := ingest.Config{
-		Store:    st,
+		Store:    gated,
 		MaxSize:  int64(cfg.maxUpload),
 		Reserve:  int64(cfg.reserve),
 		NoMkdir:  cfg.noMkdir,
@@ -453,7 +469,7 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 		icfg.Guard = locks
 	}
 	writes := ingest.New(icfg)
-	rh, err := resumable.New(resumable.Config{
+	rcfg := resumable.Config{
 		Writes:      writes,
 		Staging:     staging,
 		BasePath:    serve.ResumablePrefix,
@@ -462,7 +478,11 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 		IdleTimeout: cfg.idleTimeout,
 		Logger:      logger,
 		Observer:    m,
-	})
+	}
+	if sk, ok := st.(largo.StateKeeper); ok {
+		rcfg.State = sk.State()
+	}
+	rh, err := resumable.New(rcfg)
 	if err != nil {
 		return failed(fmt.Errorf("resumable uploads: %v", pathErrText(err)))
 	}

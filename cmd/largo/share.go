@@ -4,63 +4,88 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"largo"
 	"largo/auth"
+	"largo/gate"
 )
 
 // shareConfig is everything `largo share` is told.
 type shareConfig struct {
 	serveConfig
-	url      string
-	expires  time.Duration
-	write    bool
-	password bool
+	url       string
+	expires   time.Duration
+	write     bool
+	password  bool
+	as        string
+	maxUpload sizeValue
+	list      bool
+	revoke    string
+	extend    string
 }
 
 func newShare(e *env) *cobra.Command {
 	cfg := &shareConfig{}
 	cmd := &cobra.Command{
-		Use:   "share PATH",
-		Short: "Print a signed, expiring link to a file or folder",
+		Use:   "share [PATH]",
+		Short: "Make, list, extend or revoke share links",
 		Long: `Print a share link to PATH (a file, or a folder and everything below it) that
-works without an account until it expires. It is signed with the share key:
-the access file's, --share-key-file's, or the one the served folder or
-bucket keeps in its state folder (made now if there is none yet, and used
-by every largo serving it). Rotating the key revokes every link.
+works without an account until it expires. Each link is a record in the
+served folder's or bucket's state area, which every largo serving it reads:
+--list shows them, --revoke ID stops one (within seconds on every instance),
+--extend ID --expires 48h gives one more time. The link's token is signed
+with the share key: the access file's, --share-key-file's, or the one the
+store keeps in its state folder (made now if there is none yet). Rotating
+the key revokes every link at once.
+
+--as USER makes the link answer to a user of the access file: it grants
+only what USER may still do when it is used (a rule reloaded or the user
+removed takes effect at once). Without --as, the link is the operator's,
+bounded by its scope alone.
 
 --write makes a drop box instead: the link uploads new files into the
-folder PATH, and never reads or replaces anything. --password asks for a
-password the link will need too (as the password of basic auth, with any
-user name).`,
-		Args: cobra.ExactArgs(1),
+folder PATH, at most --max-upload each, and never reads, lists or replaces
+anything. --password asks for a password the link will need too (at least
+8 characters; sent as the password of basic auth, with any user name).`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runShare(cmd, e, cfg, args[0])
+			return runShare(cmd, e, cfg, args)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.dir, "dir", ".", "the served folder (where the share key is kept), unless --store names a bucket")
+	f.StringVar(&cfg.dir, "dir", ".", "the served folder (where the share key and the links' records are kept), unless --store names a bucket")
 	addStoreFlags(f, &cfg.serveConfig, "where the files are: s3://BUCKET/PREFIX for a bucket (default: --dir)")
-	f.StringVar(&cfg.access.accessFile, "access", "", "the server's access file (its share key, if it names one)")
+	f.StringVar(&cfg.access.accessFile, "access", "", "the server's access file (its users, and its share key if it names one)")
 	f.StringVar(&cfg.access.shareKeyFile, "share-key-file", "", "the share key's file, as given to largo serve")
 	f.StringVar(&cfg.url, "url", "http://127.0.0.1:8080", "the server's address, as clients reach it")
-	f.DurationVar(&cfg.expires, "expires", 24*time.Hour, "how long the link works")
+	f.DurationVar(&cfg.expires, "expires", 24*time.Hour, "how long the link works (with --extend: from now)")
 	f.BoolVar(&cfg.write, "write", false, "a drop box: the link uploads new files into the folder PATH, never reads")
 	f.BoolVar(&cfg.password, "password", false, "ask for a password the link will need too")
+	f.StringVar(&cfg.as, "as", "", "the user of the access file the link answers to (default: the operator)")
+	f.Var(&cfg.maxUpload, "max-upload", "with --write: the largest file the drop box takes, such as 1GiB (default: the server's --link-max-upload)")
+	f.BoolVar(&cfg.list, "list", false, "list the links (with --as, those USER made)")
+	f.StringVar(&cfg.revoke, "revoke", "", "revoke the link with this ID")
+	f.StringVar(&cfg.extend, "extend", "", "give the link with this ID --expires more, from now")
 	documentEnv(f)
 	return cmd
 }
 
-func runShare(cmd *cobra.Command, e *env, cfg *shareConfig, target string) error {
+func runShare(cmd *cobra.Command, e *env, cfg *shareConfig, args []string) error {
+	actions := 0
+	for _, on := range []bool{cfg.list, cfg.revoke != "", cfg.extend != "", len(args) == 1} {
+		if on {
+			actions++
+		}
+	}
+	if actions != 1 {
+		return usageErr(errors.New("give PATH, --list, --revoke ID or --extend ID: one of them"))
+	}
 	if cfg.expires <= 0 {
 		return usageErr(errors.New("--expires must be positive"))
-	}
-	name, err := largo.ParseName("/" + strings.TrimPrefix(target, "/"))
-	if err != nil || largo.Reserved(name) {
-		return usageErr(fmt.Errorf("PATH %q: not a path largo serves", target))
 	}
 	ctx := cmd.Context()
 	st, _, err := openStore(ctx, e, &cfg.serveConfig)
@@ -68,34 +93,106 @@ func runShare(cmd *cobra.Command, e *env, cfg *shareConfig, target string) error
 		return err
 	}
 	defer st.Close()
-	in, err := st.Stat(ctx, name)
-	switch {
-	case err != nil:
-		return usageErr(fmt.Errorf("PATH %s: %v", target, pathErrText(err)))
-	case cfg.write && !in.IsDir:
-		return usageErr(fmt.Errorf("--write: %s is not a folder", target))
-	}
 	p := auth.OneUser("", false)
 	if cfg.access.accessFile != "" {
 		if p, err = auth.LoadFile(cfg.access.accessFile); err != nil {
 			return usageErr(err)
 		}
 	}
+	if cfg.as != "" && !p.Knows(cfg.as) {
+		return usageErr(fmt.Errorf("--as %s: no such user in the access file", cfg.as))
+	}
 	key, err := shareKey(ctx, &cfg.access, p, st, true)
 	if err != nil {
 		return err
 	}
-	if key == nil {
-		return failed(errors.New("no share key: the store keeps none and cannot take one; give --share-key-file"))
+	sk, ok := st.(largo.StateKeeper)
+	if key == nil || !ok {
+		return failed(errors.New("share links need a share key and a state area to keep their records in: this store cannot take them (give --share-key-file for the key)"))
+	}
+	links := gate.NewLinks(sk.State(), key, nil)
+	all := cfg.as == ""
+	switch {
+	case cfg.list:
+		ls, err := links.List(ctx, cfg.as, all)
+		if err != nil {
+			return failed(err)
+		}
+		printLinks(e, cfg, links, ls)
+		return nil
+	case cfg.revoke != "":
+		if err := links.Revoke(ctx, cfg.revoke, cfg.as, all); err != nil {
+			return failed(fmt.Errorf("--revoke %s: %v", cfg.revoke, pathErrText(err)))
+		}
+		fmt.Fprintf(e.stdout, "revoked %s\n", cfg.revoke)
+		return nil
+	case cfg.extend != "":
+		l, err := links.Extend(ctx, cfg.extend, cfg.as, all, time.Now().Add(cfg.expires))
+		if err != nil {
+			return failed(fmt.Errorf("--extend %s: %v", cfg.extend, pathErrText(err)))
+		}
+		fmt.Fprintf(e.stdout, "%s now expires %s\n", l.ID, l.Expires.Local().Format(time.RFC3339))
+		return nil
+	}
+	return makeShare(cmd, e, cfg, st, links, args[0])
+}
+
+// makeShare makes a link to target and prints it.
+func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, links *gate.Links, target string) error {
+	name, err := largo.ParseName("/" + strings.TrimPrefix(target, "/"))
+	if err != nil || largo.Reserved(name) {
+		return usageErr(fmt.Errorf("PATH %q: not a path largo serves", target))
+	}
+	in, err := st.Stat(cmd.Context(), name)
+	switch {
+	case err != nil:
+		return usageErr(fmt.Errorf("PATH %s: %v", target, pathErrText(err)))
+	case cfg.write && !in.IsDir:
+		return usageErr(fmt.Errorf("--write: %s is not a folder", target))
+	case !cfg.write && cfg.maxUpload != 0:
+		return usageErr(errors.New("--max-upload goes with --write: only a drop box takes uploads"))
+	}
+	l := gate.Link{Path: name, Maker: cfg.as, Expires: time.Now().Add(cfg.expires), MaxUpload: int64(cfg.maxUpload)}
+	switch {
+	case cfg.write:
+		l.Kind = gate.LinkDrop
+	case in.IsDir:
+		l.Kind = gate.LinkFolder
+	default:
+		l.Kind = gate.LinkFile
 	}
 	var password string
 	if cfg.password {
 		if password, err = readSecret(e, "Link password: ", true); err != nil {
 			return err
 		}
+		if len([]rune(password)) < auth.MinLinkPassword {
+			return usageErr(gate.ErrShortPassword)
+		}
 	}
-	s := auth.Share{Path: name, Write: cfg.write, File: !in.IsDir, Expires: time.Now().Add(cfg.expires).Truncate(time.Second)}
-	token := auth.SignShare(key, s, password)
-	fmt.Fprintln(e.stdout, strings.TrimSuffix(cfg.url, "/")+s.URLPath(token))
+	token, l, err := links.Make(cmd.Context(), l, password)
+	if err != nil {
+		return failed(err)
+	}
+	fmt.Fprintln(e.stdout, strings.TrimSuffix(cfg.url, "/")+l.URLPath(token))
 	return nil
+}
+
+// printLinks prints links as a table, with their URLs under --url.
+func printLinks(e *env, cfg *shareConfig, links *gate.Links, ls []gate.Link) {
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tPATH\tMAKER\tEXPIRES\tURL")
+	now := time.Now()
+	for i := range ls {
+		l := &ls[i]
+		maker, exp := l.Maker, l.Expires.Local().Format(time.RFC3339)
+		if maker == "" {
+			maker = "(operator)"
+		}
+		if !now.Before(l.Expires) {
+			exp += " (expired)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t/%s\t%s\t%s\t%s\n", l.ID, l.Kind, l.Path, maker, exp, strings.TrimSuffix(cfg.url, "/")+l.URLPath(links.Token(l)))
+	}
+	tw.Flush()
 }

@@ -1,0 +1,437 @@
+// Package gate is where every read and write is decided: one function,
+// at the store's door.
+//
+// A Principal (a user, the holder of a share link, or the server itself)
+// travels in each request's context (With). Gate.Check is the only
+// reader of the access rules and of share links: may this principal do
+// this to this name, or to this whole tree? Store wraps a largo.Store and
+// asks it on every call (stat, open, list with the entries filtered,
+// create, adopt, copy, remove, rename, make folder), and refuses every
+// call whose context carries no principal. The HTTP front ends (serve,
+// dav, resumable) and the write pipeline hold only the wrapped store; the
+// server's own housekeeping (sweeps, the state area's records) holds the
+// raw one. A front end that must refuse before it reads a body asks
+// Check itself, which is the same decision.
+//
+// The decision, for a principal other than the server:
+//
+//   - a hidden or reserved name (dotfiles, the state area, _largo) is
+//     never reachable: ErrNotFound;
+//   - a user (or anonymous) needs the permissions the access rules give
+//     on the name (auth.Rules: the longest path prefix), and for a tree
+//     on everything below it;
+//   - a link holder needs them from the link's scope (Link.grants) and,
+//     at the moment of the call, from the link's maker under the rules in
+//     force: a link grants only what its maker may still do. A revoked or
+//     expired link, or one whose maker is no user any more, grants
+//     nothing;
+//   - a name of a sidecar's form (NAME.gz, NAME.br, NAME.zst:
+//     largo.SidecarBase) needs read on NAME to be read and write on NAME
+//     to be written, as it may be sent as NAME's encoding;
+//   - a name is judged where it resolves as well as how it is spelled
+//     (largo.Resolver: a folder's symbolic links), by the stricter of the
+//     two; a link that leads into a hidden name refuses the name, and
+//     Symlinks chooses whether links are followed at all.
+//
+// A refusal is largo.ErrUnauthorized for an anonymous principal (who may
+// sign in: 401) and largo.ErrPermission for any other (403); it is made
+// before the store is asked anything, so its answer is the same whether
+// or not the name exists.
+//
+// A Gate is safe for concurrent use.
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"largo"
+	"largo/auth"
+)
+
+// Symlinks is how the gate treats a name that reaches a symbolic link.
+type Symlinks int
+
+// The ways of treating symbolic links. Whatever the way, a name through a
+// link is judged both as spelled and as resolved, and never reaches a
+// hidden name.
+const (
+	// Follow follows every link that stays inside the store.
+	Follow Symlinks = iota
+	// Within follows a link only where it leads to its own folder or
+	// below it (releases/latest -> v2.1); a link that reaches across
+	// the tree (pub/x -> ../private) is not followed.
+	Within
+	// None follows no link: a name that reaches one is not found.
+	None
+)
+
+// ParseSymlinks reads "follow", "within" or "none".
+func ParseSymlinks(s string) (Symlinks, error) {
+	for i, n := range symlinkNames {
+		if s == n {
+			return Symlinks(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%q: follow, within or none", s)
+}
+
+var symlinkNames = []string{"follow", "within", "none"}
+
+// String returns the way's name.
+func (s Symlinks) String() string {
+	if s >= 0 && int(s) < len(symlinkNames) {
+		return symlinkNames[s]
+	}
+	return fmt.Sprintf("Symlinks(%d)", int(s))
+}
+
+// Config configures a Gate. Access is required.
+type Config struct {
+	// Access holds the access policy in force (it may be reloaded).
+	Access *auth.Access
+	// Links holds the share links' records; nil turns links off.
+	Links *Links
+	// Resolver resolves names through symbolic links: the raw store's,
+	// or nil for a store without links (a bucket).
+	Resolver largo.Resolver
+	// Symlinks is how links are treated.
+	Symlinks Symlinks
+	// LinkMaxUpload is the largest file a write through a share link may
+	// store, unless the link names its own; zero means no cap of the
+	// links' own (the server's --max-upload still holds).
+	LinkMaxUpload int64
+	// Logger receives refusals of calls that carried no principal (a
+	// bug, never a client's doing); nil discards them.
+	Logger *slog.Logger
+}
+
+// Gate decides every call. Create one with New.
+type Gate struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns the Gate of cfg.
+func New(cfg Config) *Gate {
+	g := &Gate{cfg: cfg, log: cfg.Logger}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	return g
+}
+
+// Links returns the share links' records, nil when links are off.
+func (g *Gate) Links() *Links { return g.cfg.Links }
+
+// Access returns the access policy's holder.
+func (g *Gate) Access() *auth.Access { return g.cfg.Access }
+
+// errNoPrincipal refuses a call made without a principal.
+var errNoPrincipal = fmt.Errorf("no principal in the context: %w", largo.ErrPermission)
+
+// Check reports whether ctx's principal may do perm on name (perm 0: any
+// permission at all, what a look at the name needs), and with tree on
+// everything below it too. It is the one decision: the store wrapper
+// asks it on every call, and a front end that refuses early asks it too.
+func (g *Gate) Check(ctx context.Context, perm auth.Perm, name string, tree bool) error {
+	p, ok := From(ctx)
+	if !ok {
+		g.log.Error("store call without a principal refused", "name", name)
+		return errNoPrincipal
+	}
+	return g.check(ctx, p, perm, name, tree)
+}
+
+func (g *Gate) check(ctx context.Context, p Principal, perm auth.Perm, name string, tree bool) error {
+	if p.kind == server {
+		return nil
+	}
+	if largo.Reserved(name) {
+		return fmt.Errorf("%s: hidden: %w", name, largo.ErrNotFound)
+	}
+	j, err := g.judge(ctx, p)
+	if err != nil {
+		return err
+	}
+	if !j.allows(perm, name, tree) {
+		return j.refusal(name)
+	}
+	resolved, err := g.resolve(ctx, name)
+	if err != nil {
+		return err
+	}
+	if resolved != name && !j.allows(perm, resolved, tree) {
+		return j.refusal(name)
+	}
+	return nil
+}
+
+// NewName is the last element of a name that asks what a folder's rules
+// say of a new name in it (Check(ctx, auth.Write, largo.Join(dir,
+// NewName), false): may a form, an upload area, a drop box create files
+// there?). No rule and no file can have it: it is no valid name.
+const NewName = "\x00"
+
+// CheckDAV is Check for the WebDAV methods, which a drop-box link never
+// passes: it only creates files, by the writes that carry their bytes.
+func (g *Gate) CheckDAV(ctx context.Context, perm auth.Perm, name string, tree bool) error {
+	if l := g.DropBox(ctx); l != nil {
+		return fmt.Errorf("%s: %w: %w", name, largo.ErrCreateOnly, largo.ErrPermission)
+	}
+	return g.Check(ctx, perm, name, tree)
+}
+
+// CheckRoute decides a request for one of the server's own routes that
+// the rules may name as if it were a file (/_largo/metrics): by the
+// rules alone, as Check would for a name that is not hidden. A share
+// link reaches no route.
+func (g *Gate) CheckRoute(ctx context.Context, perm auth.Perm, name string) error {
+	p, ok := From(ctx)
+	switch {
+	case !ok:
+		return errNoPrincipal
+	case p.kind == server:
+		return nil
+	case p.kind == link:
+		return fmt.Errorf("%s: not through a share link: %w", name, largo.ErrPermission)
+	}
+	j := judge{p: p, pol: g.cfg.Access.Policy(), user: p.name}
+	if !j.allowsName(perm, name, false) {
+		return j.refusal(name)
+	}
+	return nil
+}
+
+// resolve returns where name leads, or ErrNotFound when it may not be
+// followed there.
+func (g *Gate) resolve(ctx context.Context, name string) (string, error) {
+	if g.cfg.Resolver == nil || name == "" {
+		return name, nil
+	}
+	if dir, elem, ok := strings.Cut(name, NewName); ok && elem == "" {
+		// A new name no rule names, in a folder: where the folder leads.
+		dir = strings.TrimSuffix(dir, "/")
+		r, err := g.resolve(ctx, dir)
+		return largo.Join(r, NewName), err
+	}
+	resolved, hops, err := g.cfg.Resolver.Resolve(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	if len(hops) == 0 {
+		return name, nil
+	}
+	if err := g.follows(hops); err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	if largo.Reserved(resolved) {
+		return "", fmt.Errorf("%s: leads to a hidden name: %w", name, largo.ErrNotFound)
+	}
+	return resolved, nil
+}
+
+// follows reports whether the links met may be followed.
+func (g *Gate) follows(hops []largo.Hop) error {
+	switch g.cfg.Symlinks {
+	case None:
+		return fmt.Errorf("symbolic links are not followed: %w", largo.ErrNotFound)
+	case Within:
+		for _, h := range hops {
+			if !within(parent(h.Link), h.Target) {
+				return fmt.Errorf("a symbolic link leads outside its folder: %w", largo.ErrNotFound)
+			}
+		}
+	}
+	for _, h := range hops {
+		if largo.Reserved(h.Target) {
+			return fmt.Errorf("a symbolic link leads to a hidden name: %w", largo.ErrNotFound)
+		}
+	}
+	return nil
+}
+
+// judge is a principal with what it takes to judge it: the policy in
+// force at the start of the call, and the link it holds.
+type judge struct {
+	p    Principal
+	pol  *auth.Policy
+	user string // whose rules apply: the user, or the link's maker
+	link *Link  // nil unless p holds one
+	all  bool   // the link's maker is the operator: its scope alone
+}
+
+// judge returns the judge of p, or the refusal of a link that grants
+// nothing any more.
+func (g *Gate) judge(ctx context.Context, p Principal) (judge, error) {
+	j := judge{p: p, pol: g.cfg.Access.Policy(), user: p.name}
+	if p.kind != link {
+		return j, nil
+	}
+	l, err := g.cfg.Links.Get(ctx, p.name)
+	if err != nil {
+		if errors.Is(err, auth.ErrShareRevoked) || errors.Is(err, ErrNoLinks) || errors.Is(err, auth.ErrShareInvalid) {
+			return j, fmt.Errorf("%w: %w", err, largo.ErrPermission)
+		}
+		return j, err
+	}
+	if !g.cfg.Access.Now().Before(l.Expires) {
+		return j, fmt.Errorf("%w: %w", auth.ErrShareExpired, largo.ErrPermission)
+	}
+	j.link, j.user = l, l.Maker
+	switch {
+	case l.Maker == "":
+		j.all = true
+	case !j.pol.Knows(l.Maker):
+		return j, fmt.Errorf("share link of a user who is no longer: %w", largo.ErrPermission)
+	}
+	return j, nil
+}
+
+// allows reports whether the judge's principal may do perm on name (and
+// below it, with tree), the sidecar rule included.
+func (j *judge) allows(perm auth.Perm, name string, tree bool) bool {
+	if !j.allowsName(perm, name, tree) {
+		return false
+	}
+	need := perm & (auth.Read | auth.Write)
+	if perm != 0 && need == 0 {
+		return true // listing and removing: no file's bytes are reached
+	}
+	for n := name; ; {
+		base, _, ok := largo.SidecarBase(n)
+		if !ok {
+			return true
+		}
+		if !j.allowsName(need, base, false) {
+			return false
+		}
+		n = base
+	}
+}
+
+// allowsName is allows without the sidecar rule.
+func (j *judge) allowsName(perm auth.Perm, name string, tree bool) bool {
+	if j.link != nil {
+		have := j.link.grants(name)
+		if perm == 0 && name == j.link.Path {
+			have = auth.Read // a look at the link's own name: a drop box's folder
+		}
+		if !covers(have, perm) {
+			return false
+		}
+		if tree && j.link.Kind != LinkFolder {
+			return false // only a folder link reaches below its name
+		}
+		if j.all {
+			return true
+		}
+	}
+	var have auth.Perm
+	if tree {
+		have = j.pol.AllowedBelow(j.user, name)
+	} else {
+		have = j.pol.Allowed(j.user, name)
+	}
+	return covers(have, perm)
+}
+
+// covers reports whether have grants perm; perm 0 asks for any.
+func covers(have, perm auth.Perm) bool {
+	if perm == 0 {
+		return have != 0
+	}
+	return have&perm == perm
+}
+
+// refusal is the error of a refused call on name.
+func (j *judge) refusal(name string) error {
+	if j.p.kind == anonymous {
+		return fmt.Errorf("%s: %w", name, largo.ErrUnauthorized)
+	}
+	if j.link != nil && j.link.Kind == LinkDrop {
+		return fmt.Errorf("%s: %w: %w", name, largo.ErrCreateOnly, largo.ErrPermission)
+	}
+	return fmt.Errorf("%s: %w", name, largo.ErrPermission)
+}
+
+
+// DropBox returns the link ctx's principal holds when it is a drop box
+// (writes through it only create, never replace, and are capped), else
+// nil.
+func (g *Gate) DropBox(ctx context.Context) *Link {
+	p, _ := From(ctx)
+	if p.kind != link {
+		return nil
+	}
+	l, err := g.cfg.Links.Get(ctx, p.name)
+	if err != nil || l.Kind != LinkDrop {
+		return nil
+	}
+	return l
+}
+
+// LinkOf returns the link ctx's principal holds, or nil.
+func (g *Gate) LinkOf(ctx context.Context) *Link {
+	p, _ := From(ctx)
+	if p.kind != link {
+		return nil
+	}
+	l, err := g.cfg.Links.Get(ctx, p.name)
+	if err != nil {
+		return nil
+	}
+	return l
+}
+
+// MaxUpload returns the largest file ctx's principal may write, zero for
+// no cap of the gate's own: through a share link, the smaller of the
+// link's own cap and Config.LinkMaxUpload.
+func (g *Gate) MaxUpload(ctx context.Context) int64 {
+	l := g.LinkOf(ctx)
+	if l == nil {
+		return 0
+	}
+	switch max := g.cfg.LinkMaxUpload; {
+	case l.MaxUpload <= 0:
+		return max
+	case max <= 0:
+		return l.MaxUpload
+	default:
+		return min(max, l.MaxUpload)
+	}
+}
+
+// ReadsAll reports whether ctx's principal may read and list every name
+// that is not hidden, so that nothing it lists needs filtering (links
+// on the way aside).
+func (g *Gate) ReadsAll(ctx context.Context) bool {
+	p, ok := From(ctx)
+	switch {
+	case !ok:
+		return false
+	case p.kind == server:
+		return true
+	case p.kind == link:
+		return false
+	}
+	return g.cfg.Access.Policy().ReadsAll(p.name)
+}
+
+// Somewhere reports whether ctx's principal may do perm on some name: a
+// front end that shows a control (the page's upload area) asks it.
+func (g *Gate) Somewhere(ctx context.Context, perm auth.Perm) bool {
+	p, ok := From(ctx)
+	switch {
+	case !ok:
+		return false
+	case p.kind == server:
+		return true
+	case p.kind == link:
+		return false
+	}
+	return g.cfg.Access.Policy().Somewhere(p.name, perm)
+}
