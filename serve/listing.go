@@ -3,10 +3,7 @@ package serve
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
-	"iter"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,7 +14,6 @@ import (
 	"largo/archive"
 	"largo/auth"
 	"largo/encode"
-	"largo/gate"
 	"largo/ingest"
 	"largo/limit"
 	"largo/listing"
@@ -69,7 +65,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 		hdr.Set("Content-Security-Policy", ui.CSP(nonce))
 		hdr.Set("Referrer-Policy", "same-origin")
 	}
-	store := h.cfg.Store
+	store := h.readable(r)
 	if r.Method == http.MethodHead {
 		var err error
 		for _, err = range store.List(r.Context(), name) {
@@ -140,76 +136,20 @@ func viewOrder(v ui.View) listing.Compare {
 	}
 }
 
-// writeListing writes the JSON listing of the folder at path, with the
-// entries keep accepts, as they come: the same bytes encoding/json gives
-// a Listing with two-space indentation.
-func writeListing(w *bufio.Writer, path string, entries iter.Seq2[largo.Info, error], keep func(largo.Info) bool) error {
-	w.WriteString("{\n  \"path\": ")
-	writeJSONString(w, path)
-	w.WriteString(",\n  \"entries\": [")
-	n := 0
-	var num []byte
-	for in, err := range entries {
-		if err != nil {
-			return err
-		}
-		if !keep(in) {
-			continue
-		}
-		if n > 0 {
-			w.WriteByte(',')
-		}
-		n++
-		w.WriteString("\n    {\n      \"name\": ")
-		writeJSONString(w, in.Name)
-		w.WriteString(",\n      \"dir\": ")
-		w.WriteString(strconv.FormatBool(in.IsDir))
-		w.WriteString(",\n      \"size\": ")
-		num = strconv.AppendInt(num[:0], in.Size, 10)
-		w.Write(num)
-		if !in.ModTime.IsZero() {
-			w.WriteString(",\n      \"modified\": \"")
-			num = in.ModTime.UTC().AppendFormat(num[:0], time.RFC3339Nano)
-			w.Write(num)
-			w.WriteByte('"')
-		}
-		if in.ETag != "" {
-			w.WriteString(",\n      \"etag\": ")
-			writeJSONString(w, in.ETag)
-		}
-		if _, err := w.WriteString("\n    }"); err != nil {
-			return err // the client is gone: stop merging for nobody
-		}
-	}
-	if n > 0 {
-		w.WriteString("\n  ")
-	}
-	_, err := w.WriteString("]\n}\n")
-	return err
-}
-
-// writeJSONString writes s as encoding/json does.
-func writeJSONString(w io.Writer, s string) {
-	b, _ := json.Marshal(s) // a string always marshals
-	w.Write(b)
-}
-
-// folderPage is what the HTML page of a folder shows besides its rows:
-// its controls, each shown where the gate would let its request through.
+// folderPage is what the HTML page of a folder shows besides its rows.
 func (h *Handler) folderPage(r *http.Request, name string) ui.Folder {
 	f := ui.Folder{Name: name, View: ui.ParseView(r.URL.Query())}
-	if v := viewOf(r); v != nil {
-		f.Root = v.Root // nothing above the link's folder is reachable
+	if id := who(r); id.share != nil {
+		f.Root = id.share.Path // nothing above the link's folder is reachable
 	}
 	for _, format := range archive.Formats {
 		f.Archives = append(f.Archives, string(format))
 	}
-	ctx := r.Context()
-	if h.cfg.Writes != nil && h.cfg.Resumable != nil && h.gate.Check(ctx, auth.Write, largo.Join(name, gate.NewName), false) == nil {
+	if h.cfg.Writes != nil && h.cfg.Resumable != nil && h.may(r, largo.Join(name, "x"), auth.Write) == nil {
 		f.Upload = &ui.Upload{Endpoint: ResumablePrefix}
 	}
 	f.User, f.May, f.SignIn = h.signedIn(r, name)
-	if f.User != "" && h.gate.Links() != nil && h.gate.Check(ctx, auth.Read|auth.List, name, false) == nil {
+	if f.User != "" && h.cfg.ShareKey != nil && h.may(r, name, auth.Read|auth.List) == nil {
 		f.Share = &ui.Share{Endpoint: SharePath, Write: f.Upload != nil}
 	}
 	return f
@@ -220,16 +160,14 @@ func (h *Handler) folderPage(r *http.Request, name string) ui.Folder {
 // users, the link that signs in and comes back to name's folder. A share
 // link's visitor gets neither.
 func (h *Handler) signedIn(r *http.Request, name string) (user string, may []string, signIn string) {
-	p := principal(r)
+	id := who(r)
 	switch {
-	case p.LinkID() != "":
-	case p.UserName() != "":
-		for _, perm := range []auth.Perm{auth.Read, auth.List, auth.Write, auth.Delete} {
-			if h.gate.Check(r.Context(), perm, name, false) == nil {
-				may = append(may, perm.String())
-			}
+	case id.share != nil || h.cfg.Access == nil:
+	case id.user != "":
+		if p := h.cfg.Access.Policy().Allowed(id.user, name); p != 0 {
+			may = strings.Split(p.String(), ",")
 		}
-		return p.UserName(), may, ""
+		return id.user, may, ""
 	case h.cfg.Access.Policy().Users() > 0:
 		back := "/"
 		if name != "" {

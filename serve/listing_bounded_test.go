@@ -1,7 +1,6 @@
 package serve
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -12,52 +11,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"largo"
 	"largo/disk"
 	"largo/limit"
 	"largo/listing"
 	"largo/ui"
 )
-
-// TestListingJSONBytes checks that the streamed JSON listing is byte for
-// byte what encoding/json makes of a Listing, so clients see no change.
-func TestListingJSONBytes(t *testing.T) {
-	mod := time.Date(2025, 3, 14, 15, 9, 26, 123456789, time.UTC)
-	infos := []largo.Info{
-		{Name: "sub", IsDir: true, ModTime: mod},
-		{Name: "bucket-folder", IsDir: true},
-		{Name: `<a href="x">&amp;</a>`, Size: 12, ModTime: mod, ETag: `"e1"`},
-		{Name: "ünï\u2028code", Size: 1 << 40, ModTime: mod.Add(time.Hour)},
-	}
-	for _, n := range []int{0, 1, len(infos)} {
-		want := Listing{Path: `/a "b"/`, Entries: []Entry{}}
-		for _, in := range infos[:n] {
-			want.Entries = append(want.Entries, Entry{Name: in.Name, Dir: in.IsDir, Size: in.Size, Modified: in.ModTime, ETag: in.ETag})
-		}
-		var wb bytes.Buffer
-		enc := json.NewEncoder(&wb)
-		enc.SetIndent("", "  ")
-		enc.Encode(want)
-		var gb bytes.Buffer
-		bw := bufio.NewWriter(&gb)
-		seq := func(yield func(largo.Info, error) bool) {
-			for _, in := range infos[:n] {
-				if !yield(in, nil) {
-					return
-				}
-			}
-		}
-		if err := writeListing(bw, want.Path, seq, func(largo.Info) bool { return true }); err != nil {
-			t.Fatal(err)
-		}
-		bw.Flush()
-		if gb.String() != wb.String() {
-			t.Errorf("%d entries:\n got %s\nwant %s", n, gb.String(), wb.String())
-		}
-	}
-}
 
 // hugeFolder makes a folder of n empty files (and a few folders, and
 // sidecars of the files large enough to have them), and returns it with
