@@ -358,7 +358,6 @@ func (j *judge) refusal(name string) error {
 	return fmt.Errorf("%s: %w", name, largo.ErrPermission)
 }
 
-
 // DropBox returns the link ctx's principal holds when it is a drop box
 // (writes through it only create, never replace, and are capped), else
 // nil.

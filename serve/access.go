@@ -30,7 +30,6 @@ var (
 	errTooMany     = ingest.Refuse(http.StatusTooManyRequests, "too many failed sign-ins: wait a second")
 	errMisdirected = ingest.Refuse(http.StatusMisdirectedRequest, "this server does not answer for that host name")
 	errCrossSite   = ingest.Refuse(http.StatusForbidden, "cross-site write refused: send writes from this server's own pages")
-	errWriteOnly   = ingest.Refuse(http.StatusForbidden, "forbidden: a drop-box link only uploads new files into its folder")
 	errLinkPass    = ingest.Refuse(http.StatusUnauthorized, "this share link needs its password: send it as the password of basic auth (any user name)")
 	errBusySignIn  = ingest.Refuse(http.StatusServiceUnavailable, "busy checking passwords: try again in a moment")
 )
@@ -223,4 +222,3 @@ func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	w.WriteHeader(http.StatusNoContent)
 	return true
 }
-

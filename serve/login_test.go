@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"largo/auth"
-	"largo/gate"
 	"largo/disk"
+	"largo/gate"
 )
 
 // loginFixture serves a folder under a policy with a password user (carol,

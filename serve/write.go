@@ -46,10 +46,10 @@ const writeMethods = readMethods + ", PUT, POST, DELETE"
 
 // Refusals of the write front end that are no store's.
 var (
-	errNotForm      = ingest.Refuse(http.StatusUnsupportedMediaType, "expected multipart/form-data")
-	errPartialPut   = ingest.Refuse(http.StatusBadRequest, "Content-Range on a PUT: partial writes are not accepted; send the whole file, or resume through /_largo/uploads/ (tus)")
-	errBadForm      = ingest.Refuse(http.StatusBadRequest, "bad multipart form")
-	errIncomplete   = ingest.Refuse(http.StatusBadRequest, "the request says its body is not the whole file (Upload-Complete: ?0 or Upload-Incomplete: ?1) in no resumable-upload version this server speaks: nothing stored; send the whole file, or resume with tus at "+ResumablePrefix)
+	errNotForm    = ingest.Refuse(http.StatusUnsupportedMediaType, "expected multipart/form-data")
+	errPartialPut = ingest.Refuse(http.StatusBadRequest, "Content-Range on a PUT: partial writes are not accepted; send the whole file, or resume through /_largo/uploads/ (tus)")
+	errBadForm    = ingest.Refuse(http.StatusBadRequest, "bad multipart form")
+	errIncomplete = ingest.Refuse(http.StatusBadRequest, "the request says its body is not the whole file (Upload-Complete: ?0 or Upload-Incomplete: ?1) in no resumable-upload version this server speaks: nothing stored; send the whole file, or resume with tus at "+ResumablePrefix)
 )
 
 // allow is the Allow header of the file tree.
