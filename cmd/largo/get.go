@@ -43,7 +43,11 @@ file, each segment resumable. -r downloads a folder from largo's JSON
 listing into a local folder (-o DIR, default the folder's name), skipping
 files already in place.
 
-Ctrl-C stops with the part files kept and prints the command that resumes.` + exitCodesHelp,
+The token, if the server wants one, comes from --token, --token-file or
+LARGO_TOKEN. Ctrl-C stops with the part files kept and prints the command
+that resumes, with the token given the same way: a token typed with --token
+is repeated, one from LARGO_TOKEN or a file is named by its variable or its
+file, never printed.` + exitCodesHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGet(cmd.Context(), e, cfg, args[0])
@@ -84,7 +88,7 @@ func runGet(ctx context.Context, e *env, cfg *getConfig, rawURL string) error {
 		if !cfg.quiet && !errors.Is(err, client.ErrResumable) {
 			fmt.Fprintln(e.stderr, treeSummary("downloaded into "+dir+":", tr, time.Since(start)))
 		}
-		return transferErr(err, resumeCommand("get", cfg.transferConfig, cfg.segments, rawURL, "-o", dir))
+		return cfg.transferErr(err, resumeCommand("get", cfg.transferConfig, cfg.segments, rawURL, "-o", dir))
 	}
 	target, err := client.Target(rawURL, cfg.output)
 	if err != nil {
@@ -94,10 +98,11 @@ func runGet(ctx context.Context, e *env, cfg *getConfig, rawURL string) error {
 	if err == nil && !cfg.quiet {
 		fmt.Fprintln(e.stderr, summary("saved", res, time.Since(start)))
 	}
-	return transferErr(err, resumeCommand("get", cfg.transferConfig, cfg.segments, rawURL, "-o", target))
+	return cfg.transferErr(err, resumeCommand("get", cfg.transferConfig, cfg.segments, rawURL, "-o", target))
 }
 
-// resumeCommand is the command line that runs a transfer again.
+// resumeCommand is the command line that runs a transfer again, with its
+// credential given as it was (see credential).
 func resumeCommand(verb string, t transferConfig, segments int, args ...string) string {
 	parts := []string{"largo", verb}
 	for _, a := range args {
@@ -109,5 +114,5 @@ func resumeCommand(verb string, t transferConfig, segments int, args ...string) 
 	if t.recursive {
 		parts = append(parts, "-r")
 	}
-	return strings.Join(parts, " ")
+	return t.cred.command(strings.Join(parts, " "))
 }

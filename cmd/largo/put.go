@@ -53,7 +53,10 @@ Content-Length and a Repr-Digest (sha-256, computed before the upload); it
 cannot resume, only start again. -r uploads the files below the folder FILE,
 keeping their relative paths (names starting with a dot are skipped).
 
-The token comes from --token or LARGO_TOKEN.` + exitCodesHelp,
+The token comes from --token, --token-file or LARGO_TOKEN. Ctrl-C stops
+with the upload's state kept and prints the command that resumes, with the
+token given the same way: a token typed with --token is repeated, one from
+LARGO_TOKEN or a file is named by its variable or its file, never printed.` + exitCodesHelp,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPut(cmd.Context(), e, cfg, args[0], args[1])
@@ -105,7 +108,7 @@ func runPut(ctx context.Context, e *env, cfg *putConfig, file, rawURL string) er
 		dest, err = c.Discover(ctx, rawURL, cfg.plain)
 	}
 	if err != nil {
-		return transferErr(err, resume)
+		return cfg.transferErr(err, resume)
 	}
 	if cfg.cancel {
 		found, err := c.Cancel(ctx, file, dest, "")
@@ -116,18 +119,18 @@ func runPut(ctx context.Context, e *env, cfg *putConfig, file, rawURL string) er
 				fmt.Fprintf(e.stderr, "%s: no upload to %s to cancel\n", file, rawURL)
 			}
 		}
-		return transferErr(err, resume)
+		return cfg.transferErr(err, resume)
 	}
 	if cfg.recursive {
 		tr, err := c.PutTree(ctx, file, dest)
 		if !cfg.quiet && !errors.Is(err, client.ErrResumable) {
 			fmt.Fprintln(e.stderr, treeSummary("uploaded", tr, time.Since(start)))
 		}
-		return transferErr(err, resume)
+		return cfg.transferErr(err, resume)
 	}
 	res, err := c.Put(ctx, file, dest, "")
 	if err == nil && !cfg.quiet {
 		fmt.Fprintln(e.stderr, summary("uploaded", res, time.Since(start)))
 	}
-	return transferErr(err, resume)
+	return cfg.transferErr(err, resume)
 }

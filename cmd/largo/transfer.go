@@ -20,21 +20,26 @@ type transferConfig struct {
 	stallTimeout time.Duration
 	quiet        bool
 	token        string
+	tokenFile    string
+	// cred is the token and where it came from, found by client.
+	cred credential
 }
 
 // exitCodesHelp is the exit-code table of get and put.
 const exitCodesHelp = `
-Exit codes: 0 done; 1 failed (a re-run will not help: not found, refused
-token, digest mismatch, disk full); 2 usage; 3 stopped before the end with
-its state kept (Ctrl-C, SIGTERM, or the network still failing after
---retries): run the same command again to resume.`
+Exit codes: 0 done; 1 failed (the same command fails again: not found,
+digest mismatch, disk full; for a missing or refused token, run it again
+with the right one); 2 usage; 3 stopped before the end with its state kept
+(Ctrl-C, SIGTERM, or the network still failing after --retries): run the
+command it prints to resume.`
 
 func (t *transferConfig) flags(f *pflag.FlagSet) {
 	f.BoolVarP(&t.recursive, "recursive", "r", false, "transfer a whole folder tree")
 	f.IntVar(&t.retries, "retries", 5, "retries in a row after a network error, with exponential backoff (the count restarts whenever bytes move)")
 	f.DurationVar(&t.stallTimeout, "stall-timeout", 60*time.Second, "give up an attempt (and retry) when no byte moves for this long")
 	f.BoolVarP(&t.quiet, "quiet", "q", false, "print nothing but errors")
-	f.StringVar(&t.token, "token", "", "send this bearer token (Authorization: Bearer)")
+	f.StringVar(&t.token, tokenFlag, "", "send this bearer token (Authorization: Bearer)")
+	f.StringVar(&t.tokenFile, tokenFileFlag, "", "read the bearer token from this file, so that it appears in no process listing")
 }
 
 // client makes the client the flags describe.
@@ -45,8 +50,13 @@ func (t *transferConfig) client(e *env) (*client.Client, error) {
 	if t.stallTimeout <= 0 {
 		return nil, usageErr(errors.New("--stall-timeout must be above 0"))
 	}
+	cred, err := resolveCredential(t.token, t.tokenFile, e.getenv)
+	if err != nil {
+		return nil, err
+	}
+	t.cred = cred
 	c := &client.Client{
-		Token:        t.token,
+		Token:        cred.token,
 		Retries:      t.retries,
 		StallTimeout: t.stallTimeout,
 		Progress:     progressFor(e.stderr, t.quiet),
@@ -76,8 +86,9 @@ func untilSignal(ctx context.Context, e *env) (_ context.Context, stop func()) {
 }
 
 // transferErr gives the error of a transfer its exit code and, for a
-// resumable stop, the command that resumes it.
-func transferErr(err error, resume string) error {
+// resumable stop, the command that resumes it; an answer refusing the
+// credential says what to do.
+func (t *transferConfig) transferErr(err error, resume string) error {
 	var se *client.StatusError
 	switch {
 	case err == nil:
@@ -89,7 +100,7 @@ func transferErr(err error, resume string) error {
 		}
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("%s; to resume, run again: %s", msg, resume)}
 	case errors.As(err, &se) && (se.Code == 401 || se.Code == 403):
-		return failed(fmt.Errorf("%v (check --token or LARGO_TOKEN)", err))
+		return failed(t.cred.refused(se, err))
 	}
 	return failed(err)
 }
