@@ -187,11 +187,11 @@ func newHoldingProxy(t *testing.T, target string) *holdingProxy {
 		t.Fatal(err)
 	}
 	p := &holdingProxy{}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.FlushInterval = -1
-	director := rp.Director
-	rp.Director = func(r *http.Request) {
-		director(r)
+	rp := &httputil.ReverseProxy{FlushInterval: -1}
+	rp.Rewrite = func(pr *httputil.ProxyRequest) {
+		pr.SetURL(u)
+		pr.Out.Host = pr.In.Host // the server's links lead back through the proxy
+		r := pr.Out
 		if r.Body != nil && r.ContentLength != 0 && (r.Method == http.MethodPatch || r.Method == http.MethodPut || r.Method == http.MethodPost) {
 			r.Body = p.wrap(r.Context(), r.Body)
 		}
