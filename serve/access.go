@@ -139,20 +139,39 @@ var errNoShares = ingest.Refuse(http.StatusNotFound, "share links are off on thi
 
 // hostAllowed reports whether a Host header names this server: any name
 // unless Config.Hosts is set, else a name in it.
-func (h *Handler) hostAllowed(host string) bool {
-	if h.cfg.Hosts == nil {
+func (h *Handler) hostAllowed(host string) bool { return hostIn(h.cfg.Hosts, host) }
+
+// hostIn reports whether host (a Host header) is one of names; nil names
+// allow any.
+func hostIn(names []string, host string) bool {
+	if names == nil {
 		return true
 	}
 	if hn, _, err := net.SplitHostPort(host); err == nil {
 		host = hn
 	}
 	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
-	for _, ok := range h.cfg.Hosts {
+	for _, ok := range names {
 		if host == ok {
 			return true
 		}
 	}
 	return false
+}
+
+// OnlyHosts answers only requests whose Host is one of names (nil: any),
+// and others 421, as the Handler does with Config.Hosts: for another
+// listener of the same server (the admin one, whose pprof and metrics a
+// page on a rebinding domain must not read).
+func OnlyHosts(names []string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !hostIn(names, r.Host) {
+			code, reason := status(errMisdirected)
+			writeError(w, code, reason)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // LoopbackHosts are the names a server on a loopback address answers by

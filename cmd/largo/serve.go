@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -385,7 +387,11 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 			ln.Close()
 			return usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.adminListen, netErrText(err)))
 		}
-		admin = &http.Server{Handler: adminMux(m.Handler()), ReadHeaderTimeout: readHeaderTimeout}
+		// The admin listener answers only its own names too: on a
+		// loopback address, loopback names, so that a page on a rebinding
+		// domain cannot read pprof (whose cmdline shows the flags).
+		hosts := hostNames(cfg.adminListen, cfg.access.hosts)
+		admin = &http.Server{Handler: serve.OnlyHosts(hosts, adminMux(m.Handler())), ReadHeaderTimeout: readHeaderTimeout}
 		go admin.Serve(aln)
 		defer admin.Close()
 		adminURL = fmt.Sprintf("http://%s/", aln.Addr())
@@ -551,11 +557,35 @@ func adminMux(metrics http.Handler) *http.ServeMux {
 	mux.Handle("GET /metrics", metrics)
 	mux.Handle("GET /_largo/metrics", metrics)
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/cmdline", redactedCmdline)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// redactedCmdline answers pprof's cmdline with the values of the flags
+// that carry secrets replaced: the admin listener is for operators, but a
+// secret has no reason to leave the process.
+func redactedCmdline(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprint(w, strings.Join(redactArgs(os.Args), "\x00"))
+}
+
+// redactArgs returns args with the value of --token (given as
+// --token=VALUE or --token VALUE) replaced.
+func redactArgs(args []string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		switch {
+		case strings.HasPrefix(a, "--token="):
+			out[i] = "--token=REDACTED"
+		case a == "--token" && i+1 < len(out):
+			out[i+1] = "REDACTED"
+		}
+	}
+	return out
 }
 
 // textAccessLog is where serve writes its access lines by hand: w in the
