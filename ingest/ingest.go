@@ -10,6 +10,9 @@
 //     limit (413) and the free space less the reserve (507), with the
 //     announced sizes of the writes in flight held as reservations, so
 //     that writes admitted together cannot together eat into the reserve;
+//     a reservation lasts while its body makes progress (StallAfter), so
+//     that a client who announces a large body and trickles it cannot keep
+//     the space from everyone else;
 //   - receiving (Write.ReadFrom): whole buffers from a pool, each hashed
 //     with SHA-256 on a second core while the store takes it (package
 //     internal/spool), bounded by the limit and the room admitted;
@@ -40,6 +43,7 @@ import (
 	"math"
 	"path"
 	"sync"
+	"time"
 
 	"largo"
 )
@@ -84,6 +88,8 @@ type Config struct {
 	// Guard refuses writes to locked names and forgets removed ones; nil
 	// means no locks.
 	Guard Guard
+	// Now is the clock of the promises of space; nil means time.Now.
+	Now func() time.Time
 }
 
 // Pipeline admits, receives and commits writes into one store.
@@ -93,13 +99,37 @@ type Pipeline struct {
 	space largo.SpaceReporter
 	obs   Observer
 
-	mu       sync.Mutex
-	promised int64 // bytes admitted to writes in flight and not yet written
+	mu    sync.Mutex
+	holds map[*hold]struct{} // the space promised to the writes in flight
+}
+
+// A write's promise of space lasts while its body makes progress: a
+// client that announces a large body and then trickles it (a byte now
+// and then) must not keep the space from everyone else for as long as it
+// likes. A promise whose write has not received progressQuantum bytes in
+// StallAfter is given back; the write goes on without one, bounded by the
+// room it was admitted with and by the real free space.
+const (
+	// StallAfter is how long a write may go without progressQuantum
+	// bytes before its promise of space is given back.
+	StallAfter      = 30 * time.Second
+	progressQuantum = 64 << 10
+)
+
+// hold is the space promised to one write in flight.
+type hold struct {
+	left     int64     // bytes still promised
+	progress time.Time // when the write last received progressQuantum
+	since    int64     // bytes received since
+	dropped  bool      // given back
 }
 
 // New returns the Pipeline of cfg.
 func New(cfg Config) *Pipeline {
-	p := &Pipeline{cfg: cfg, obs: cfg.Observer}
+	p := &Pipeline{cfg: cfg, obs: cfg.Observer, holds: map[*hold]struct{}{}}
+	if p.cfg.Now == nil {
+		p.cfg.Now = time.Now
+	}
 	p.cr, _ = cfg.Store.(largo.Creator)
 	p.space, _ = cfg.Store.(largo.SpaceReporter)
 	if p.obs == nil {
@@ -153,7 +183,7 @@ func (p *Pipeline) Check(ctx context.Context, t Target) error {
 	if err := p.admit(ctx, &t); err != nil {
 		return err
 	}
-	_, err := p.room(ctx, t.Name, t.Size, false)
+	_, _, err := p.room(ctx, t.Name, t.Size, false)
 	return err
 }
 
@@ -161,7 +191,7 @@ func (p *Pipeline) Check(ctx context.Context, t Target) error {
 // that the free space at name less the reserve and the writes in flight
 // cannot hold: a form of several files, whose length bounds them all.
 func (p *Pipeline) CheckSpace(ctx context.Context, name string, size int64) error {
-	_, err := p.room(ctx, name, size, false)
+	_, _, err := p.room(ctx, name, size, false)
 	return err
 }
 
@@ -305,39 +335,78 @@ func (p *Pipeline) checkFolder(ctx context.Context, name string) error {
 
 // room checks a size (-1: unknown) against the free space less the
 // reserve and the space promised to the writes in flight, and returns how
-// many bytes the write may store. With hold, a known size is promised to
-// the caller until it is released.
-func (p *Pipeline) room(ctx context.Context, name string, size int64, hold bool) (int64, error) {
+// many bytes the write may store. With promise, a known size is promised
+// to the caller (the hold returned) until it is written, given back, or
+// the write stops making progress.
+func (p *Pipeline) room(ctx context.Context, name string, size int64, promise bool) (int64, *hold, error) {
 	if p.space == nil {
-		return math.MaxInt64, nil
+		return math.MaxInt64, nil, nil
 	}
 	free, err := p.space.Free(ctx, name)
 	if errors.Is(err, largo.ErrUnsupported) {
-		return math.MaxInt64, nil
+		return math.MaxInt64, nil, nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	avail := max(free-p.cfg.Reserve-p.promised, 0)
+	now := p.cfg.Now()
+	avail := max(free-p.cfg.Reserve-p.promised(now), 0)
 	if size > avail {
-		return 0, fmt.Errorf("%d bytes, %d free above the reserve and the writes in flight: %w", size, avail, largo.ErrNoSpace)
+		return 0, nil, fmt.Errorf("%d bytes, %d free above the reserve and the writes in flight: %w", size, avail, largo.ErrNoSpace)
 	}
-	if hold && size > 0 {
-		p.promised += size
+	var h *hold
+	if promise && size > 0 {
+		h = &hold{left: size, progress: now}
+		p.holds[h] = struct{}{}
 	}
-	return avail, nil
+	return avail, h, nil
 }
 
-// release gives back n bytes of a promise: they are written (and so no
-// longer free), or will never be.
-func (p *Pipeline) release(n int64) {
-	if n <= 0 || p.space == nil {
+// promised returns the space promised to writes that make progress, and
+// gives back the promises of those that do not. p.mu is held.
+func (p *Pipeline) promised(now time.Time) int64 {
+	var sum int64
+	for h := range p.holds {
+		if now.Sub(h.progress) >= StallAfter {
+			h.dropped, h.left = true, 0
+			delete(p.holds, h)
+			continue
+		}
+		sum += h.left
+	}
+	return sum
+}
+
+// received counts n bytes of the write whose promise is h: progress,
+// and that much less promised.
+func (p *Pipeline) received(h *hold, n int64) {
+	if h == nil {
 		return
 	}
 	p.mu.Lock()
-	p.promised -= n
+	defer p.mu.Unlock()
+	if h.dropped {
+		return
+	}
+	if h.since += n; h.since >= progressQuantum {
+		h.progress, h.since = p.cfg.Now(), 0
+	}
+	if h.left -= min(n, h.left); h.left == 0 {
+		h.dropped = true
+		delete(p.holds, h)
+	}
+}
+
+// giveBack ends the promise h: the write ended.
+func (p *Pipeline) giveBack(h *hold) {
+	if h == nil {
+		return
+	}
+	p.mu.Lock()
+	h.dropped, h.left = true, 0
+	delete(p.holds, h)
 	p.mu.Unlock()
 }
 

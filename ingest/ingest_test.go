@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"largo"
 	"largo/disk"
@@ -365,4 +366,56 @@ func FuzzCheckIf(f *testing.F) {
 			t.Errorf("CheckIf(%q) accepts a header without a token, an entity tag or a Not", v)
 		}
 	})
+}
+
+// TestStalledWriteGivesBack: a write that announced a large body and then
+// trickles it keeps its promise of space only while it makes progress;
+// then others' writes get in. One that makes progress keeps it.
+func TestStalledWriteGivesBack(t *testing.T) {
+	d, _ := newStore(t, nil)
+	now := time.Unix(2e9, 0)
+	p := New(Config{Store: spaceStore{d, 1 << 30}, Now: func() time.Time { return now }})
+	ctx := context.Background()
+	trickle, err := p.Begin(ctx, Target{Name: "trickle", Size: 1<<30 - 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer trickle.Abort()
+	steady, err := p.Begin(ctx, Target{Name: "steady", Size: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer steady.Abort()
+	if _, err := p.Begin(ctx, Target{Name: "other", Size: 1 << 20}); !errors.Is(err, largo.ErrNoSpace) {
+		t.Fatalf("while the space is promised: %v; want ErrNoSpace", err)
+	}
+	// A byte now and then is no progress.
+	for range 5 {
+		now = now.Add(StallAfter / 4)
+		if _, err := trickle.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := p.Begin(ctx, Target{Name: "other", Size: 1 << 20})
+	if err != nil {
+		t.Fatalf("after the trickling write stalled: %v; want its space given back", err)
+	}
+	w.Abort()
+	// A write that keeps making progress keeps its promise.
+	p = New(Config{Store: spaceStore{d, 1 << 30}, Now: func() time.Time { return now }})
+	busy, err := p.Begin(ctx, Target{Name: "busy", Size: 1<<30 - 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Abort()
+	chunk := make([]byte, progressQuantum)
+	for range 5 {
+		now = now.Add(StallAfter / 2)
+		if _, err := busy.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Begin(ctx, Target{Name: "other", Size: 1 << 29}); !errors.Is(err, largo.ErrNoSpace) {
+		t.Fatalf("beside a write that makes progress: %v; want ErrNoSpace", err)
+	}
 }

@@ -162,7 +162,7 @@ func (p *Pipeline) BeginCopy(ctx context.Context, t Target, src string) (*Write,
 	if err := p.admit(ctx, &t); err != nil {
 		return nil, err
 	}
-	if _, err := p.room(ctx, t.Name, t.Size, false); err != nil {
+	if _, _, err := p.room(ctx, t.Name, t.Size, false); err != nil {
 		return nil, err
 	}
 	u, err := cp.Copy(ctx, t.Name, src, largo.CreateOptions{Size: t.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})

@@ -23,7 +23,7 @@ type Write struct {
 	sum  []byte // the SHA-256 when known without hashing (adopted bytes)
 	n    int64
 	room int64 // the most bytes the write may store: the free space, or the size limit
-	held int64 // what is left of the space promised to it
+	hold *hold // the space promised to it, nil for none
 	// pending counts the bytes reported to the Observer, taken back when
 	// the write ends.
 	pending int64
@@ -39,14 +39,14 @@ func (p *Pipeline) Begin(ctx context.Context, t Target) (*Write, error) {
 	if err := p.admit(ctx, &t); err != nil {
 		return nil, err
 	}
-	room, err := p.room(ctx, t.Name, t.Size, true)
+	room, h, err := p.room(ctx, t.Name, t.Size, true)
 	if err != nil {
 		return nil, err
 	}
 	if p.cfg.MaxSize > 0 {
 		room = min(room, p.cfg.MaxSize)
 	}
-	w := &Write{p: p, t: t, h: sha256.New(), room: room, held: max(t.Size, 0)}
+	w := &Write{p: p, t: t, h: sha256.New(), room: room, hold: h}
 	w.u, err = p.cr.Create(ctx, t.Name, largo.CreateOptions{Size: t.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
 	if err != nil {
 		w.releaseAll()
@@ -110,7 +110,7 @@ func (w *Write) Write(p []byte) (int, error) {
 	w.n += int64(n)
 	w.pending += int64(n)
 	w.p.obs.PendingBytes(int64(n))
-	w.releaseSome(int64(n))
+	w.p.received(w.hold, int64(n))
 	return n, err
 }
 
@@ -205,18 +205,11 @@ func (w *Write) stop() {
 	}
 }
 
-// releaseSome gives back the part of the write's reservation that n
-// bytes written have used.
-func (w *Write) releaseSome(n int64) {
-	n = min(n, w.held)
-	w.held -= n
-	w.p.release(n)
-}
-
 // releaseAll gives back what is left of the reservation and of the
 // pending bytes reported.
 func (w *Write) releaseAll() {
-	w.releaseSome(w.held)
+	w.p.giveBack(w.hold)
+	w.hold = nil
 	w.p.obs.PendingBytes(-w.pending)
 	w.pending = 0
 }
