@@ -22,7 +22,7 @@ import (
 // large tar sizes), small files, an empty folder, a unicode name and
 // hidden files, and returns the sha256 of every file that belongs in an
 // archive, by its path inside the archive.
-func archiveTree(t *testing.T) (dir string, want map[string]string) {
+func archiveTree(t testing.TB) (dir string, want map[string]string) {
 	t.Helper()
 	return archiveTreeIn(t, t.TempDir(), true, archiveBig)
 }
@@ -32,7 +32,7 @@ const archiveBig = 5 << 30
 
 // archiveTreeIn builds the tree of archiveTree as root/set, with a sparse
 // file of big bytes, and the symlink that leads out if link is set.
-func archiveTreeIn(t *testing.T, root string, link bool, big int64) (dir string, want map[string]string) {
+func archiveTreeIn(t testing.TB, root string, link bool, big int64) (dir string, want map[string]string) {
 	t.Helper()
 	dir = filepath.Join(root, "set")
 	want = map[string]string{}
@@ -61,7 +61,8 @@ func archiveTreeIn(t *testing.T, root string, link bool, big int64) (dir string,
 }
 
 // TestArchives downloads one tree, with a 5 GiB sparse file, as tar and
-// as zip, and unpacks both with the system's tools.
+// as zip, and unpacks both with the system's tools. (What an archive
+// costs the server in memory is BenchmarkArchive's figure.)
 func TestArchives(t *testing.T) {
 	parent, want := archiveTree(t)
 	s := startServer(t, filepath.Dir(parent))
@@ -75,7 +76,6 @@ func TestArchives(t *testing.T) {
 func testArchiveTar(t *testing.T, s *server, want map[string]string, big int64) {
 	tarBin := need(t, "tar")
 	curl := need(t, "curl")
-	idle, w := s.memory().RSS, s.watchPeak()
 
 	// HEAD gives the length in advance.
 	resp, err := http.Head(s.URL + "set/?archive=tar")
@@ -95,9 +95,6 @@ func testArchiveTar(t *testing.T, s *server, want map[string]string, big int64) 
 		t.Fatalf("curl | tar: %v\n%s", err, out)
 	}
 	checkSums(t, string(out), want)
-	if grown := w.peak() - idle; grown > 16<<20 {
-		t.Errorf("server peak RSS grew by %d MiB for a %d MiB archive", grown>>20, big>>20)
-	}
 	for _, name := range []string{".secret", ".largo", "out-link"} {
 		if strings.Contains(string(out), name) {
 			t.Errorf("tar holds %s", name)
@@ -112,7 +109,6 @@ func testArchiveTar(t *testing.T, s *server, want map[string]string, big int64) 
 // has big bytes, on a server past its warm-up request.
 func testArchiveZip(t *testing.T, s *server, want map[string]string, big int64) {
 	unzip := need(t, "unzip")
-	idle, w := s.memory().RSS, s.watchPeak()
 
 	resp := get(t, s.URL+"set/?archive=zip")
 	if resp.StatusCode != 200 || resp.ContentLength <= big || !strings.Contains(resp.Header.Get("Content-Disposition"), "set.zip") {
@@ -129,9 +125,6 @@ func testArchiveZip(t *testing.T, s *server, want map[string]string, big int64) 
 		t.Fatalf("downloaded %d of %d: %v", n, resp.ContentLength, err)
 	}
 	defer os.Remove(zipPath)
-	if grown := w.peak() - idle; grown > 16<<20 {
-		t.Errorf("server peak RSS grew by %d MiB for a %d MiB archive", grown>>20, big>>20)
-	}
 	var sums strings.Builder
 	for name := range want {
 		cmd := exec.Command(unzip, "-p", zipPath, name)

@@ -114,14 +114,12 @@ func BenchmarkDAV(b *testing.B) {
 			}
 		}
 		propfind("0")
-		time.Sleep(200 * time.Millisecond)
-		idle, w := s.memory().RSS, s.watchPeak()
+		idle, w := s.idleRSS(), s.watchPeak()
 		b.ResetTimer()
 		for range b.N {
 			propfind("1")
 		}
 		b.StopTimer()
-		b.ReportMetric(float64(idle)/(1<<20), "idle-MiB")
-		b.ReportMetric(float64(w.peak()-idle)/(1<<20), "peak-above-idle-MiB")
+		reportMemory(b, idle, w)
 	})
 }

@@ -179,6 +179,27 @@ func (s *server) memory() proc.Memory {
 	return m
 }
 
+// idleRSS returns the server's resident memory once it has settled (the
+// same in three reads 50 ms apart): the baseline of a benchmark that
+// reports growth, read after its warm-up. Memory that never settles (10 s)
+// is read as it is last, and said in the log.
+func (s *server) idleRSS() int64 {
+	s.t.Helper()
+	rss, ok := poll.Steady(10*time.Second, 50*time.Millisecond, 3, func() int64 { return s.memory().RSS })
+	if !ok {
+		s.t.Logf("the server's RSS did not settle in 10s; idle taken as %d KiB", rss>>10)
+	}
+	return rss
+}
+
+// reportMemory reports the server's idle RSS and its peak RSS above idle
+// since w started, in MiB: the memory figures of a benchmark.
+func reportMemory(b *testing.B, idle int64, w *peakWatch) {
+	b.Helper()
+	b.ReportMetric(float64(idle)/(1<<20), "idle-MiB")
+	b.ReportMetric(float64(w.peak()-idle)/(1<<20), "peak-above-idle-MiB")
+}
+
 // warmUpFile is the file a test puts where the server will serve it, for
 // warmUp to ask for: 4 KiB, as the lab's.
 const warmUpFile = "warm-up.bin"

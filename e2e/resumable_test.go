@@ -259,14 +259,11 @@ func TestTusRules(t *testing.T) {
 }
 
 // TestMultipart1GiB posts a browser-style form with several files, one of
-// them 1 GiB, streamed: every file stored whole, and the server's memory
-// flat.
+// them 1 GiB, streamed: every file stored whole, no temporary file left.
+// (What a form costs the server in memory is BenchmarkUpload's figure.)
 func TestMultipart1GiB(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, warmUpFile), []byte(warmUpBody), 0o644)
 	s := startWriter(t, dir)
-	idle := s.warmUp(warmUpFile).RSS
-	w := s.watchPeak()
 
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
@@ -310,11 +307,6 @@ func TestMultipart1GiB(t *testing.T) {
 		if got := fileSHA(t, filepath.Join(dir, "media", st.Name)); got != sums[st.Name] {
 			t.Errorf("%s stored with sha %s", st.Name, got)
 		}
-	}
-	grown := w.peak() - idle
-	t.Logf("server peak RSS grew %d KiB for a 1 GiB part", grown>>10)
-	if grown > 32<<20 {
-		t.Errorf("server peak RSS grew by %d MiB for a streamed 1 GiB part", grown>>20)
 	}
 	noTemp(t, dir)
 }
