@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: serve test deps check build bench-quick
+.PHONY: serve test test-lab deps check build bench-quick
 
 # Serve the current folder on http://127.0.0.1:8080/.
 serve:
@@ -11,10 +11,16 @@ serve:
 # Install what the tests need, check the code, run every test with the race
 # detector, the end-to-end tests (build tag e2e) included; a test that lacks a
 # real component it needs fails. `go test ./...` alone is the fast unit suite.
+# The lab's long runs are test-lab's.
 test: deps check
 	LARGO_TEST_STRICT=1 $(GO) test -race -timeout 40m -tags e2e ./...
 	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime 60000x ./serve
 	$(GO) test -run '^$$' -fuzz FuzzLockTokens -fuzztime 20000x ./ingest
+
+# The lab's long runs (build tag lab): the whole quick lab, and the lab
+# beside nginx, Caddy and Node.js, minutes each.
+test-lab: deps
+	LARGO_TEST_STRICT=1 $(GO) test -timeout 30m -tags 'e2e lab' -run '^TestLab' -v ./e2e
 
 deps:
 	./scripts/test-deps
@@ -23,9 +29,9 @@ check:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) vet -tags e2e ./...
+	$(GO) vet -tags 'e2e lab' ./...
 	$(GO) tool staticcheck ./...
-	$(GO) tool staticcheck -tags e2e ./...
+	$(GO) tool staticcheck -tags 'e2e lab' ./...
 
 # A static binary: no C library mapped, about 1.5 MiB less resident memory.
 build:
