@@ -97,3 +97,54 @@ func FuzzParseName(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckNew(t *testing.T) {
+	for name, want := range map[string]error{
+		"a/b.txt":              nil,
+		"café/naïve.txt":       nil,
+		"日本語.txt":              nil,
+		"evil\u202etxt.exe":    ErrUnsafeName,
+		"a\u2066b":             ErrUnsafeName,
+		"zero\u200bwidth":      ErrUnsafeName,
+		"joiner\u200d":         ErrUnsafeName,
+		"c1\u0085":             ErrUnsafeName,
+		"soft\u00adhyphen":     ErrUnsafeName,
+		"bom\ufeff":            ErrUnsafeName,
+		"dot.":                 ErrUnsafeName,
+		"dir./x":               ErrUnsafeName,
+		"space ":               ErrUnsafeName,
+		"dir /x":               ErrUnsafeName,
+		"bad\xff":              ErrInvalidName,
+		"fine.dots.and spaces": nil,
+	} {
+		if err := CheckNew(name); !errors.Is(err, want) || (want == nil) != (err == nil) {
+			t.Errorf("CheckNew(%q) = %v; want %v", name, err, want)
+		}
+	}
+}
+
+func TestEscapeName(t *testing.T) {
+	for name, want := range map[string]string{
+		"plain.txt":         "plain.txt",
+		"café":              "café",
+		"evil\u202etxt.exe": `evil\u{202E}txt.exe`,
+		"bad\xffbyte":       `bad\x{FF}byte`,
+		"\u200b":            `\u{200B}`,
+	} {
+		if got := EscapeName(name); got != want {
+			t.Errorf("EscapeName(%q) = %q; want %q", name, got, want)
+		}
+	}
+}
+
+func TestSidecarBase(t *testing.T) {
+	for name, want := range map[string]string{
+		"a.txt.gz": "a.txt", "NOTES.br": "NOTES", "d/x.zst": "d/x", "x.gz.gz": "x.gz",
+		".gz": "", "d/.br": "", "plain": "", "a.tgz": "",
+	} {
+		base, _, ok := SidecarBase(name)
+		if ok != (want != "") || base != want {
+			t.Errorf("SidecarBase(%q) = %q, %v; want %q", name, base, ok, want)
+		}
+	}
+}

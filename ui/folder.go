@@ -163,7 +163,10 @@ type row struct {
 
 // set fills r with e, formatted.
 func (r *row) set(e Entry) {
-	*r = row{Name: e.Name, Href: Href(e.Name, e.Dir), Dir: e.Dir, Bytes: e.Size}
+	// A name on disk that could pass for another (bidi overrides,
+	// invisible characters, bytes that are not UTF-8) is shown escaped;
+	// its link still names the file itself.
+	*r = row{Name: largo.EscapeName(e.Name), Href: Href(e.Name, e.Dir), Dir: e.Dir, Bytes: e.Size}
 	if !e.Modified.IsZero() { // a bucket's folders have no time
 		r.Modified = FormatTime(e.Modified)
 		r.ISO = e.Modified.UTC().Format(time.RFC3339)
@@ -185,7 +188,13 @@ func newPage(f Folder) page {
 	if f.Name != "" {
 		p.Path = "/" + f.Name + "/"
 	}
-	p.Title = p.Path
+	// The heading names the folder as its visitor reaches it: below a
+	// share link's folder, relative to it, never by the path the link
+	// stands for.
+	p.Title = "/"
+	if rel := strings.TrimPrefix(strings.TrimPrefix(f.Name, f.Root), "/"); rel != "" {
+		p.Title = "/" + largo.EscapeName(rel) + "/"
+	}
 	p.Crumbs = crumbs(f.Name, f.Root)
 	p.Columns = columns(f.View)
 	for _, format := range f.Archives {
@@ -209,7 +218,7 @@ func crumbs(name, root string) []crumb {
 		parts = strings.Split(rest, "/")
 	}
 	for _, p := range parts {
-		c = append(c, crumb{Name: p})
+		c = append(c, crumb{Name: largo.EscapeName(p)})
 	}
 	for i := range c {
 		up := len(c) - 1 - i

@@ -425,3 +425,34 @@ func FuzzParseView(f *testing.F) {
 		}
 	})
 }
+
+// TestDeceptiveNamesShownEscaped: a name on disk that could pass for
+// another is shown with its hidden characters written out, and linked by
+// its own bytes; a page seen through a share link names its folder from
+// the link's.
+func TestDeceptiveNamesShownEscaped(t *testing.T) {
+	u := New("/_largo/ui/")
+	page := render(t, u, Folder{
+		Name: "pub/films",
+		Root: "pub",
+		Entries: []Entry{
+			{Name: "evil\u202etxt.exe", Size: 1},
+			{Name: "zero\u200bwidth", Dir: true},
+		},
+	})
+	for _, want := range []string{
+		`evil\u{202E}txt.exe`,
+		`href="./evil%E2%80%AEtxt.exe"`,
+		`zero\u{200B}width`,
+		`<h1>/films/</h1>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	for _, absent := range []string{"evil\u202etxt", "/pub/films/"} {
+		if strings.Contains(page, absent) {
+			t.Errorf("page shows %q", absent)
+		}
+	}
+}
