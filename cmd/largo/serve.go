@@ -184,18 +184,24 @@ has a sidecar's name (an uploaded data.csv.gz beside data.csv) is a file of
 its own. Range requests and already-compressed data (archives,
 images, audio, video, PDF) are sent as they are.
 
-Writes are off unless --upload is given; then PUT stores a file atomically
+Writes are off unless --upload is given, or an access file (--access) has a
+rule that grants write or delete (its rules then decide every write, and
+--upload adds nothing); what is on, and for whom, is logged at start-up.
+Then PUT stores a file atomically
 (201 or 204, with ETag and Repr-Digest), POST of a multipart form to a
 folder stores each file in it, DELETE removes files and empty folders
 (?recursive=1 for the others), and /_largo/uploads/ speaks tus 1.0 for
 resumable uploads. A PUT (or a POST to a folder) with Upload-Complete and
 an Upload-Draft-Interop-Version of --ietf-versions is a resumable upload of
 the IETF draft: a 104 gives its upload URL, which takes HEAD, PATCH and
-DELETE. Every write needs the token (--token, --token-file, or one
-generated and printed at start-up), as a bearer token or a basic-auth
-password. For users, passwords and per-path rules of who may read, list,
-write and delete, give an access file (--access; see largo passwd and
-largo share for passwords and share links).
+DELETE. Without an access file every write needs the token (--token,
+--token-file, or one generated and printed at start-up), as a bearer token
+or a basic-auth password. For users, passwords and per-path rules of who may
+read, list, write and delete, give an access file (--access; see largo
+passwd and largo share for passwords and share links). Every read and write
+is decided by those rules at the store's door, whatever the protocol; a name
+reached through a symbolic link is judged where it leads too (--symlinks).
+See docs/access.md.
 
 With --webdav the folder or bucket can be mounted as a drive (Finder,
 Windows Explorer, davfs2, rclone, cadaver): PROPFIND (Depth 0 or 1),
@@ -261,12 +267,12 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.listingBudget, "listing-budget", "most memory all listings and archives sort in together; beyond it they get 503 with Retry-After (at least --listing-memory)")
 	f.StringVar(&cfg.listingTemp, "listing-temp-dir", "", "folder of the sorted runs of large listings, on a disk, not a tmpfs (default: the system's temporary folder)")
 	f.Var(&cfg.sidecars, "sidecars", "which NAME.zst, NAME.br, NAME.gz are sent as NAME's encoding: recorded (those largo precompress wrote, while unchanged) or any (any not older than NAME, as nginx's gzip_static)")
-	f.BoolVar(&cfg.upload, "upload", false, "accept writes (PUT, multipart POST, DELETE, tus uploads at /_largo/uploads/), each with the token")
+	f.BoolVar(&cfg.upload, "upload", false, "accept writes (PUT, multipart POST, DELETE, tus uploads at /_largo/uploads/), each with the token (with --access, the access file's rules decide writes instead)")
 	f.StringVar(&cfg.token, "token", "", "the token writes must carry (default: generated with --upload and printed once)")
 	f.BoolVar(&cfg.uploadOpen, "upload-open", false, "accept writes from anyone, without a token (implies --upload; dangerous)")
 	f.Var(&cfg.maxUpload, "max-upload", "largest file a write may store, such as 500MB or 10GiB (default 0: no limit)")
 	f.Var(&cfg.reserve, "reserve", "free space writes must leave on the disk, such as 1GiB (default 0; a bucket has no free space to check)")
-	f.StringVar(&cfg.access.accessFile, "access", "", "access file (TOML): users, their passwords or tokens, and rules of who may read, list, write and delete where; reloaded on SIGHUP")
+	f.StringVar(&cfg.access.accessFile, "access", "", "access file (TOML): users, their passwords or tokens, and rules of who may read, list, write and delete where; writes are on when a rule grants write or delete (--upload then adds nothing); reloaded on SIGHUP")
 	f.StringVar(&cfg.access.tokenFile, "token-file", "", "read the write token from this file (implies --upload), so that it appears in no process listing")
 	f.StringVar(&cfg.access.shareKeyFile, "share-key-file", "", "key of share links, 32 bytes or more (default: kept in the store's state folder, shared by every instance serving it)")
 	f.StringSliceVar(&cfg.access.corsOrigins, "cors-origin", nil, "origins (https://app.example) whose pages may read and write here from a browser, tus uploads included (default none: only this server's own pages)")
