@@ -14,4 +14,10 @@
 // fast unit suite; `make test` sets the tag. To run some of them:
 //
 //	go test -tags e2e ./e2e -run 'TestGet'
+//
+// Figures of memory and speed are benchmarks (bench_test.go), not
+// thresholds of tests. The lab's long runs also need the tag lab
+// (`make test-lab`):
+//
+//	go test -tags 'e2e lab' ./e2e -run '^TestLab'
 package e2e
