@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"largo"
-	"largo/transfer"
 )
 
 // maxRanges bounds the ranges of one request. Beyond it the Range header is
@@ -94,9 +93,6 @@ func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name stri
 // reader that keeps the first read error.
 func serveBody(w http.ResponseWriter, r *http.Request, name string, mod time.Time, f largo.File) error {
 	if of, ok := f.(largo.OSFile); ok {
-		if tw, ok := w.(*transfer.Response); ok && r.Method == http.MethodGet {
-			tw.SendFilesBy(transfer.ConnOf(r.Context()))
-		}
 		http.ServeContent(w, r, name, mod, &sized{File: of.OSFile(), size: f.Info().Size, atStart: true})
 		return nil
 	}

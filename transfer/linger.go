@@ -28,15 +28,14 @@ type connKey struct{}
 
 // ConnContext is an http.Server's ConnContext: it keeps the connection
 // in the context of its requests, so that a Response that gives a body up
-// can ask it to linger, and one that sends a large file can hand it to
-// the connection itself (ConnOf, Response.SendFilesBy).
+// can ask it to linger.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
 
-// ConnOf returns the request connection that ConnContext kept in ctx, or
+// connOf returns the request connection that ConnContext kept in ctx, or
 // nil.
-func ConnOf(ctx context.Context) net.Conn {
+func connOf(ctx context.Context) net.Conn {
 	if ctx == nil {
 		return nil
 	}
@@ -47,7 +46,7 @@ func ConnOf(ctx context.Context) net.Conn {
 // linger asks the connection of ctx to linger when it closes, unwrapping
 // a TLS connection to the one beneath.
 func linger(ctx context.Context) {
-	for c := ConnOf(ctx); c != nil; {
+	for c := connOf(ctx); c != nil; {
 		if l, ok := c.(lingerer); ok {
 			l.Linger()
 			return

@@ -14,10 +14,13 @@
 // Response keeps sendfile alive: it implements io.ReaderFrom and passes an
 // *os.File (anything implementing syscall.Conn, behind an io.LimitedReader)
 // through to the underlying ResponseWriter, and it forwards Unwrap so that
-// http.ResponseController reaches the connection. A large body over plain
-// HTTP/1 goes to the connection's own ReadFrom instead, which holds no
-// copy buffer while the client reads, and closes the connection after it
-// (direct.go says why).
+// http.ResponseController reaches the connection. Over HTTP/1 the file
+// goes to net/http's own ReadFrom, which holds a pooled 32 KiB copy buffer
+// for as long as each sendfile runs; that is the price of staying on
+// net/http's path, which keeps the connection alive after the body and
+// lets every wrapper outside this one count the bytes (sending past
+// net/http, on the connection itself, saved about 8 KiB of resident
+// memory per download in flight, and was dropped: docs/BENCHMARKS.md).
 //
 // Body is the same for the other direction: it wraps a request body, moves
 // the connection's read deadline as bytes arrive, counts them and says how
@@ -55,7 +58,6 @@ import (
 	"errors"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -116,9 +118,6 @@ type Response struct {
 	body  *Body           // the request's body, when Body made it
 	http1 bool            // the request came over HTTP/1.x
 	ctx   context.Context // the request's, when Body made it
-
-	conn   net.Conn      // the request's connection, when SendFilesBy gave it
-	direct io.ReaderFrom // the connection, when it sends the body itself
 }
 
 // NewResponse wraps w.
@@ -165,9 +164,6 @@ func (r *Response) answer(code int) {
 	if r.body != nil && r.http1 && !r.body.Done() {
 		r.rw.Header().Set("Connection", "close")
 		linger(r.ctx)
-	}
-	if r.conn != nil && (code == http.StatusOK || code == http.StatusPartialContent) {
-		r.direct = r.sendsItself()
 	}
 }
 
@@ -217,15 +213,6 @@ func (r *Response) ReadFrom(src io.Reader) (int64, error) {
 	}
 	if _, isFile := inner.(syscall.Conn); !ok || !isFile {
 		return r.copy(src, ok)
-	}
-	if r.direct != nil {
-		// The head first, then the body straight from the file to the
-		// connection.
-		if err := r.rc.Flush(); err != nil {
-			r.fail(err)
-			return 0, r.err
-		}
-		rf = r.direct
 	}
 	var wd *watchdog // none: stop and tooSlow take nil
 	if remain > smallBody {
