@@ -48,6 +48,7 @@ type done struct {
 	ETag    string `json:"etag"`
 	Digest  string `json:"digest"`
 	Created bool   `json:"created,omitempty"` // no file was there before
+	Owner   string `json:"owner,omitempty"`   // keyOwner of the upload ("": an older version's)
 }
 
 // header is what a response about a finished upload carries.
@@ -59,8 +60,19 @@ func (d done) header() tusd.HTTPHeader {
 	}
 }
 
-// loadDone returns the record of a finished upload, if there is one.
+// loadDone returns the record of a finished upload, if there is one that
+// ctx's principal reaches (owner.go): another's is none.
 func (h *Handler) loadDone(ctx context.Context, id string) (done, bool) {
+	d, ok := h.record(ctx, id)
+	if !ok || !reaches(ctx, d.Owner) {
+		return done{}, false
+	}
+	return d, true
+}
+
+// record returns the record of a finished upload, if there is one,
+// whoever it belongs to.
+func (h *Handler) record(ctx context.Context, id string) (done, bool) {
 	var d done
 	if h.state == nil {
 		return d, false
@@ -76,15 +88,20 @@ func (h *Handler) loadDone(ctx context.Context, id string) (done, bool) {
 }
 
 // place puts a finished upload in place through the write pipeline, once:
-// under the upload's lock, a record found means it is placed already. The
-// upload's staged state is removed afterwards, unless the failure was the
-// server's (a 5xx), which a retry may overcome. The caller holds the
-// upload's lock.
+// under the upload's lock, a record found means it is placed already. It
+// is placed for its owner, with the owner's rights of now, whoever sent
+// its last byte (owner.go). The upload's staged state is removed
+// afterwards, unless the failure was the server's (a 5xx), which a retry
+// may overcome. The caller holds the upload's lock.
 func (h *Handler) place(ctx context.Context, info tusd.FileInfo, hdr http.Header) (done, error) {
-	if d, ok := h.loadDone(ctx, info.ID); ok {
+	if d, ok := h.record(ctx, info.ID); ok {
 		return d, nil
 	}
-	t, err := parseTarget(info.MetaData)
+	ctx, err := asOwner(ctx, info.MetaData)
+	var t ingest.Target
+	if err == nil {
+		t, err = parseTarget(info.MetaData)
+	}
 	if err == nil {
 		var given []byte
 		given, err = reprDigest(hdr) // checked before the body
@@ -108,7 +125,7 @@ func (h *Handler) place(ctx context.Context, info tusd.FileInfo, hdr http.Header
 		h.log.Warn("resumable upload not stored", "id", info.ID, "name", t.Name, "err", err)
 		return done{}, err
 	}
-	d := done{Name: t.Name, Size: res.Info.Size, ETag: res.Info.ETag, Digest: res.Digest(), Created: res.Created}
+	d := done{Name: t.Name, Size: res.Info.Size, ETag: res.Info.ETag, Digest: res.Digest(), Created: res.Created, Owner: info.MetaData[keyOwner]}
 	if h.state != nil {
 		b, _ := json.Marshal(d)
 		if err := h.state.Put(ctx, doneKey(info.ID), b); err != nil {
@@ -162,10 +179,12 @@ func (h *Handler) answerFinished(w http.ResponseWriter, r *http.Request, id stri
 			h.log.Warn("finishing an upload found complete", "id", id, "err", err)
 		}
 		if d, err = h.place(ctx, info, r.Header); err != nil {
+			h.outside(w, r)
 			writeTusError(w, h.tusErr("finish", err))
 			return true
 		}
 	}
+	h.outside(w, r)
 	hdr := w.Header()
 	for k, v := range d.header() {
 		hdr.Set(k, v)
@@ -191,6 +210,24 @@ func (h *Handler) busy(id string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.active[id] > 0
+}
+
+// outside sets, on an answer written outside tusd, the fields tusd's own
+// answers carry: the protocol's version, nosniff, and for an origin that
+// may send uploads from a browser (Config.CORSOrigins) what lets its page
+// read the answer.
+func (h *Handler) outside(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	hdr.Set("Tus-Resumable", "1.0.0")
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	origin := r.Header.Get("Origin")
+	if h.cors.Disable || origin == "" || !h.cors.AllowOrigin.MatchString(origin) {
+		return
+	}
+	hdr.Set("Access-Control-Allow-Origin", origin)
+	hdr.Set("Vary", "Origin")
+	hdr.Set("Access-Control-Allow-Credentials", "true")
+	hdr.Set("Access-Control-Expose-Headers", h.cors.ExposeHeaders)
 }
 
 // writeTusError answers a tus error outside tusd.

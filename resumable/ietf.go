@@ -37,13 +37,11 @@ import (
 // client's word (Upload-Complete: ?1 on the request that ends it), never
 // its offset reaching a length.
 
-// Metadata keys of an upload made by the IETF front end.
+// Metadata keys of an upload made by the IETF front end, the server's own
+// (owner.go).
 const (
 	keyProtocol = "largo-protocol" // "ietf"
 	keyVersion  = "largo-ietf-version"
-	// keyLink marks an upload made through a share link, which its ID
-	// alone admits to (the link's holder has no account).
-	keyLink = "largo-link"
 )
 
 // uploadMethods are the methods an upload resource answers.
@@ -121,12 +119,13 @@ func (x *IETF) doneVersion(r *http.Request) version {
 
 // Takes reports whether the PUT or POST r creates a resumable upload: it
 // states its completeness, in an interop version x speaks. One in another
-// version is no resumable upload (and the draft forbids a 104 then).
+// version is no resumable upload (and the draft forbids a 104 then). A
+// completeness that is no Boolean is taken, for Create to refuse.
 func (x *IETF) Takes(r *http.Request) bool {
 	if r.Method != http.MethodPut && r.Method != http.MethodPost {
 		return false
 	}
-	if _, stated := ingest.UploadComplete(r.Header); !stated {
+	if len(r.Header.Values("Upload-Complete")) == 0 && len(r.Header.Values("Upload-Incomplete")) == 0 {
 		return false
 	}
 	_, ok := x.requestVersion(r)
@@ -148,7 +147,8 @@ func (x *IETF) Target(r *http.Request, name string) (string, error) {
 }
 
 // Create serves a PUT to name, or a POST to the folder name, that Takes
-// took. Refusals known before the upload exists (the name, the
+// took, for the principal of r's context, who owns the upload (owner.go).
+// Refusals known before the upload exists (the fields, the name, the
 // conditions, the size limit, the space) are returned, for the caller to
 // answer as it answers any write; from the 104 on, Create answers itself.
 func (x *IETF) Create(w http.ResponseWriter, r *http.Request, name string) error {
@@ -156,19 +156,29 @@ func (x *IETF) Create(w http.ResponseWriter, r *http.Request, name string) error
 	v, _ := x.requestVersion(r)
 	hdr := w.Header()
 	hdr.Set("Upload-Draft-Interop-Version", v.String())
-	complete, _ := ingest.UploadComplete(r.Header)
-	meta := tusd.MetaData{keyProtocol: "ietf", keyVersion: v.String()}
-	if ingest.IsThroughLink(ctx) {
-		meta[keyLink] = "1"
+	complete, _, err := completeness(r.Header)
+	if err != nil {
+		return err
 	}
+	if err := checkClientKeys(tusd.ParseMetadataHeader(r.Header.Get("Upload-Metadata"))); err != nil {
+		return err
+	}
+	owner, err := creator(ctx)
+	if err != nil {
+		return err
+	}
+	meta := tusd.MetaData{keyProtocol: "ietf", keyVersion: v.String(), keyOwner: owner}
 	if r.Method == http.MethodPost {
-		var err error
 		if name, err = postTarget(r, name, meta); err != nil {
 			return err
 		}
 	}
 	meta[KeyFilename] = name
 	length, err := uploadLength(r.Header, r.ContentLength, 0, complete)
+	var refused *ingest.StatusError
+	if errors.As(err, &refused) {
+		return err
+	}
 	if err != nil {
 		x.fail(w, r, lengthMismatch(v, err.Error()))
 		return nil
@@ -279,11 +289,12 @@ func postTarget(r *http.Request, folder string, meta tusd.MetaData) (string, err
 // uploadLength returns the upload's length as a request states it (-1:
 // not stated): Upload-Length, or, on a request that completes the upload,
 // its offset and Content-Length (size, -1 for unknown). When both are
-// given they must agree.
+// given they must agree. An Upload-Length that is no length is refused
+// (lengthField).
 func uploadLength(hdr http.Header, size, offset int64, complete bool) (int64, error) {
-	length, ok := integerField(hdr, "Upload-Length")
-	if !ok {
-		length = -1
+	length, err := lengthField(hdr)
+	if err != nil {
+		return -1, err
 	}
 	if complete && size >= 0 {
 		if length >= 0 && length != offset+size {
@@ -324,17 +335,6 @@ func (x *IETF) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// ThroughLink reports whether r addresses an upload made through a share
-// link: its ID, which only the link's holder was given, admits r.
-func (x *IETF) ThroughLink(r *http.Request) bool {
-	id, _ := strings.CutPrefix(r.URL.Path, x.base)
-	if !validID(id) {
-		return false
-	}
-	_, info, err := x.load(r.Context(), id)
-	return err == nil && info.MetaData[keyLink] == "1"
-}
-
 // load returns an upload of the IETF front end.
 func (x *IETF) load(ctx context.Context, id string) (tusd.Upload, tusd.FileInfo, error) {
 	var info tusd.FileInfo
@@ -358,6 +358,9 @@ func (x *IETF) load(ctx context.Context, id string) (tusd.Upload, tusd.FileInfo,
 // upload, if any, has stopped and stored what it received.
 func (x *IETF) offset(w http.ResponseWriter, r *http.Request, id string) error {
 	ctx := context.WithoutCancel(r.Context())
+	if err := x.h.reach(ctx, id); err != nil {
+		return err
+	}
 	_, leave, err := x.enter(r.Context(), w, r, id)
 	if err != nil {
 		return err
@@ -452,6 +455,9 @@ func (x *IETF) answerDone(w http.ResponseWriter, v version, d done, code int) {
 // append appends a PATCH's body to an upload.
 func (x *IETF) append(w http.ResponseWriter, r *http.Request, id string) error {
 	ctx := context.WithoutCancel(r.Context())
+	if err := x.h.reach(ctx, id); err != nil {
+		return err
+	}
 	f, leave, err := x.enter(r.Context(), w, r, id)
 	if err != nil {
 		return err
@@ -484,14 +490,18 @@ func (x *IETF) append(w http.ResponseWriter, r *http.Request, id string) error {
 	if offset != info.Offset {
 		return offsetMismatch(v, info.Offset, offset)
 	}
-	complete := v.complete(r.Header)
+	complete, err := v.complete(r.Header)
+	if err != nil {
+		return err
+	}
 	length, err := uploadLength(r.Header, r.ContentLength, offset, complete)
 	if err == nil && length >= 0 {
 		err = x.declare(ctx, up, &info, length)
 	}
 	if err != nil {
 		var p *problem
-		if errors.As(err, &p) || errors.Is(err, largo.ErrTooLarge) {
+		var refused *ingest.StatusError
+		if errors.As(err, &p) || errors.As(err, &refused) || errors.Is(err, largo.ErrTooLarge) {
 			return err
 		}
 		return lengthMismatch(v, err.Error())
@@ -534,14 +544,17 @@ func (x *IETF) declare(ctx context.Context, up tusd.Upload, info *tusd.FileInfo,
 func (x *IETF) appendDone(w http.ResponseWriter, r *http.Request, d done) error {
 	v := x.doneVersion(r)
 	offset, ok := integerField(r.Header, "Upload-Offset")
+	complete, err := v.complete(r.Header)
 	switch {
 	case !ok:
 		return errNoOffset
+	case err != nil:
+		return err
 	case offset != d.Size:
 		p := offsetMismatch(v, d.Size, offset)
 		v.setComplete(p.hdr, true)
 		return p
-	case r.ContentLength != 0 || !v.complete(r.Header):
+	case r.ContentLength != 0 || !complete:
 		return completedAppend(v)
 	}
 	x.answerDone(w, v, d, 0)
@@ -552,6 +565,9 @@ func (x *IETF) appendDone(w http.ResponseWriter, r *http.Request, d done) error 
 // has stopped.
 func (x *IETF) cancel(w http.ResponseWriter, r *http.Request, id string) error {
 	ctx := context.WithoutCancel(r.Context())
+	if err := x.h.reach(ctx, id); err != nil {
+		return err
+	}
 	_, leave, err := x.enter(r.Context(), w, r, id)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -66,13 +67,67 @@ func (v version) setComplete(hdr http.Header, complete bool) {
 // complete reads the completeness an append states. Version 3 leaves the
 // field out on the last append; later versions require it, and a request
 // without it is taken as not the last (nothing is placed that the client
-// did not say was whole).
-func (v version) complete(hdr http.Header) bool {
-	complete, stated := ingest.UploadComplete(hdr)
-	if !stated {
-		return v == 3
+// did not say was whole). A field that is no Boolean is refused
+// (completeness).
+func (v version) complete(hdr http.Header) (bool, error) {
+	complete, stated, err := completeness(hdr)
+	if err != nil || !stated {
+		return v == 3 && err == nil, err
 	}
-	return complete
+	return complete, nil
+}
+
+// completeness reads the completeness a request states: Upload-Complete,
+// or its inverse Upload-Incomplete (interop version 3); stated is false
+// when it sends neither. A field of another value than a Boolean (?1,
+// ?0) is refused with errCompleteValue, where the draft has it ignored: a
+// request that means to say something of its completeness and cannot be
+// understood would otherwise become a plain write, storing what may be a
+// part as the whole file.
+func completeness(hdr http.Header) (complete, stated bool, err error) {
+	if v := hdr.Values("Upload-Complete"); len(v) > 0 {
+		b, ok := largo.ParseBoolItem(strings.Join(v, ","))
+		if !ok {
+			return false, true, errCompleteValue
+		}
+		return b, true, nil
+	}
+	if v := hdr.Values("Upload-Incomplete"); len(v) > 0 {
+		b, ok := largo.ParseBoolItem(strings.Join(v, ","))
+		if !ok {
+			return false, true, errCompleteValue
+		}
+		return !b, true, nil
+	}
+	return false, false, nil
+}
+
+// lengthField reads Upload-Length: -1 when it is not sent. A value that is
+// no non-negative integer is refused with errLengthValue, where the draft
+// has it ignored, as tus refuses one: a client that states a length it
+// cannot have would otherwise see its upload taken as one of unknown
+// length. An integer of more digits than a structured field's Integer
+// holds (15) is read as the length it says (the largest the server can
+// hold where it says more), for the size limit and the free space to
+// judge, as they judge any other.
+func lengthField(hdr http.Header) (int64, error) {
+	vs := hdr.Values("Upload-Length")
+	if len(vs) == 0 {
+		return -1, nil
+	}
+	v := strings.Join(vs, ",")
+	if n, ok := largo.ParseIntegerItem(v); ok {
+		return n, nil
+	}
+	digits := strings.Trim(v, " \t")
+	if len(digits) <= 15 || strings.Trim(digits, "0123456789") != "" {
+		return -1, errLengthValue
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		n = math.MaxInt64 // more than any store holds
+	}
+	return n, nil
 }
 
 // completesAtLength reports whether an upload is complete once its offset
@@ -171,12 +226,14 @@ func completedAppend(v version) *problem {
 
 // Refusals of the IETF front end that are no store's.
 var (
-	errNoUpload     = fmt.Errorf("no such upload (cancelled, expired, or never made): %w", largo.ErrNotFound)
-	errNoFilename   = ingest.Refuse(http.StatusBadRequest, "a POST to a folder names its file: Content-Disposition with a filename, or Upload-Metadata with filename")
-	errNoOffset     = ingest.Refuse(http.StatusBadRequest, "an append needs Upload-Offset")
-	errAppendType   = ingest.Refuse(http.StatusUnsupportedMediaType, "an append is Content-Type: application/partial-upload")
-	errStateFields  = ingest.Refuse(http.StatusBadRequest, "an offset retrieval carries no Upload-Offset, Upload-Complete or Upload-Length")
-	errUploadMethod = errors.New("method not allowed on an upload resource")
+	errNoUpload      = fmt.Errorf("no such upload (cancelled, expired, or never made): %w", largo.ErrNotFound)
+	errNoFilename    = ingest.Refuse(http.StatusBadRequest, "a POST to a folder names its file: Content-Disposition with a filename, or Upload-Metadata with filename")
+	errNoOffset      = ingest.Refuse(http.StatusBadRequest, "an append needs Upload-Offset")
+	errAppendType    = ingest.Refuse(http.StatusUnsupportedMediaType, "an append is Content-Type: application/partial-upload")
+	errStateFields   = ingest.Refuse(http.StatusBadRequest, "an offset retrieval carries no Upload-Offset, Upload-Complete or Upload-Length")
+	errCompleteValue = ingest.Refuse(http.StatusBadRequest, "Upload-Complete (Upload-Incomplete) must be a Boolean: ?1 or ?0")
+	errLengthValue   = ingest.Refuse(http.StatusBadRequest, "Upload-Length must be a non-negative integer")
+	errUploadMethod  = errors.New("method not allowed on an upload resource")
 )
 
 // statusOf returns the status and reason of an error: a tus error made by

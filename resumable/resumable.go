@@ -9,7 +9,9 @@
 // arrives (hash.go) and checked against a sha256 metadata value or a
 // Repr-Digest, placed when finished (Pipeline.Place), answered with the
 // pipeline's statuses, kept on record when finished (finished.go) and
-// removed when abandoned for Config.Expiry.
+// removed when abandoned for Config.Expiry. An upload belongs to the
+// principal that created it (package gate), who alone reaches it and with
+// whose rights of the moment it is placed (owner.go).
 //
 // The upload state is a Staging (staging.go) in the store's own state
 // area: DiskStaging under a folder's .largo/tus, S3Staging, tusd's S3
@@ -33,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -54,7 +57,8 @@ const (
 	KeyFolder   = "folder"
 	KeySHA256   = "sha256"
 	// keyIfNoneMatch and keyIfMatch hold the creation request's
-	// conditions until the upload finishes.
+	// conditions until the upload finishes. Like every key that begins
+	// with serverKeys (owner.go), they are the server's own.
 	keyIfNoneMatch = "largo-if-none-match"
 	keyIfMatch     = "largo-if-match"
 )
@@ -118,6 +122,7 @@ type Handler struct {
 	log   *slog.Logger
 	obs   Observer
 	tus   http.Handler
+	cors  tusd.CorsConfig // tusd's, for the answers written outside it
 	store *dataStore
 
 	state  largo.State // nil: finished uploads are not kept on record
@@ -179,6 +184,7 @@ func New(cfg Config) (*Handler, error) {
 		cors.AllowCredentials = true
 		cors.ExposeHeaders += ", ETag, Repr-Digest, Content-Location"
 	}
+	h.cors = cors
 	tcfg := tusd.Config{
 		Cors:                      &cors,
 		StoreComposer:             composer,
@@ -205,7 +211,10 @@ func New(cfg Config) (*Handler, error) {
 }
 
 // ServeHTTP implements http.Handler. A Repr-Digest field that cannot be
-// read is refused before any byte of the body is.
+// read is refused before any byte of the body is; a request on an upload
+// that is not its principal's is answered as one on no upload (404),
+// before tusd takes the upload's lock (which would stop a request in
+// flight on it).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, err := reprDigest(r.Header); err != nil {
 		code, reason := ingest.Status(err)
@@ -213,8 +222,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, reason, code)
 		return
 	}
-	if r.Method == http.MethodHead || r.Method == http.MethodPatch {
-		if id := h.uploadID(r.URL.Path); id != "" && h.answerFinished(w, r, id) {
+	switch r.Method {
+	case http.MethodHead, http.MethodPatch, http.MethodDelete:
+		id := h.uploadID(r.URL.Path)
+		if id == "" {
+			break
+		}
+		if err := h.reach(context.WithoutCancel(r.Context()), id); err != nil {
+			h.outside(w, r)
+			if errors.Is(err, errNoUpload) {
+				writeTusError(w, tusd.ErrNotFound)
+			} else {
+				writeTusError(w, h.tusErr("open", err))
+			}
+			return
+		}
+		if r.Method != http.MethodDelete && h.answerFinished(w, r, id) {
 			return
 		}
 	}
@@ -285,17 +308,23 @@ func (h *Handler) Target(hdr http.Header) (string, error) {
 }
 
 // preCreate admits a new upload through the write pipeline before tusd
-// stores anything of it: the name, the conditions (kept in the metadata
-// for the finish), the target's folder, the size limit and the free
-// space.
+// stores anything of it: the metadata (no key of the server's own), the
+// name, the conditions (kept in the metadata for the finish, with the
+// creator), the target's folder, the size limit and the free space.
 func (h *Handler) preCreate(ev tusd.HookEvent) (tusd.HTTPResponse, tusd.FileInfoChanges, error) {
 	var none tusd.FileInfoChanges
-	meta := make(tusd.MetaData, len(ev.Upload.MetaData)+2)
-	for k, v := range ev.Upload.MetaData {
-		if k != keyIfNoneMatch && k != keyIfMatch {
-			meta[k] = v
-		}
+	if err := checkClientKeys(ev.Upload.MetaData); err != nil {
+		return tusd.HTTPResponse{}, none, h.tusErr("create", err)
 	}
+	owner, err := creator(ev.Context)
+	if err != nil {
+		return tusd.HTTPResponse{}, none, h.tusErr("create", err)
+	}
+	meta := maps.Clone(ev.Upload.MetaData)
+	if meta == nil {
+		meta = tusd.MetaData{}
+	}
+	meta[keyOwner] = owner
 	cond, err := ingest.Condition(http.Header(ev.HTTPRequest.Header))
 	if err != nil {
 		return tusd.HTTPResponse{}, none, h.tusErr("create", err)

@@ -16,6 +16,7 @@ import (
 
 	"largo"
 	"largo/disk"
+	"largo/gate"
 	"largo/ingest"
 )
 
@@ -71,9 +72,18 @@ func (f *fixture) start(t testing.TB, cfg Config) {
 	}
 	f.h = h
 	mux := http.NewServeMux()
-	mux.Handle("/_largo/uploads/", f.h)
+	mux.Handle("/_largo/uploads/", asUser(f.h))
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
+}
+
+// asUser puts in each request's context the principal the server's front
+// door would find: the user of basic auth, anonymous without it.
+func asUser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, _, _ := r.BasicAuth()
+		next.ServeHTTP(w, r.WithContext(gate.With(r.Context(), gate.User(name))))
+	})
 }
 
 // create starts an upload and returns its URL, or the response of a refusal.

@@ -15,7 +15,8 @@ import (
 )
 
 // dataStore is the staging's DataStore with what largo adds: upload IDs
-// checked before they reach a path or a key, errors that name no path,
+// checked before they reach a path or a key, an upload found only by its
+// owner (owner.go), errors that name no path,
 // the pending-bytes count, the hash of each upload as it arrives, and the
 // knowledge of which uploads are being written (which expiry leaves
 // alone).
@@ -85,6 +86,17 @@ func (s *dataStore) GetUpload(ctx context.Context, id string) (tusd.Upload, erro
 	}
 	if err != nil {
 		return nil, s.h.storeErr("open", err)
+	}
+	// Another principal's upload is, to the request, no upload at all.
+	info, err := u.GetInfo(ctx)
+	if errors.Is(err, tusd.ErrNotFound) {
+		return nil, tusd.ErrNotFound
+	}
+	if err != nil {
+		return nil, s.h.storeErr("open", err)
+	}
+	if !reaches(ctx, info.MetaData[keyOwner]) {
+		return nil, tusd.ErrNotFound
 	}
 	return &upload{Upload: u, s: s, id: id}, nil
 }
