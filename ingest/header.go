@@ -1,9 +1,12 @@
 package ingest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"largo"
 )
@@ -26,6 +29,38 @@ func Condition(h http.Header) (largo.Condition, error) {
 		c.IfMatch = v
 	}
 	return c, nil
+}
+
+// Unmodified turns a write's If-Unmodified-Since (RFC 9110, 13.1.4)
+// into a condition the store applies atomically: when the request has no
+// If-Match and names a valid date, and a file is at name, the write
+// fails (ErrPrecondition) if the file was modified after the date, and
+// otherwise must find the file as it is now (If-Match of its ETag) when
+// it commits. A date that is no HTTP-date is ignored, as the RFC says; so
+// is a missing file, which has no date.
+func (p *Pipeline) Unmodified(ctx context.Context, h http.Header, name string, cond largo.Condition) (largo.Condition, error) {
+	v := h.Get("If-Unmodified-Since")
+	if v == "" || cond.IfMatch != "" || h.Get("If-Match") != "" {
+		return cond, nil
+	}
+	since, err := http.ParseTime(v)
+	if err != nil {
+		return cond, nil
+	}
+	in, err := p.cfg.Store.Stat(ctx, name)
+	switch {
+	case errors.Is(err, largo.ErrNotFound) || errors.Is(err, largo.ErrNotDir):
+		return cond, nil
+	case err != nil:
+		return cond, err
+	case in.IsDir || in.ModTime.IsZero():
+		return cond, nil
+	case in.ModTime.Truncate(time.Second).After(since):
+		return cond, fmt.Errorf("%s modified since %s: %w", name, v, largo.ErrPrecondition)
+	case in.ETag != "":
+		cond.IfMatch = in.ETag
+	}
+	return cond, nil
 }
 
 // Digest returns the SHA-256 a write must have according to its

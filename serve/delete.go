@@ -21,6 +21,9 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) er
 	if err != nil {
 		return err
 	}
+	if cond, err = h.cfg.Writes.Unmodified(r.Context(), r.Header, name, cond); err != nil {
+		return err
+	}
 	rm, err := h.cfg.Writes.CheckRemove(r.Context(), name, cond, ingest.LockTokens(r.Header))
 	if err != nil {
 		return err

@@ -21,6 +21,9 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error
 	if err != nil {
 		return err
 	}
+	if cond, err = h.cfg.Writes.Unmodified(r.Context(), r.Header, name, cond); err != nil {
+		return err
+	}
 	want, err := ingest.Digest(r.Header)
 	if err != nil {
 		return err

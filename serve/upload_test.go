@@ -500,3 +500,43 @@ func TestResumer(t *testing.T) {
 		t.Errorf("upload resource not served by the resumer: %d %v", rec.Code, rec.Header())
 	}
 }
+
+// TestIfUnmodifiedSince: a PUT or DELETE of a file modified after the
+// date it names is refused with 412 and leaves the file; a later date, a
+// missing file or a date that is no HTTP-date let it through (RFC 9110,
+// 13.1.4).
+func TestIfUnmodifiedSince(t *testing.T) {
+	h, dir, _ := newWriteHandler(t, map[string]string{"f": "old", "g": "old"}, Config{})
+	mod := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, n := range []string{"f", "g"} {
+		os.Chtimes(filepath.Join(dir, n), mod, mod)
+	}
+	auth := []string{"Authorization", "Bearer " + token}
+	before := mod.Add(-time.Hour).Format(http.TimeFormat)
+	after := mod.Add(time.Hour).Format(http.TimeFormat)
+	for _, tt := range []struct {
+		method, path, since string
+		code                int
+	}{
+		{"PUT", "/f", before, 412},
+		{"DELETE", "/g", before, 412},
+		{"PUT", "/f", "not a date", 204},
+		{"PUT", "/new", before, 201},
+		{"PUT", "/g", after, 204},
+		{"DELETE", "/new", time.Now().Add(time.Hour).Format(http.TimeFormat), 204},
+	} {
+		var body io.Reader
+		size := int64(0)
+		if tt.method == "PUT" {
+			body, size = strings.NewReader("new"), 3
+		}
+		if rec := send(h, tt.method, tt.path, body, size, append(auth, "If-Unmodified-Since", tt.since)...); rec.Code != tt.code {
+			t.Errorf("%s %s If-Unmodified-Since %s: %d %s; want %d", tt.method, tt.path, tt.since, rec.Code, rec.Body, tt.code)
+		}
+		if tt.code == 412 {
+			if b, _ := os.ReadFile(filepath.Join(dir, strings.TrimPrefix(tt.path, "/"))); string(b) != "old" {
+				t.Errorf("%s %s refused, yet the file holds %q", tt.method, tt.path, b)
+			}
+		}
+	}
+}
