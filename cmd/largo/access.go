@@ -179,8 +179,11 @@ func shareKey(ctx context.Context, ac *accessConfig, p *auth.Policy, st largo.St
 		rand.Read(k)
 		err = state.Put(ctx, shareKeyName, k)
 	}
-	if err != nil || len(k) < 32 {
-		return nil, nil // a read-only folder: no share links
+	switch {
+	case err != nil:
+		return nil, nil // none, and none can be made (a read-only folder): no share links
+	case len(k) < 32:
+		return nil, failed(fmt.Errorf("the share key in the store's state area (%s/%s) is %d bytes, not 32 or more: it is damaged. Restore it, or remove it to make a new one (which revokes every share link)", largo.StateDir, shareKeyName, len(k)))
 	}
 	return k, nil
 }
