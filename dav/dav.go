@@ -17,18 +17,31 @@
 //     one bucket sees the same locks and of two taking one expired lock
 //     exactly one wins; Sweep removes the expired ones. Through
 //     ingest.Guard they refuse writes of every protocol (PUT, forms, tus,
-//     IETF uploads, DELETE) that do not present the lock's token (423);
+//     IETF uploads, DELETE) that do not present the lock's token (423).
+//     A lock is its taker's (the principal package gate puts in the
+//     request's context): another's token counts as none, and refreshes
+//     or removes nothing (403). A PROPFIND shows the locks that apply
+//     (DAV:lockdiscovery, lockdiscovery.go);
 //   - the library answers the errors of a change with statuses of its own
 //     (500, 403); ServeDAV answers them from the pipeline's table instead
 //     (answer, in this file), as a PUT would be;
 //   - dead properties (props.go) are records in the state area too, one
 //     per file, moved with it by MOVE and dropped when it is removed by
-//     any protocol;
+//     any protocol, and bounded in bytes and in number;
+//   - an XML body (body.go) is read whole within MaxBody, and a PROPFIND
+//     or PROPPATCH naming more than MaxRequestProps properties is
+//     refused (413) before the library decodes it: what the library
+//     holds of a body grows with the properties it names;
+//   - a request through a share link is answered in the link's URL
+//     space (scope): the library is given the link's URL as its prefix
+//     and names below the link's folder, so that no href leaves the
+//     link or names the path it stands for;
 //   - a PROPFIND of Depth infinity (or without Depth) is refused with 403
 //     and the propfind-finite-depth precondition of RFC 4918 (9.1), and
 //     one of Depth 1 walks the folder with small entries and one look-up
 //     of the folder's properties, so its memory stays bounded by the
-//     entries' size, not by their metadata.
+//     entries' size, not by their metadata; it leaves out what the
+//     folder's listings hide (largo's precompressed sidecars).
 //
 // GET, HEAD, PUT and DELETE stay on largo's own paths (package serve):
 // sendfile, ranges and the pipeline's PUT. Finder's companions (`._NAME`
@@ -39,7 +52,11 @@
 package dav
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -85,10 +102,6 @@ func New(cfg Config) *Handler {
 	return h
 }
 
-// MaxBody bounds the XML body of a DAV request (PROPFIND, PROPPATCH,
-// LOCK), which the protocol library reads whole.
-const MaxBody = 1 << 20
-
 // Discards reports whether name is a companion file that Finder writes
 // beside the files it copies (`._NAME`, .DS_Store): such writes are
 // taken and thrown away, never stored, since largo neither stores nor
@@ -98,27 +111,78 @@ func Discards(name string) bool {
 	return base == ".DS_Store" || strings.HasPrefix(base, "._")
 }
 
-// ServeDAV serves r, a DAV method that the access rules have let
-// through, reading through view: the store as its requester may read it.
-func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.Store) {
+// ServeDAV serves r, a DAV method that the gate lets through, reading
+// through view: the store as its requester may read it. r's URL path is
+// a store name; the answer names it, and every name below root, at base
+// followed by the rest of the name: a share link's request (base its URL,
+// /_largo/s/TOKEN/, root its folder) sees nothing but what is below
+// the link's URL. A request at the files' own URLs has base "/" and root
+// "". shows, if not nil, returns the test of which entries of the folder
+// dir its listings show, which hides sidecars: a PROPFIND of Depth 1
+// shows the same, asking it of the folder's sidecars (names of the form
+// largo.SidecarBase reads) and of the files they would stand for, in
+// name order.
+func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.Store, base, root string, shows func(ctx context.Context, dir string) func(largo.Info) bool) {
 	if r.Method == "PROPFIND" && !finiteDepth(r.Header.Get("Depth")) {
 		refuseInfinity(w)
 		return
 	}
-	if r.Body != nil {
-		// The library reads XML bodies whole: bound them.
-		r2 := *r
-		r2.Body = http.MaxBytesReader(w, r.Body, MaxBody)
-		r = &r2
+	at, err := newScope(base, root)
+	if err != nil {
+		h.log.Error("webdav", "method", r.Method, "path", r.URL.Path, "err", err)
+		writeStatus(w, http.StatusInternalServerError, "internal error")
+		return
+	}
+	name, err := largo.ParseName(r.URL.Path)
+	if err == nil && !at.holds(name) {
+		err = fmt.Errorf("%s: outside %s: %w", name, root, largo.ErrNotFound)
+	}
+	if err != nil {
+		code, reason := ingest.Status(err)
+		writeStatus(w, code, reason)
+		return
+	}
+	// The library's request: its URL in the request's own URL space.
+	lr := r.Clone(r.Context())
+	u := *r.URL
+	u.Path, u.RawPath = at.href(name), ""
+	if strings.HasSuffix(r.URL.Path, "/") && !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	lr.URL = &u
+	var (
+		owner   string
+		ownerOK bool
+	)
+	switch r.Method {
+	case "PROPFIND", "PROPPATCH", "LOCK":
+		body, err := readBody(r)
+		if err != nil {
+			code, reason := ingest.Status(err)
+			writeStatus(w, code, reason)
+			return
+		}
+		lr.Body, lr.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		if r.Method == "LOCK" {
+			owner, ownerOK = lockOwner(body)
+		}
+	default:
+		if r.Body != nil {
+			lr.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		}
+	}
+	var dst string
+	if r.Method == "COPY" || r.Method == "MOVE" {
+		if d, err := url.Parse(r.Header.Get("Destination")); err == nil {
+			if n, ok := at.named(d.Path); ok {
+				dst = n
+			}
+		}
 	}
 	if r.Method == "MOVE" {
 		// The library removes what is at the destination before it
 		// finds the source missing: a MOVE of nothing would only delete.
-		name, err := storeName("move", r.URL.Path)
-		if err == nil {
-			_, err = view.Stat(r.Context(), name)
-		}
-		if err != nil {
+		if _, err := view.Stat(r.Context(), name); err != nil {
 			code, reason := ingest.Status(err)
 			if errors.Is(err, fs.ErrNotExist) {
 				code, reason = ingest.Status(largo.ErrNotFound)
@@ -131,28 +195,24 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 		if t, ok := grantTimeout(r.Header.Get("Timeout")); ok {
 			// The library answers the timeout asked for; the lock lives
 			// the one granted.
-			r = r.Clone(r.Context())
-			r.Header.Set("Timeout", t)
+			lr.Header.Set("Timeout", t)
 		}
 	}
 	if r.Method == "MOVE" && r.Header.Get("Overwrite") == "" {
 		// No Overwrite header means T (RFC 4918, 10.6); the library
 		// reads it as F for a MOVE.
-		r = r.Clone(r.Context())
-		r.Header.Set("Overwrite", "T")
+		lr.Header.Set("Overwrite", "T")
 	}
-	rl := &requestLocks{Locks: h.cfg.Locks, target: clean(path.Clean("/" + r.URL.Path)), scoped: true}
-	fsys := &fileSystem{h: h, view: view, locks: rl, tokens: ingest.LockTokens(r.Header)}
-	if r.Method == "COPY" || r.Method == "MOVE" {
-		if u, err := url.Parse(r.Header.Get("Destination")); err == nil {
-			src, err1 := storeName("copy", r.URL.Path)
-			dst, err2 := storeName("copy", u.Path)
-			if err1 == nil && err2 == nil {
-				fsys.src, fsys.dst = src, dst
-			}
-		}
+	rl := &requestLocks{Locks: h.cfg.Locks, ctx: r.Context(), at: at, owner: owner, ownerOK: ownerOK, target: name, scoped: true}
+	fsys := &fileSystem{h: h, view: view, at: at, locks: rl, tokens: ingest.LockTokens(r.Header), propfind: r.Method == "PROPFIND"}
+	if fsys.propfind && shows != nil {
+		fsys.shows = func(dir string) func(largo.Info) bool { return shows(r.Context(), dir) }
+	}
+	if dst != "" {
+		fsys.src, fsys.dst = name, dst
 	}
 	wh := webdav.Handler{
+		Prefix:     at.prefix,
 		FileSystem: fsys,
 		LockSystem: rl,
 		Logger: func(r *http.Request, err error) {
@@ -166,17 +226,98 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 			return fsys.failed
 		}
 		return rl.failed
-	}}, r)
+	}}, lr)
 	fsys.close()
+}
+
+// scope is how one request names files: the library sees the URL path
+// with prefix taken off ("/a/b"), which stands for a store name below
+// root.
+type scope struct {
+	prefix string // "" or a share link's URL path, without its last slash
+	root   string
+}
+
+// newScope returns the scope of URL base (ending with a slash) standing
+// for the store name root.
+func newScope(base, root string) (scope, error) {
+	if !strings.HasPrefix(base, "/") || !strings.HasSuffix(base, "/") {
+		return scope{}, fmt.Errorf("webdav: base %q: not a URL path ending with a slash", base)
+	}
+	return scope{prefix: strings.TrimSuffix(base, "/"), root: root}, nil
+}
+
+// holds reports whether name is root or below it.
+func (s scope) holds(name string) bool {
+	return s.root == "" || name == s.root || strings.HasPrefix(name, s.root+"/")
+}
+
+// name returns the store name of a library path (which may be invalid:
+// the library's own, as "/a/b", or one a client sent).
+func (s scope) name(p string) string {
+	rel := clean(path.Clean("/" + p))
+	if rel == "" {
+		return s.root
+	}
+	return largo.Join(s.root, rel)
+}
+
+// path returns the library path of a store name below root; a name above
+// root is shown as root, the highest the request may name.
+func (s scope) path(name string) string {
+	if !s.holds(name) || name == s.root {
+		return "/"
+	}
+	if s.root == "" {
+		return "/" + name
+	}
+	return name[len(s.root):]
+}
+
+// href returns the URL path of a store name, unescaped.
+func (s scope) href(name string) string {
+	p := s.prefix + s.path(name)
+	if p == "" {
+		return "/"
+	}
+	return p
+}
+
+// named returns the store name of a URL path of the request's URL space
+// (a Destination's); ok is false for one outside it or invalid.
+func (s scope) named(urlPath string) (string, bool) {
+	rest, ok := strings.CutPrefix(urlPath, s.prefix)
+	if !ok || rest != "" && rest[0] != '/' {
+		return "", false
+	}
+	if rest == "" {
+		rest = "/"
+	}
+	name, err := largo.ParseName(rest)
+	if err != nil {
+		return "", false
+	}
+	if name == "" {
+		return s.root, true
+	}
+	return largo.Join(s.root, name), true
+}
+
+// clean turns a path of the protocol library ("/a/b") into a name.
+func clean(p string) string {
+	return strings.Trim(p, "/")
 }
 
 // answer is the ResponseWriter the library answers through. The library
 // turns the errors of a change into statuses of its own: 500 for most,
-// 403 for any failed rename or folder made during a COPY. Where the
-// adapter met an error of the store or the write pipeline, answer puts
-// the status and one-line reason of the pipeline's table (ingest.Status)
-// in their place, as a PUT would be answered: 413 and 507 for a COPY too
-// large or out of space, 409 for a missing folder, 423 for a lock.
+// 403 for any failed rename or folder made during a COPY, 412 for an If
+// header none of whose lists holds. Where the adapter met an error of
+// the store, the write pipeline or the locks, answer puts the status and
+// one-line reason of the pipeline's table (ingest.Status) in their place,
+// as a PUT would be answered: 413 and 507 for a COPY too large or out of
+// space, 409 for a missing folder, 423 for a lock (in place of the 412
+// of an If header that held no lock of the requester's), 403 with its
+// reason for another's lock.
 type answer struct {
 	http.ResponseWriter
 	failed   func() error // the adapter's error, if any
@@ -184,8 +325,9 @@ type answer struct {
 }
 
 func (a *answer) WriteHeader(code int) {
-	if err := a.failed(); err != nil && (code == http.StatusInternalServerError || code == http.StatusForbidden) {
-		if c, reason := ingest.Status(err); c != http.StatusInternalServerError && c != code {
+	if err := a.failed(); err != nil && (code == http.StatusInternalServerError || code == http.StatusForbidden ||
+		code == http.StatusPreconditionFailed && errors.Is(err, ingest.ErrLocked)) {
+		if c, reason := ingest.Status(err); c != http.StatusInternalServerError {
 			a.replaced = true
 			writeStatus(a.ResponseWriter, c, reason)
 			return

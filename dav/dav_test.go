@@ -14,6 +14,7 @@ import (
 
 	"largo"
 	"largo/disk"
+	"largo/gate"
 	"largo/ingest"
 )
 
@@ -36,14 +37,27 @@ func (c *counting) Open(ctx context.Context, name string) (largo.File, error) {
 // newServer serves dir's store through a Handler, with the pipeline
 // guarded by its locks, as package serve would (without its access
 // rules).
-func newServer(t *testing.T, dir string) (*httptest.Server, *counting, *Locks) {
+func newServer(t testing.TB, dir string) (*httptest.Server, *counting, *Locks) {
 	t.Helper()
 	return newServerWith(t, dir, ingest.Config{})
 }
 
 // newServerWith is newServer with the pipeline configured by cfg (its
 // Store and Guard set here).
-func newServerWith(t *testing.T, dir string, cfg ingest.Config) (*httptest.Server, *counting, *Locks) {
+func newServerWith(t testing.TB, dir string, cfg ingest.Config) (*httptest.Server, *counting, *Locks) {
+	t.Helper()
+	h, view, locks := newHandler(t, dir, cfg)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeDAV(w, asUser(r), view, "/", "", nil)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, view, locks
+}
+
+// newHandler returns a Handler on dir's store, with the pipeline
+// configured by cfg and guarded by its locks, and the view that counts
+// the look-ups made through it.
+func newHandler(t testing.TB, dir string, cfg ingest.Config) (*Handler, *counting, *Locks) {
 	t.Helper()
 	s, err := disk.Open(dir)
 	if err != nil {
@@ -54,18 +68,34 @@ func newServerWith(t *testing.T, dir string, cfg ingest.Config) (*httptest.Serve
 	if err != nil {
 		t.Fatal(err)
 	}
-	view := &counting{Store: s}
 	cfg.Store, cfg.Guard = s, locks
 	writes := ingest.New(cfg)
-	h := New(Config{Store: s, Writes: writes, Locks: locks})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeDAV(w, r, view)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, view, locks
+	return New(Config{Store: s, Writes: writes, Locks: locks}), &counting{Store: s}, locks
 }
 
-func do(t *testing.T, method, url, body string, hdr ...string) (int, string) {
+// userHeader names the user a request of the test servers acts for;
+// without it, "tester".
+const userHeader = "X-Test-User"
+
+// asUser returns r carrying the principal userHeader names, as package
+// serve's guard would.
+func asUser(r *http.Request) *http.Request {
+	u := r.Header.Get(userHeader)
+	if u == "" {
+		u = "tester"
+	}
+	return r.WithContext(gate.With(r.Context(), gate.User(u)))
+}
+
+// answered is a response with its body read.
+type answered struct {
+	*http.Response
+	text string
+}
+
+// newRequest returns a request with the header fields hdr (name, value,
+// ...).
+func newRequest(t *testing.T, method, url, body string, hdr ...string) *http.Request {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -74,13 +104,28 @@ func do(t *testing.T, method, url, body string, hdr ...string) (int, string) {
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
+	return req
+}
+
+// send sends req and reads its answer.
+func send(t *testing.T, req *http.Request) answered {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answered{resp, string(b)}
+}
+
+func do(t *testing.T, method, url, body string, hdr ...string) (int, string) {
+	t.Helper()
+	a := send(t, newRequest(t, method, url, body, hdr...))
+	return a.StatusCode, a.text
 }
 
 func TestPropfindDepth(t *testing.T) {

@@ -79,35 +79,52 @@ func (f *readFile) Stat() (os.FileInfo, error) { return f.info, nil }
 
 // Readdir lists the folder whole, as the library asks (it takes no
 // partial listing), as names alone: the library reads nothing else of
-// them, and looks each entry up again (see fileSystem).
+// them, and looks each entry up again (see fileSystem). A PROPFIND's
+// listing leaves out what the folder's listings hide (fileSystem.shows).
 func (f *readFile) Readdir(int) ([]os.FileInfo, error) {
 	if !f.info.dir {
 		return nil, &fs.PathError{Op: "readdir", Path: f.name, Err: errNotFile}
 	}
 	fsys := f.fsys
 	fsys.close()
-	fsys.listed, fsys.dir, fsys.cur = false, f.name, nil
-	var out []os.FileInfo
-	for in, err := range fsys.view.List(f.ctx, f.name) {
-		if err != nil {
-			return nil, osErr("readdir", f.name, err)
-		}
-		out = append(out, nameInfo(in.Name))
+	fsys.listed, fsys.dir, fsys.cur, fsys.locksAt = false, f.name, nil, nil
+	out, hidden, err := fsys.entries(f.ctx, f.name)
+	if err != nil {
+		return nil, err
 	}
 	with, err := propNames(f.ctx, fsys.h.cfg.Locks.st, f.name)
 	if err != nil {
 		return nil, err
 	}
-	fsys.listed, fsys.withProps = true, with
+	fsys.listed, fsys.withProps, fsys.hidden = true, with, hidden
 	return out, nil
 }
 
+// DeadProps returns the file's dead properties and, for a PROPFIND, the
+// live property of its locks (DAV:lockdiscovery), which the library
+// cannot find itself: it answers a property named in what this returns
+// before it looks for a live one.
 func (f *readFile) DeadProps() (map[xml.Name]webdav.Property, error) {
 	fsys := f.fsys
-	if fsys.listed && f.name != "" && parent(f.name) == fsys.dir && !fsys.withProps[path.Base(f.name)] {
-		return nil, nil
+	var m map[xml.Name]webdav.Property
+	if !fsys.listed || f.name == "" || parent(f.name) != fsys.dir || fsys.withProps[path.Base(f.name)] {
+		var err error
+		if m, err = loadProps(f.ctx, fsys.h.cfg.Locks.st, f.name); err != nil {
+			return nil, err
+		}
 	}
-	return loadProps(f.ctx, fsys.h.cfg.Locks.st, f.name)
+	if !fsys.propfind {
+		return m, nil
+	}
+	d, err := fsys.lockDiscovery(f.ctx, f.name)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		m = make(map[xml.Name]webdav.Property, 1)
+	}
+	m[d.XMLName] = d
+	return m, nil
 }
 
 func (f *readFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io/fs"
 	"iter"
+	"maps"
 	"mime"
 	"os"
 	"path"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/net/webdav"
@@ -32,8 +35,15 @@ import (
 type fileSystem struct {
 	h      *Handler
 	view   largo.Store
+	at     scope // how the request names files
 	locks  *requestLocks
 	tokens []string // the If header's
+
+	// propfind is set for a PROPFIND, whose answer shows the live
+	// properties of locks (lockdiscovery.go), and whose listings show
+	// only what shows lets through (nil: everything).
+	propfind bool
+	shows    func(dir string) func(largo.Info) bool
 
 	failed error // the last error of a change, which the answer tells
 
@@ -42,6 +52,9 @@ type fileSystem struct {
 	dir       string // the folder Readdir listed last, when listed
 	listed    bool
 	withProps map[string]bool // its entries with dead properties
+	hidden    map[string]bool // its entries shows hid
+	locksAt   *folderLocks    // the locks on it and its entries, when read
+	anyLocks  int8            // 0: not asked yet; 1: the state area holds no lock; 2: some
 	pull      func() (largo.Info, error, bool)
 	stop      func()
 	cur       *fileInfo // the entry the walk is at
@@ -63,14 +76,13 @@ func (fsys *fileSystem) allTokens() []string {
 	return append(fsys.tokens[:len(fsys.tokens):len(fsys.tokens)], fsys.locks.made...)
 }
 
-// storeName turns a path of the library into a store name; invalid and
-// hidden names read as missing.
-func storeName(op, p string) (string, error) {
-	name, err := largo.ParseName(path.Clean("/" + p))
-	if err != nil {
+// storeName turns a path of the library into a store name; invalid names
+// read as missing.
+func (fsys *fileSystem) storeName(op, p string) (string, error) {
+	if _, err := largo.ParseName(path.Clean("/" + p)); err != nil {
 		return "", &fs.PathError{Op: op, Path: p, Err: fs.ErrNotExist}
 	}
-	return name, nil
+	return fsys.at.name(p), nil
 }
 
 // osErr turns a store or pipeline error into what the library reads:
@@ -156,6 +168,9 @@ func (fsys *fileSystem) step(ctx context.Context, base string) *fileInfo {
 		fsys.pull, fsys.stop = iter.Pull2(fsys.view.List(ctx, fsys.dir))
 	}
 	in, err, ok := fsys.pull()
+	for ok && err == nil && fsys.hidden[in.Name] {
+		in, err, ok = fsys.pull() // an entry Readdir left out
+	}
 	if !ok || err != nil {
 		fsys.listed = false // out of step: the store answers from now on
 		fsys.close()
@@ -170,7 +185,7 @@ func (fsys *fileSystem) step(ctx context.Context, base string) *fileInfo {
 }
 
 func (fsys *fileSystem) Stat(ctx context.Context, p string) (os.FileInfo, error) {
-	name, err := storeName("stat", p)
+	name, err := fsys.storeName("stat", p)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +193,7 @@ func (fsys *fileSystem) Stat(ctx context.Context, p string) (os.FileInfo, error)
 }
 
 func (fsys *fileSystem) OpenFile(ctx context.Context, p string, flag int, _ os.FileMode) (webdav.File, error) {
-	name, err := storeName("open", p)
+	name, err := fsys.storeName("open", p)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +228,7 @@ func (fsys *fileSystem) create(ctx context.Context, name string) (webdav.File, e
 }
 
 func (fsys *fileSystem) Mkdir(ctx context.Context, p string, _ os.FileMode) error {
-	name, err := storeName("mkdir", p)
+	name, err := fsys.storeName("mkdir", p)
 	if err != nil {
 		return err
 	}
@@ -235,7 +250,7 @@ func (fsys *fileSystem) Mkdir(ctx context.Context, p string, _ os.FileMode) erro
 }
 
 func (fsys *fileSystem) RemoveAll(ctx context.Context, p string) error {
-	name, err := storeName("remove", p)
+	name, err := fsys.storeName("remove", p)
 	if err != nil {
 		return err
 	}
@@ -289,11 +304,11 @@ func (fsys *fileSystem) remove(ctx context.Context, name string) error {
 }
 
 func (fsys *fileSystem) Rename(ctx context.Context, oldPath, newPath string) error {
-	from, err := storeName("rename", oldPath)
+	from, err := fsys.storeName("rename", oldPath)
 	if err != nil {
 		return err
 	}
-	to, err := storeName("rename", newPath)
+	to, err := fsys.storeName("rename", newPath)
 	if err != nil {
 		return err
 	}
@@ -460,4 +475,64 @@ func (fi *fileInfo) ContentType(context.Context) (string, error) {
 		return ct, nil
 	}
 	return "application/octet-stream", nil
+}
+
+// entries lists the folder dir for Readdir: the names of its entries in
+// the store's order (the order of the walk's second listing, see step),
+// without those fsys.shows hides, which it returns apart for the walk to
+// pass over. The test is asked only of the sidecars (names of the form
+// largo.SidecarBase knows) and of the files they would stand for, fed in
+// name order, which is all it needs: so the listing holds no more than
+// names but for those, read again in a second listing when the first
+// held both a sidecar and the file it would stand for.
+func (fsys *fileSystem) entries(ctx context.Context, dir string) ([]os.FileInfo, map[string]bool, error) {
+	var (
+		out   []os.FileInfo
+		sides map[string]largo.Info
+	)
+	for in, err := range fsys.view.List(ctx, dir) {
+		if err != nil {
+			return nil, nil, osErr("readdir", dir, err)
+		}
+		out = append(out, nameInfo(in.Name))
+		if _, _, ok := largo.SidecarBase(in.Name); ok && fsys.shows != nil && !in.IsDir {
+			if sides == nil {
+				sides = map[string]largo.Info{}
+			}
+			sides[in.Name] = in
+		}
+	}
+	origs := map[string]bool{}
+	for name := range sides {
+		base, _, _ := largo.SidecarBase(name)
+		origs[base] = false
+	}
+	found := false
+	for _, fi := range out {
+		if _, ok := origs[fi.Name()]; ok {
+			origs[fi.Name()], found = true, true
+		}
+	}
+	if !found {
+		return out, nil, nil // no sidecar beside what it would stand for
+	}
+	fed := slices.Collect(maps.Values(sides))
+	for in, err := range fsys.view.List(ctx, dir) {
+		if err != nil {
+			return nil, nil, osErr("readdir", dir, err)
+		}
+		if _, side := sides[in.Name]; origs[in.Name] && !side && !in.IsDir {
+			fed = append(fed, in)
+		}
+	}
+	slices.SortFunc(fed, func(a, b largo.Info) int { return strings.Compare(a.Name, b.Name) })
+	show := fsys.shows(dir)
+	hidden := map[string]bool{}
+	for _, in := range fed {
+		if !show(in) {
+			hidden[in.Name] = true
+		}
+	}
+	out = slices.DeleteFunc(out, func(fi os.FileInfo) bool { return hidden[fi.Name()] })
+	return out, hidden, nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/net/webdav"
 
 	"largo"
+	"largo/gate"
 	"largo/ingest"
 )
 
@@ -31,6 +33,12 @@ import (
 // token carries its name, so that UNLOCK and a refresh find the record
 // with one read. Expired locks are ignored, taken over when their name is
 // locked again, and removed by Sweep.
+//
+// A lock is bound to the principal that took it (RFC 4918, 6.4; package
+// gate): its record keeps who took it, and its token is of use to them
+// alone. Presented by anyone else it counts as no token: it neither lets
+// a write through (423), nor refreshes or removes the lock (403). A
+// request without a principal takes no lock and holds none.
 //
 // Locks implements ingest.Guard, through which every write protocol
 // honours them. Locks is safe for concurrent use.
@@ -74,17 +82,37 @@ type lock struct {
 	Expires   time.Time `json:"expires"`
 	Timeout   int64     `json:"timeout"` // seconds, as granted
 	Owner     string    `json:"owner,omitempty"`
+	// Holder is who took the lock: their principal's text form
+	// (gate.Principal.String).
+	Holder string `json:"holder,omitempty"`
 }
 
 func (l *lock) live(now time.Time) bool { return now.Before(l.Expires) }
+
+// heldBy reports whether who (a principal's text form, "" for none) took
+// l. A record without a holder, written before holders were kept, is no
+// one's: its token unlocks nothing, and it ends when it expires.
+func (l *lock) heldBy(who string) bool { return who != "" && l.Holder == who }
+
+// holder returns the text form of ctx's principal, "" when it carries
+// none.
+func holder(ctx context.Context) string {
+	p, ok := gate.From(ctx)
+	if !ok {
+		return ""
+	}
+	return p.String()
+}
 
 // covers reports whether the lock applies to name.
 func (l *lock) covers(name string) bool {
 	return name == l.Root || !l.ZeroDepth && within(l.Root, name)
 }
 
-func (l *lock) details() webdav.LockDetails {
-	return webdav.LockDetails{Root: "/" + l.Root, Duration: time.Duration(l.Timeout) * time.Second, OwnerXML: l.Owner, ZeroDepth: l.ZeroDepth}
+// details returns what the library answers of l, whose root it names
+// root.
+func (l *lock) details(root string) webdav.LockDetails {
+	return webdav.LockDetails{Root: root, Duration: time.Duration(l.Timeout) * time.Second, OwnerXML: l.Owner, ZeroDepth: l.ZeroDepth}
 }
 
 // within reports whether name is strictly below dir.
@@ -278,11 +306,17 @@ func parent(name string) string {
 	return name[:i]
 }
 
-// Locked implements ingest.Guard. A request that presents tokens, none
-// of which is a live lock, fails its If header (RFC 4918, 10.4): an
-// error wrapping largo.ErrPrecondition (412).
+// Locked implements ingest.Guard. Of tokens, only those of live locks
+// that ctx's principal took unlock anything; those of another's locks
+// count as none. A request that presents tokens, none of which is a live
+// lock, fails its If header (RFC 4918, 10.4): an error wrapping
+// largo.ErrPrecondition (412).
 func (ls *Locks) Locked(ctx context.Context, name string, tree bool, tokens []string) error {
-	if len(tokens) == 0 {
+	own, unknown, err := ls.sortTokens(ctx, tokens, holder(ctx))
+	if err != nil {
+		return err
+	}
+	if len(own) == 0 && unknown == 0 {
 		if ok, err := ls.any(ctx); err != nil || !ok {
 			return err
 		}
@@ -298,21 +332,33 @@ func (ls *Locks) Locked(ctx context.Context, name string, tree bool, tokens []st
 		}
 		held = append(held, more...)
 	}
-	if len(tokens) > 0 && len(held) == 0 {
-		live, err := ls.anyLive(ctx, tokens)
-		if err != nil {
-			return err
-		}
-		if !live {
-			return fmt.Errorf("%s: no lock of the If header's tokens: %w", name, largo.ErrPrecondition)
-		}
+	if len(held) == 0 && len(own) == 0 && unknown > 0 {
+		return fmt.Errorf("%s: no lock of the If header's tokens: %w", name, largo.ErrPrecondition)
 	}
 	for _, l := range held {
-		if !slices.Contains(tokens, l.Token) {
+		if !slices.Contains(own, l.Token) {
 			return fmt.Errorf("%s: %w by %s", name, ingest.ErrLocked, l.Root)
 		}
 	}
 	return nil
+}
+
+// sortTokens sorts the tokens a request presents: own are those of live
+// locks who took, unknown counts those of no live lock; the tokens of
+// live locks of others are dropped.
+func (ls *Locks) sortTokens(ctx context.Context, tokens []string, who string) (own []string, unknown int, err error) {
+	for _, t := range tokens {
+		l, err := ls.byToken(ctx, t)
+		switch {
+		case errors.Is(err, webdav.ErrNoSuchLock):
+			unknown++
+		case err != nil:
+			return nil, 0, err
+		case l.heldBy(who):
+			own = append(own, t)
+		}
+	}
+	return own, unknown, nil
 }
 
 // Forget implements ingest.Guard: the dead properties of name and of all
@@ -344,12 +390,19 @@ const MaxOwner = 16 << 10
 // errOwnerTooLong refuses a LOCK whose owner is over MaxOwner.
 var errOwnerTooLong = ingest.Refuse(http.StatusBadRequest, "lock owner too long: at most 16 KiB")
 
-// create takes a new lock.
-func (ls *Locks) create(ctx context.Context, now time.Time, d webdav.LockDetails) (string, error) {
+// errNoHolder refuses a lock asked for without a principal.
+var errNoHolder = fmt.Errorf("a lock without a principal: %w", largo.ErrPermission)
+
+// create takes a new lock on name for ctx's principal, as d details it
+// (its depth, timeout and owner; its root is name).
+func (ls *Locks) create(ctx context.Context, now time.Time, name string, d webdav.LockDetails) (string, error) {
 	if len(d.OwnerXML) > MaxOwner {
 		return "", errOwnerTooLong
 	}
-	name := clean(d.Root)
+	who := holder(ctx)
+	if who == "" {
+		return "", errNoHolder
+	}
 	for n := name; n != ""; {
 		n = parent(n)
 		l, err := ls.get(ctx, n)
@@ -373,7 +426,7 @@ func (ls *Locks) create(ctx context.Context, now time.Time, d webdav.LockDetails
 	if timeout <= 0 || timeout > MaxTimeout {
 		timeout = MaxTimeout
 	}
-	l := lock{Token: newToken(name), Root: name, ZeroDepth: d.ZeroDepth, Expires: now.Add(timeout), Timeout: int64(timeout / time.Second), Owner: d.OwnerXML}
+	l := lock{Token: newToken(name), Root: name, ZeroDepth: d.ZeroDepth, Expires: now.Add(timeout), Timeout: int64(timeout / time.Second), Owner: d.OwnerXML, Holder: who}
 	b, err := json.Marshal(l)
 	if err != nil {
 		return "", err
@@ -411,20 +464,6 @@ func (ls *Locks) create(ctx context.Context, now time.Time, d webdav.LockDetails
 	return "", webdav.ErrLocked
 }
 
-// anyLive reports whether one of tokens is a live lock.
-func (ls *Locks) anyLive(ctx context.Context, tokens []string) (bool, error) {
-	for _, t := range tokens {
-		_, err := ls.byToken(ctx, t)
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(err, webdav.ErrNoSuchLock) {
-			return false, err
-		}
-	}
-	return false, nil
-}
-
 // byToken returns the live lock of token, or ErrNoSuchLock.
 func (ls *Locks) byToken(ctx context.Context, token string) (*lock, error) {
 	name, ok := tokenName(token)
@@ -458,12 +497,20 @@ func (ls *Locks) held(ctx context.Context, token string) (*lock, string, error) 
 	return l, ver, nil
 }
 
-// refresh extends the lock of token, only as it was read: a lock that
-// expired and was taken over meanwhile is no longer the token's.
-func (ls *Locks) refresh(ctx context.Context, now time.Time, token string, d time.Duration) (webdav.LockDetails, error) {
+// errNotHolder refuses the refresh or removal of a lock by another
+// principal than the one that took it.
+var errNotHolder = ingest.Refuse(http.StatusForbidden, "forbidden: this lock was taken by someone else; only its holder may refresh or remove it")
+
+// refresh extends the lock of token, if ctx's principal took it, only as
+// it was read: a lock that expired and was taken over meanwhile is no
+// longer the token's.
+func (ls *Locks) refresh(ctx context.Context, now time.Time, token string, d time.Duration) (*lock, error) {
 	l, ver, err := ls.held(ctx, token)
 	if err != nil {
-		return webdav.LockDetails{}, err
+		return nil, err
+	}
+	if !l.heldBy(holder(ctx)) {
+		return nil, errNotHolder
 	}
 	if d <= 0 || d > MaxTimeout {
 		d = MaxTimeout
@@ -471,18 +518,22 @@ func (ls *Locks) refresh(ctx context.Context, now time.Time, token string, d tim
 	l.Expires, l.Timeout = now.Add(d), int64(d/time.Second)
 	if err := ls.swap(ctx, l.Root, ver, l); err != nil {
 		if errors.Is(err, largo.ErrPrecondition) {
-			return webdav.LockDetails{}, webdav.ErrNoSuchLock
+			return nil, webdav.ErrNoSuchLock
 		}
-		return webdav.LockDetails{}, err
+		return nil, err
 	}
-	return l.details(), nil
+	return l, nil
 }
 
-// unlock removes the lock of token, only as it was read.
+// unlock removes the lock of token, if ctx's principal took it, only as
+// it was read.
 func (ls *Locks) unlock(ctx context.Context, token string) error {
 	l, ver, err := ls.held(ctx, token)
 	if err != nil {
 		return err
+	}
+	if !l.heldBy(holder(ctx)) {
+		return errNotHolder
 	}
 	if err := ls.swap(ctx, l.Root, ver, nil); err != nil {
 		if errors.Is(err, largo.ErrPrecondition) {
@@ -495,54 +546,66 @@ func (ls *Locks) unlock(ctx context.Context, token string) error {
 
 // confirm checks a list of an If header's conditions against the names
 // a request changes: the list holds when one of its tokens is a live lock
-// (the library reads its entity tags), and each name is then either
-// locked by one of those locks or not locked at all. (The library's own
-// lock system asks every name to be locked by the list, which refuses the
-// MOVE of a locked file to a name no one locked, as davfs2 sends it.)
-func (ls *Locks) confirm(ctx context.Context, names []string, conds []webdav.Condition) error {
-	var tokens []string
+// who took (the library reads its entity tags), and each name is then
+// either locked by one of those locks or not locked at all. (The
+// library's own lock system asks every name to be locked by the list,
+// which refuses the MOVE of a locked file to a name no one locked, as
+// davfs2 sends it.) The tokens of others' locks count as none: a list of
+// only those holds as no If header would, where no lock is; a name
+// locked by a lock the list does not hold fails it with an error
+// wrapping ingest.ErrLocked.
+func (ls *Locks) confirm(ctx context.Context, names []string, conds []webdav.Condition, who string) error {
+	var own []string
+	others := false
 	for _, c := range conds {
 		if c.Token == "" || c.Not {
 			continue
 		}
-		if _, err := ls.byToken(ctx, c.Token); err == nil {
-			tokens = append(tokens, c.Token)
-		} else if !errors.Is(err, webdav.ErrNoSuchLock) {
+		l, err := ls.byToken(ctx, c.Token)
+		switch {
+		case errors.Is(err, webdav.ErrNoSuchLock):
+		case err != nil:
 			return err
+		case l.heldBy(who):
+			own = append(own, c.Token)
+		default:
+			others = true
 		}
 	}
-	if len(tokens) == 0 {
+	if len(own) == 0 && !others {
 		return webdav.ErrConfirmationFailed
 	}
 	for _, n := range names {
-		if n == "" {
-			continue
-		}
-		held, err := ls.covering(ctx, clean(n))
+		held, err := ls.covering(ctx, n)
 		if err != nil {
 			return err
 		}
 		for _, l := range held {
-			if !slices.Contains(tokens, l.Token) {
-				return webdav.ErrConfirmationFailed
+			if !slices.Contains(own, l.Token) {
+				return fmt.Errorf("%s: %w by %s", n, ingest.ErrLocked, l.Root)
 			}
 		}
 	}
 	return nil
 }
 
-// clean turns a path of the protocol library ("/a/b") into a store name.
-func clean(p string) string {
-	return strings.Trim(p, "/")
-}
-
-// requestLocks is the webdav.LockSystem of one request: the Locks, and
-// the tokens of the locks the library takes for the request itself (the
-// locks of a request without an If header), which its own writes must
-// pass.
+// requestLocks is the webdav.LockSystem of one request: the Locks, seen
+// by the request's principal, and the tokens of the locks the library
+// takes for the request itself (the locks of a request without an If
+// header), which its own writes must pass.
 type requestLocks struct {
 	*Locks
-	made []string
+	// ctx is the request's context, which carries its principal; the
+	// lock system's methods get none.
+	ctx context.Context
+	// at maps the library's paths to store names.
+	at scope
+	// owner is the owner of a LOCK's body as lockOwner read it, which is
+	// recorded in place of the bytes the library kept; ownerOK is false
+	// when lockOwner could not read one.
+	owner   string
+	ownerOK bool
+	made    []string
 	// target, when scoped, is the name the request is at: UNLOCK and a
 	// refresh apply only to a lock whose scope holds it (RFC 4918,
 	// 9.10.2 and 9.11.1), else they fail as an unknown token does.
@@ -551,6 +614,18 @@ type requestLocks struct {
 	// failed is the error of a lock not taken, which the answer tells
 	// (see answer).
 	failed error
+}
+
+// context returns a context for one state operation: the request's
+// values (its principal), without its cancellation, since a lock the
+// library took for the request must be released even when the client
+// left, and within lockTimeout.
+func (rl *requestLocks) context() (context.Context, context.CancelFunc) {
+	ctx := rl.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
 }
 
 // inScope checks that the lock of token holds the request's name.
@@ -577,11 +652,24 @@ var _ webdav.LockSystem = (*requestLocks)(nil)
 const lockTimeout = 30 * time.Second
 
 func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...webdav.Condition) (func(), error) {
-	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	ctx, cancel := rl.context()
 	defer cancel()
-	if err := rl.confirm(ctx, []string{name0, name1}, conds); err != nil {
+	var names []string
+	for _, p := range []string{name0, name1} {
+		if p != "" { // the library's "no name"
+			names = append(names, rl.at.name(p))
+		}
+	}
+	err := rl.confirm(ctx, names, conds, holder(ctx))
+	if errors.Is(err, ingest.ErrLocked) {
+		// Told as 423 if no other list of the If header holds.
+		rl.failed = err
+		return nil, webdav.ErrConfirmationFailed
+	}
+	if err != nil {
 		return nil, err
 	}
+	rl.failed = nil
 	for _, c := range conds {
 		if c.Token != "" {
 			rl.made = append(rl.made, c.Token)
@@ -591,9 +679,20 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 }
 
 func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	ctx, cancel := rl.context()
 	defer cancel()
-	token, err := rl.create(ctx, now, d)
+	if d.OwnerXML != "" {
+		// The owner is shown in other documents (lockdiscovery): as XML
+		// that stands on its own, else as text.
+		if rl.ownerOK {
+			d.OwnerXML = rl.owner
+		} else {
+			var b strings.Builder
+			xml.EscapeText(&b, []byte(d.OwnerXML))
+			d.OwnerXML = b.String()
+		}
+	}
+	token, err := rl.create(ctx, now, rl.at.name(d.Root), d)
 	if err == nil {
 		rl.made = append(rl.made, token)
 	}
@@ -604,19 +703,31 @@ func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, err
 }
 
 func (rl *requestLocks) Refresh(now time.Time, token string, d time.Duration) (webdav.LockDetails, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	ctx, cancel := rl.context()
 	defer cancel()
 	if err := rl.inScope(ctx, token); err != nil {
 		return webdav.LockDetails{}, err
 	}
-	return rl.refresh(ctx, now, token, d)
+	l, err := rl.refresh(ctx, now, token, d)
+	if err != nil {
+		if err != webdav.ErrNoSuchLock {
+			rl.failed = err // the library's 500, told as what it is
+		}
+		return webdav.LockDetails{}, err
+	}
+	return l.details(rl.at.path(l.Root)), nil
 }
 
 func (rl *requestLocks) Unlock(now time.Time, token string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	ctx, cancel := rl.context()
 	defer cancel()
 	if err := rl.inScope(ctx, token); err != nil {
 		return err
 	}
-	return rl.unlock(ctx, token)
+	err := rl.unlock(ctx, token)
+	if err == errNotHolder {
+		rl.failed = err
+		return webdav.ErrForbidden
+	}
+	return err
 }

@@ -12,6 +12,7 @@ import (
 
 	"largo"
 	"largo/disk"
+	"largo/gate"
 	"largo/ingest"
 )
 
@@ -40,10 +41,13 @@ func newTestLocks(t *testing.T) (*Locks, *Locks, *clock) {
 	return a, b, c
 }
 
+// asTester is a context of the principal the lock tests act for.
+func asTester() context.Context { return gate.With(context.Background(), gate.User("tester")) }
+
 func TestLocks(t *testing.T) {
-	ctx := context.Background()
+	ctx := asTester()
 	a, b, c := newTestLocks(t)
-	ra, rb := &requestLocks{Locks: a}, &requestLocks{Locks: b}
+	ra, rb := &requestLocks{Locks: a, ctx: ctx}, &requestLocks{Locks: b, ctx: ctx}
 	tok, err := ra.Create(c.t, webdav.LockDetails{Root: "/dir", Duration: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -77,16 +81,16 @@ func TestLocks(t *testing.T) {
 			t.Errorf("Locked(%q, tree %v, %v) = %v; want %v", tc.name, tc.tree, tc.tokens, err, tc.want)
 		}
 	}
-	if err := rb.confirm(ctx, []string{"/dir/x", ""}, []webdav.Condition{{Token: tok}}); err != nil {
+	if _, err := rb.Confirm(c.t, "/dir/x", "", webdav.Condition{Token: tok}); err != nil {
 		t.Errorf("confirm under the lock: %v", err)
 	}
-	if err := rb.confirm(ctx, []string{"/dir/x", "/other"}, []webdav.Condition{{Token: tok}}); err != nil {
+	if _, err := rb.Confirm(c.t, "/dir/x", "/other", webdav.Condition{Token: tok}); err != nil {
 		t.Errorf("confirm of a move out of the lock to a name no one locked: %v", err)
 	}
-	if err := rb.confirm(ctx, []string{"/dir/x", "/dirt"}, []webdav.Condition{{Token: tok}}); err != webdav.ErrConfirmationFailed {
-		t.Errorf("confirm of a move onto a name another lock holds: %v", err)
+	if _, err := rb.Confirm(c.t, "/dir/x", "/dirt", webdav.Condition{Token: tok}); err != webdav.ErrConfirmationFailed || !errors.Is(rb.failed, ingest.ErrLocked) {
+		t.Errorf("confirm of a move onto a name another lock holds: %v, %v; want ErrConfirmationFailed, told as ErrLocked", err, rb.failed)
 	}
-	if err := rb.confirm(ctx, []string{"/other"}, []webdav.Condition{{Token: "opaquelocktoken:none"}}); err != webdav.ErrConfirmationFailed {
+	if _, err := rb.Confirm(c.t, "/other", "", webdav.Condition{Token: "opaquelocktoken:none"}); err != webdav.ErrConfirmationFailed {
 		t.Errorf("confirm with no live token: %v", err)
 	}
 	if _, err := rb.Refresh(c.t, tok, 2*time.Minute); err != nil {
@@ -135,9 +139,9 @@ func TestEscape(t *testing.T) {
 // TestLockTakeover: instances taking over one expired lock at once: one
 // gets it, the others are refused, and the record is the winner's.
 func TestLockTakeover(t *testing.T) {
-	ctx := context.Background()
+	ctx := asTester()
 	a, b, c := newTestLocks(t)
-	if _, err := a.create(ctx, c.t, webdav.LockDetails{Root: "/f", Duration: time.Minute, ZeroDepth: true}); err != nil {
+	if _, err := a.create(ctx, c.t, "f", webdav.LockDetails{Duration: time.Minute, ZeroDepth: true}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 8
@@ -150,7 +154,7 @@ func TestLockTakeover(t *testing.T) {
 		for i := range n {
 			ls := []*Locks{a, b}[i%2]
 			wg.Go(func() {
-				tokens[i], errs[i] = ls.create(ctx, now, webdav.LockDetails{Root: "/f", Duration: time.Minute, ZeroDepth: true})
+				tokens[i], errs[i] = ls.create(ctx, now, "f", webdav.LockDetails{Duration: time.Minute, ZeroDepth: true})
 			})
 		}
 		wg.Wait()
@@ -176,9 +180,9 @@ func TestLockTakeover(t *testing.T) {
 // before it expired and was taken by another neither extends nor
 // removes the new holder's lock.
 func TestLockRefreshUnlockRace(t *testing.T) {
-	ctx := context.Background()
+	ctx := asTester()
 	a, b, c := newTestLocks(t)
-	old, err := a.create(ctx, c.t, webdav.LockDetails{Root: "/f", Duration: time.Minute, ZeroDepth: true})
+	old, err := a.create(ctx, c.t, "f", webdav.LockDetails{Duration: time.Minute, ZeroDepth: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +191,7 @@ func TestLockRefreshUnlockRace(t *testing.T) {
 		t.Fatal(held, err)
 	}
 	c.t = c.t.Add(2 * MaxTimeout)
-	tok, err := b.create(ctx, c.t, webdav.LockDetails{Root: "/f", Duration: time.Minute, ZeroDepth: true})
+	tok, err := b.create(ctx, c.t, "f", webdav.LockDetails{Duration: time.Minute, ZeroDepth: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,10 +220,10 @@ func TestLockRefreshUnlockRace(t *testing.T) {
 // TestLockSweep: the sweep removes the expired lock records, and only
 // them.
 func TestLockSweep(t *testing.T) {
-	ctx := context.Background()
+	ctx := asTester()
 	a, _, c := newTestLocks(t)
 	for _, d := range []webdav.LockDetails{{Root: "/old", Duration: time.Minute}, {Root: "/dir/old", Duration: time.Minute}, {Root: "/new", Duration: time.Hour}} {
-		if _, err := a.create(ctx, c.t, d); err != nil {
+		if _, err := a.create(ctx, c.t, clean(d.Root), d); err != nil {
 			t.Fatal(err)
 		}
 	}

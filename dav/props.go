@@ -25,8 +25,14 @@ const propPrefix = "dav/props/"
 
 func propKey(name string) string { return propPrefix + escape(name) }
 
-// maxProps bounds a file's dead properties, in bytes of the record.
+// maxProps bounds a file's dead properties, in bytes of the record,
+// which every PROPFIND of the file reads whole.
 const maxProps = 256 << 10
+
+// MaxFileProps bounds the number of one file's dead properties. A
+// PROPPATCH past it, or past maxProps, changes nothing and answers 507
+// for its properties (RFC 4918, 9.2.1).
+const MaxFileProps = 1024
 
 // storedProp is a property as its record holds it.
 type storedProp struct {
@@ -63,6 +69,9 @@ func saveProps(ctx context.Context, st largo.State, name string, m map[xml.Name]
 	if len(m) == 0 {
 		return st.Delete(ctx, propKey(name))
 	}
+	if len(m) > MaxFileProps {
+		return errTooManyProps
+	}
 	list := make([]storedProp, 0, len(m))
 	for n, p := range m {
 		list = append(list, storedProp{Space: n.Space, Local: n.Local, Lang: p.Lang, Inner: string(p.InnerXML)})
@@ -77,7 +86,7 @@ func saveProps(ctx context.Context, st largo.State, name string, m map[xml.Name]
 	return st.Put(ctx, propKey(name), b)
 }
 
-var errTooManyProps = fmt.Errorf("dead properties over %d bytes: %w", maxProps, largo.ErrTooLarge)
+var errTooManyProps = fmt.Errorf("dead properties over %d bytes or %d properties: %w", maxProps, MaxFileProps, largo.ErrTooLarge)
 
 // patchProps applies patches to the properties of name, all or none.
 func patchProps(ctx context.Context, st largo.State, name string, patches []webdav.Proppatch) ([]webdav.Propstat, error) {
@@ -88,6 +97,9 @@ func patchProps(ctx context.Context, st largo.State, name string, patches []webd
 	ok := webdav.Propstat{Status: http.StatusOK}
 	for _, p := range patches {
 		for _, prop := range p.Props {
+			if prop.XMLName == lockDiscoveryName {
+				continue // a live property, never recorded
+			}
 			if p.Remove {
 				delete(m, prop.XMLName)
 			} else {

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,10 +18,17 @@ import (
 // HEAD, PUT and DELETE stay this package's: downloads keep sendfile and
 // writes the pipeline. Implementations must be safe for concurrent use.
 type WebDAV interface {
-	// ServeDAV serves r, a DAV method that the access rules let
-	// through, reading through view, the store as its requester may read
-	// it.
-	ServeDAV(w http.ResponseWriter, r *http.Request, view largo.Store)
+	// ServeDAV serves r, a DAV method that the gate lets through,
+	// reading through view, the store as its requester may read it. r's
+	// URL path is a store name (a share link's, rewritten); the answer
+	// names every name below root at the URL path base followed by the
+	// rest of the name: a share link's URL (/_largo/s/TOKEN/) and folder,
+	// or "/" and "" at the files' own URLs. shows returns the test of
+	// which entries of the folder dir its listings show (sidecarFilter),
+	// for a PROPFIND to hide the same: it is asked of the folder's
+	// sidecars and of the files they would stand for, in name order,
+	// which is all the test needs.
+	ServeDAV(w http.ResponseWriter, r *http.Request, view largo.Store, base, root string, shows func(ctx context.Context, dir string) func(largo.Info) bool)
 	// Discards reports whether name is a companion file a client writes
 	// beside the files it copies (Finder's ._NAME and .DS_Store), whose
 	// writes are taken and thrown away.
@@ -80,7 +88,13 @@ func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm 
 	if err := h.davNeeds(r, name, perm); err != nil {
 		return err
 	}
-	h.cfg.DAV.ServeDAV(w, r, h.cfg.Store)
+	base, root := "/", ""
+	if v := viewOf(r); v != nil {
+		// A share link's request: named in the link's URL space, never
+		// by the path it stands for.
+		base, root = v.Base, v.Root
+	}
+	h.cfg.DAV.ServeDAV(w, r, h.cfg.Store, base, root, h.sidecarFilter)
 	return nil
 }
 
