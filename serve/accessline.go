@@ -36,6 +36,7 @@ type accessLine struct {
 	at       time.Time
 	method   string
 	path     string
+	query    string // empty: left out
 	status   int
 	bytes    int64
 	duration time.Duration
@@ -47,11 +48,17 @@ type accessLine struct {
 }
 
 // attrs appends the line's fields as slog attributes to a, for a Logger
-// (a caller's array of ten on its stack holds them without an allocation).
+// (a caller's array of eleven on its stack holds them without an
+// allocation).
 func (l *accessLine) attrs(a []slog.Attr) []slog.Attr {
 	attrs := append(a,
 		slog.String("method", l.method),
 		slog.String("path", l.path),
+	)
+	if l.query != "" {
+		attrs = append(attrs, slog.String("query", l.query))
+	}
+	attrs = append(attrs,
 		slog.Int("status", l.status),
 		slog.Int64("bytes", l.bytes),
 		slog.Duration("duration", l.duration),
@@ -90,6 +97,10 @@ func (l *accessLine) append(b []byte) []byte {
 	b = appendTextString(b, l.method)
 	b = append(b, " path="...)
 	b = appendTextString(b, l.path)
+	if l.query != "" {
+		b = append(b, " query="...)
+		b = appendTextString(b, l.query)
+	}
 	b = append(b, " status="...)
 	b = strconv.AppendInt(b, int64(l.status), 10)
 	b = append(b, " bytes="...)

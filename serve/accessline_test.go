@@ -28,6 +28,7 @@ func TestAccessLineAsSlog(t *testing.T) {
 		"bad utf8":      func(l *accessLine) { l.path = "/\xff\xfe" },
 		"empty method":  func(l *accessLine) { l.method = "" },
 		"range":         func(l *accessLine) { l.rng = "bytes=0-99,200-" },
+		"query":         func(l *accessLine) { l.query = "archive=zip&x=a b" },
 		"encoding":      func(l *accessLine) { l.encoding = "zstd" },
 		"err":           func(l *accessLine) { l.outcome = "aborted"; l.err = "write tcp: broken pipe" },
 		"all":           func(l *accessLine) { l.rng = "bytes=1-"; l.encoding = "gzip"; l.err = "x=y" },

@@ -451,6 +451,12 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 			h.fail(tw, r, err)
 			return
 		}
+		if r.URL.RawPath != "" {
+			// An escape the routes do not spell (/_largo%2fmetrics): no
+			// route has it, and the answer is this server's own.
+			h.fail(tw, r, errNoEndpoint)
+			return
+		}
 		h.own.ServeHTTP(tw, r)
 		return
 	}
@@ -548,6 +554,7 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 		at:       end,
 		method:   r.Method,
 		path:     r.URL.Path,
+		query:    r.URL.RawQuery,
 		status:   tw.Status(),
 		bytes:    tw.Written(),
 		duration: d,
@@ -563,7 +570,7 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 		l.write(h.cfg.AccessLog, &h.lines) // as through slog: a failed log write fails no request
 		return
 	}
-	var a [10]slog.Attr
+	var a [11]slog.Attr
 	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", l.attrs(a[:0])...)
 }
 

@@ -273,3 +273,15 @@ func diskStaging(t testing.TB, d *disk.Store) resumable.Staging {
 	}
 	return st
 }
+
+// TestOwnRoutesAnswerTheirOwn404: a name under the reserved prefix that no
+// route has, however it is spelled, gets this server's 404, not Go's.
+func TestOwnRoutesAnswerTheirOwn404(t *testing.T) {
+	h, _ := newTestHandler(t, nil)
+	for _, target := range []string{"/_largo/nope", "/_largo%2fmetrics", "/_largo%2Fhealthz", "/_largo/ui%2f..%2fx"} {
+		rec := do(h, "GET", target)
+		if rec.Code != 404 || !strings.Contains(rec.Body.String(), "not found") || strings.Contains(rec.Body.String(), "page not found") {
+			t.Errorf("GET %s: %d %q", target, rec.Code, rec.Body)
+		}
+	}
+}

@@ -81,6 +81,16 @@ type serveConfig struct {
 // drop box cannot fill the disk with one announced body.
 const defaultLinkMaxUpload = 10 << 30
 
+// Defaults that keep one client from holding the server: one address
+// takes at most a few percent of --max-conns (a browser opens six
+// connections to a host, a download accelerator sixteen), and a body or
+// answer slower than a kilobyte a second on average, past the first idle
+// timeout, is cut.
+const (
+	defaultMaxConnsPerIP = 256
+	defaultMinRate       = 1 << 10
+)
+
 // Fixed server limits: they protect the server and need no tuning.
 const (
 	readHeaderTimeout = 10 * time.Second
@@ -159,6 +169,7 @@ func newServe(e *env) *cobra.Command {
 		listingMemory: listing.DefaultMax,
 		listingBudget: serve.DefaultListingMemory,
 		s3PartSize:    s3.DefaultPartSize,
+		minRate:       defaultMinRate,
 		symlinks:      choiceValue{choices: []string{"follow", "within", "none"}},
 		linkMaxUpload: defaultLinkMaxUpload,
 	}
@@ -253,9 +264,9 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address to serve on, host:port (port 0 picks a free one)")
 	f.StringVar(&cfg.adminListen, "admin-listen", "", "separate address for metrics and pprof (default none: metrics at /_largo/metrics, no pprof)")
 	f.DurationVar(&cfg.idleTimeout, "idle-timeout", 60*time.Second, "cut a client that takes or sends no bytes for this long, and close idle keep-alive connections")
-	f.Var(&cfg.minRate, "min-rate", "cut a client slower than this many bytes per second on average, after the first idle timeout (default 0: no minimum)")
+	f.Var(&cfg.minRate, "min-rate", "cut a client that sends or takes fewer than this many bytes per second on average, counted after the first idle timeout (0: no minimum); a body trickled a byte now and then cannot hold its connection")
 	f.IntVar(&cfg.maxConns, "max-conns", 10000, "most connections held at once; beyond it clients get 503 (0: no limit)")
-	f.IntVar(&cfg.maxConnsPerIP, "max-conns-per-ip", 0, "most connections held at once from one client address (default 0: no limit)")
+	f.IntVar(&cfg.maxConnsPerIP, "max-conns-per-ip", defaultMaxConnsPerIP, "most connections held at once from one client address, so that one address cannot take every slot (0: no limit; behind a proxy all clients share its address: raise it or give 0)")
 	f.DurationVar(&cfg.drainTimeout, "drain-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long transfers in flight may finish before they are cut")
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file, PEM (with --tls-key: serve HTTPS and HTTP/2)")
 	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key file, PEM")
