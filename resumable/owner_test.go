@@ -19,6 +19,7 @@ import (
 	"largo/disk"
 	"largo/gate"
 	"largo/ingest"
+	"largo/internal/poll"
 	"largo/serve"
 )
 
@@ -439,5 +440,91 @@ func TestIETFCreationFields(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(limited.dir, ".largo", "tus")); len(ents) != 0 {
 		t.Errorf("%d staged files", len(ents))
+	}
+}
+
+// TestStrangerStopsNothing: a request of another principal on an upload
+// that an append is being received for is answered 404 without stopping
+// the append (a request of the owner's would stop it: the newest wins),
+// which goes on to the end.
+func TestStrangerStopsNothing(t *testing.T) {
+	const size = 8 << 20
+	chunk := strings.Repeat("a", 1<<16)
+	for _, proto := range []string{"tus", "ietf"} {
+		t.Run(proto, func(t *testing.T) {
+			f := newOwned(t)
+			var loc string
+			hdr := with(alice, "Upload-Offset", "0")
+			if proto == "tus" {
+				loc = f.tusCreate(t, "big.bin", size, alice...)
+				hdr = with(hdr, "Tus-Resumable", "1.0.0", "Content-Type", "application/offset+octet-stream")
+			} else {
+				loc = f.ietfCreate(t, "/big.bin", "", alice...)
+				hdr = with(with(hdr, v(9)...), "Upload-Complete", "?1", "Content-Type", "application/partial-upload")
+			}
+			if !strings.HasPrefix(loc, "http") {
+				loc = f.srv.URL + loc
+			}
+			id := loc[strings.LastIndexByte(loc, '/')+1:]
+			pr, pw := io.Pipe()
+			t.Cleanup(func() { pw.CloseWithError(io.ErrClosedPipe) })
+			req, err := http.NewRequest("PATCH", loc, pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.ContentLength = size
+			for i := 0; i+1 < len(hdr); i += 2 {
+				req.Header.Set(hdr[i], hdr[i+1])
+			}
+			answer := make(chan string, 1)
+			go func() {
+				resp, err := f.client.Do(req)
+				if err != nil {
+					answer <- err.Error()
+					return
+				}
+				resp.Body.Close()
+				answer <- fmt.Sprint(resp.StatusCode)
+			}()
+			// Bytes until the server writes what it receives.
+			staged := filepath.Join(f.dir, ".largo", "tus", id)
+			sent := 0
+			poll.Wait(t, 10*time.Second, "the append reaching the staging", func() bool {
+				if fi, err := os.Stat(staged); err == nil && fi.Size() > 0 {
+					return true
+				}
+				if sent < size/2 {
+					if _, err := io.WriteString(pw, chunk); err != nil {
+						t.Fatal(err)
+					}
+					sent += len(chunk)
+				}
+				return false
+			})
+			for _, method := range []string{"HEAD", "PATCH", "DELETE"} {
+				var code int
+				if proto == "tus" {
+					code = f.tus(t, method, loc, 0, "x", bob...)
+				} else {
+					code = f.ietf(t, method, loc, 0, "x", bob...)
+				}
+				if code != 404 {
+					t.Errorf("bob's %s during alice's append: %d; want 404", method, code)
+				}
+			}
+			for ; sent < size; sent += len(chunk) {
+				if _, err := io.WriteString(pw, chunk); err != nil {
+					t.Fatalf("alice's append was stopped: %v", err)
+				}
+			}
+			pw.Close()
+			want := map[string]string{"tus": "204", "ietf": "201"}[proto]
+			if got := <-answer; got != want {
+				t.Errorf("alice's append: %s; want %s", got, want)
+			}
+			if got := f.read("big.bin"); len(got) != size {
+				t.Errorf("big.bin holds %d bytes; want %d", len(got), size)
+			}
+		})
 	}
 }
