@@ -428,12 +428,16 @@ func TestStateIsPrivate(t *testing.T) {
 // write where, and warns of a file without rules.
 func TestStartUpSaysWhatIsOn(t *testing.T) {
 	s, _ := gateServer(t, &target{kind: "disk", dir: t.TempDir()})
-	if log := s.stderr.String(); !strings.Contains(log, "writes on") || !strings.Contains(log, "/pub: writer") {
-		t.Errorf("the start-up log does not say who writes:\n%s", log)
-	}
+	// The log is written off the requests' path: it may come after the
+	// ready line.
+	poll.Wait(t, 5*time.Second, "the start-up log to say who writes where", func() bool {
+		log := s.stderr.String()
+		return strings.Contains(log, "writes on") && strings.Contains(log, "/pub: writer")
+	})
 	file := writeAccessFile(t, "[[user]]\nname = \"dave\"\ntokens = [\"dave-token-0123456789\"]\n")
 	s2 := startServer(t, t.TempDir(), "--access", file)
-	if log := s2.stderr.String(); !strings.Contains(log, "no rule") || !strings.Contains(log, "writes off") {
-		t.Errorf("an access file without rules: no warning:\n%s", log)
-	}
+	poll.Wait(t, 5*time.Second, "a warning of an access file without rules", func() bool {
+		log := s2.stderr.String()
+		return strings.Contains(log, "no rule") && strings.Contains(log, "writes off")
+	})
 }

@@ -298,23 +298,18 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	return cmd
 }
 
-// runServe serves until a signal, then drains.
+// runServe serves until a signal, then drains: it opens the store, makes
+// the handler and its policy, listens (the main and the admin listener),
+// announces where it serves, and waits.
 func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	// The log (an access line per request) is written off the requests'
 	// path, and whatever is queued is written out before this returns.
 	logOut := logwriter.New(e.stderr, 0)
 	defer logOut.Close()
 	logger := newLogger(logOut, cfg.logFormat.value)
-	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
-		return usageErr(errors.New("--tls-cert and --tls-key go together"))
-	}
-	var tlsConf *tls.Config
-	if cfg.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
-		if err != nil {
-			return usageErr(fmt.Errorf("TLS: %v", err))
-		}
-		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	tlsConf, err := loadTLS(cfg)
+	if err != nil {
+		return err
 	}
 	handed, err := takeHandedOver(e, cfg)
 	if err != nil {
@@ -327,28 +322,85 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	}
 	defer store.Close()
 
-	reg := prometheus.NewRegistry()
+	m := newMetrics()
+	hcfg, err := handlerConfig(cfg, store, m, logger, logOut)
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := setUpUploads(ctx, e, logger, cfg, store, m, &hcfg); err != nil {
+		return err
+	}
+	h := serve.New(hcfg)
+
+	ln, err := handed.listen(cfg.listen)
+	if err != nil {
+		return usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.listen, netErrText(err)))
+	}
+	lim := limitConns(ln, cfg, logger, tlsConf == nil)
+	srv := httpServer(h, cfg, logger, tlsConf)
+	adminURL, closeAdmin, err := serveAdmin(e, handed, cfg, m)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer closeAdmin()
+
+	served := make(chan error, 1)
+	go func() {
+		if tlsConf != nil {
+			served <- srv.ServeTLS(lim, "", "")
+		} else {
+			served <- srv.Serve(lim)
+		}
+	}()
+	announce(e, where, ln.Addr(), tlsConf != nil, adminURL)
+
+	select {
+	case err := <-served:
+		return failed(err)
+	case <-ctx.Done():
+	case <-e.signals:
+	}
+	return drain(e, logger, h, srv, lim, cfg.drainTimeout)
+}
+
+// loadTLS returns the TLS configuration of --tls-cert and --tls-key, nil
+// without them.
+func loadTLS(cfg *serveConfig) (*tls.Config, error) {
+	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
+		return nil, usageErr(errors.New("--tls-cert and --tls-key go together"))
+	}
+	if cfg.tlsCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("TLS: %v", err))
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// newMetrics returns the server's metrics, on a registry of their own.
+func newMetrics() *metrics.Metrics {
 	outcomes := make([]string, len(transfer.Outcomes))
 	for i, o := range transfer.Outcomes {
 		outcomes[i] = string(o)
 	}
-	m := metrics.New(reg, outcomes)
-	var enc *encode.Encoders
-	if cfg.compress.value == "on" {
-		level, err := encode.ParseLevel(cfg.compressLevel.value)
-		if err == nil && cfg.compressMax < 1 {
-			err = errors.New("--compress-streams must be at least 1 (use --compress off to disable compression)")
-		}
-		if err == nil {
-			enc, err = encode.NewEncoders(encode.Config{Level: level, MaxStreams: cfg.compressMax})
-		}
-		if err != nil {
-			return usageErr(err)
-		}
+	return metrics.New(prometheus.NewRegistry(), outcomes)
+}
+
+// handlerConfig is the handler's configuration the flags give, before
+// the access policy and the writes are put in (setUpUploads).
+func handlerConfig(cfg *serveConfig, store largo.Store, m *metrics.Metrics, logger *slog.Logger, logOut io.Writer) (serve.Config, error) {
+	enc, err := encoders(cfg)
+	if err != nil {
+		return serve.Config{}, err
 	}
 	lcfg, err := listingConfig(cfg)
 	if err != nil {
-		return usageErr(err)
+		return serve.Config{}, usageErr(err)
 	}
 	hcfg := serve.Config{
 		Listing:     lcfg,
@@ -364,29 +416,48 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		MinRate:     int64(cfg.minRate),
 	}
 	if cfg.adminListen != "" {
-		hcfg.Metrics = nil
+		hcfg.Metrics = nil // on the admin listener instead
 	}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	if err := setUpUploads(ctx, e, logger, cfg, store, m, &hcfg); err != nil {
-		return err
-	}
-	h := serve.New(hcfg)
+	return hcfg, nil
+}
 
-	ln, err := handed.listen(cfg.listen)
-	if err != nil {
-		return usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.listen, netErrText(err)))
+// encoders returns the encoders of dynamic compression, nil when it is
+// off.
+func encoders(cfg *serveConfig) (*encode.Encoders, error) {
+	if cfg.compress.value != "on" {
+		return nil, nil
 	}
-	lim := limit.Wrap(ln, limit.Config{
+	level, err := encode.ParseLevel(cfg.compressLevel.value)
+	if err == nil && cfg.compressMax < 1 {
+		err = errors.New("--compress-streams must be at least 1 (use --compress off to disable compression)")
+	}
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	enc, err := encode.NewEncoders(encode.Config{Level: level, MaxStreams: cfg.compressMax})
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	return enc, nil
+}
+
+// limitConns puts the connection caps on the main listener.
+func limitConns(ln net.Listener, cfg *serveConfig, logger *slog.Logger, answer503 bool) *limit.Listener {
+	return limit.Wrap(ln, limit.Config{
 		Max:       cfg.maxConns,
 		PerIP:     cfg.maxConnsPerIP,
-		Answer503: tlsConf == nil,
+		Answer503: answer503,
 		Refused: func(a net.Addr) {
 			logger.Warn("connection refused: too many connections", "client", a.String())
 		},
 		Linger: lingerFor(cfg.idleTimeout),
 	})
-	srv := &http.Server{
+}
+
+// httpServer is the main listener's server: header and idle timeouts,
+// never a total one (see package transfer).
+func httpServer(h http.Handler, cfg *serveConfig, logger *slog.Logger, tlsConf *tls.Config) *http.Server {
+	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: headerTimeout(cfg.idleTimeout),
 		IdleTimeout:       cfg.idleTimeout,
@@ -396,48 +467,39 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		HTTP2:             http2Config(cfg.idleTimeout),
 		ConnContext:       transfer.ConnContext,
 	}
-	var admin *http.Server
-	var adminURL string
-	if cfg.adminListen != "" {
-		aln, err := handed.listenAdmin(cfg.adminListen)
-		if err != nil {
-			ln.Close()
-			return usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.adminListen, netErrText(err)))
-		}
-		// The admin listener answers only its own names too: on a
-		// loopback address, loopback names, so that a page on a rebinding
-		// domain cannot read pprof (whose cmdline shows the flags).
-		hosts := hostNames(cfg.adminListen, cfg.access.hosts)
-		admin = &http.Server{Handler: serve.OnlyHosts(hosts, adminMux(m.Handler())), ReadHeaderTimeout: readHeaderTimeout}
-		go admin.Serve(aln)
-		defer admin.Close()
-		adminURL = fmt.Sprintf("http://%s/", aln.Addr())
-		fmt.Fprintf(e.stdout, "largo: metrics and pprof at %s\n", adminURL)
-	}
+}
 
-	served := make(chan error, 1)
-	go func() {
-		if tlsConf != nil {
-			served <- srv.ServeTLS(lim, "", "")
-		} else {
-			served <- srv.Serve(lim)
-		}
-	}()
+// serveAdmin starts the admin listener of --admin-listen, if given, and
+// returns its URL and what closes it.
+func serveAdmin(e *env, handed *handedOver, cfg *serveConfig, m *metrics.Metrics) (string, func(), error) {
+	if cfg.adminListen == "" {
+		return "", func() {}, nil
+	}
+	aln, err := handed.listenAdmin(cfg.adminListen)
+	if err != nil {
+		return "", nil, usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.adminListen, netErrText(err)))
+	}
+	// The admin listener answers only its own names too: on a loopback
+	// address, loopback names, so that a page on a rebinding domain cannot
+	// read pprof.
+	hosts := hostNames(cfg.adminListen, cfg.access.hosts)
+	admin := &http.Server{Handler: serve.OnlyHosts(hosts, adminMux(m.Handler())), ReadHeaderTimeout: readHeaderTimeout}
+	go admin.Serve(aln)
+	adminURL := fmt.Sprintf("http://%s/", aln.Addr())
+	fmt.Fprintf(e.stdout, "largo: metrics and pprof at %s\n", adminURL)
+	return adminURL, func() { admin.Close() }, nil
+}
+
+// announce says where the server serves: a line for people, and the ready
+// line for programs (package ready).
+func announce(e *env, where string, addr net.Addr, https bool, adminURL string) {
 	scheme := "http"
-	if tlsConf != nil {
+	if https {
 		scheme = "https"
 	}
-	url := fmt.Sprintf("%s://%s/", scheme, displayAddr(ln.Addr()))
+	url := fmt.Sprintf("%s://%s/", scheme, displayAddr(addr))
 	fmt.Fprintf(e.stdout, "largo: serving %s at %s\n", where, url)
-	ready.Write(e.stdout, ready.Line{URL: url, Addr: ln.Addr().String(), Admin: adminURL})
-
-	select {
-	case err := <-served:
-		return failed(err)
-	case <-ctx.Done():
-	case <-e.signals:
-	}
-	return drain(e, logger, h, srv, lim, cfg.drainTimeout)
+	ready.Write(e.stdout, ready.Line{URL: url, Addr: addr.String(), Admin: adminURL})
 }
 
 // setUpUploads puts the access policy in hcfg and, when it lets anyone
