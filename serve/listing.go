@@ -14,6 +14,7 @@ import (
 	"largo/archive"
 	"largo/auth"
 	"largo/encode"
+	"largo/gate"
 	"largo/ingest"
 	"largo/limit"
 	"largo/listing"
@@ -65,7 +66,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 		hdr.Set("Content-Security-Policy", ui.CSP(nonce))
 		hdr.Set("Referrer-Policy", "same-origin")
 	}
-	store := h.readable(r)
+	store := h.cfg.Store
 	if r.Method == http.MethodHead {
 		var err error
 		for _, err = range store.List(r.Context(), name) {
@@ -136,20 +137,22 @@ func viewOrder(v ui.View) listing.Compare {
 	}
 }
 
-// folderPage is what the HTML page of a folder shows besides its rows.
+// folderPage is what the HTML page of a folder shows besides its rows:
+// its controls, each shown where the gate would let its request through.
 func (h *Handler) folderPage(r *http.Request, name string) ui.Folder {
 	f := ui.Folder{Name: name, View: ui.ParseView(r.URL.Query())}
-	if id := who(r); id.share != nil {
-		f.Root = id.share.Path // nothing above the link's folder is reachable
+	if v := viewOf(r); v != nil {
+		f.Root = v.Root // nothing above the link's folder is reachable
 	}
 	for _, format := range archive.Formats {
 		f.Archives = append(f.Archives, string(format))
 	}
-	if h.cfg.Writes != nil && h.cfg.Resumable != nil && h.may(r, largo.Join(name, "x"), auth.Write) == nil {
+	ctx := r.Context()
+	if h.cfg.Writes != nil && h.cfg.Resumable != nil && h.gate.Check(ctx, auth.Write, largo.Join(name, gate.NewName), false) == nil {
 		f.Upload = &ui.Upload{Endpoint: ResumablePrefix}
 	}
 	f.User, f.May, f.SignIn = h.signedIn(r, name)
-	if f.User != "" && h.cfg.ShareKey != nil && h.may(r, name, auth.Read|auth.List) == nil {
+	if f.User != "" && h.gate.Links() != nil && h.gate.Check(ctx, auth.Read|auth.List, name, false) == nil {
 		f.Share = &ui.Share{Endpoint: SharePath, Write: f.Upload != nil}
 	}
 	return f
@@ -160,14 +163,16 @@ func (h *Handler) folderPage(r *http.Request, name string) ui.Folder {
 // users, the link that signs in and comes back to name's folder. A share
 // link's visitor gets neither.
 func (h *Handler) signedIn(r *http.Request, name string) (user string, may []string, signIn string) {
-	id := who(r)
+	p := principal(r)
 	switch {
-	case id.share != nil || h.cfg.Access == nil:
-	case id.user != "":
-		if p := h.cfg.Access.Policy().Allowed(id.user, name); p != 0 {
-			may = strings.Split(p.String(), ",")
+	case p.LinkID() != "":
+	case p.UserName() != "":
+		for _, perm := range []auth.Perm{auth.Read, auth.List, auth.Write, auth.Delete} {
+			if h.gate.Check(r.Context(), perm, name, false) == nil {
+				may = append(may, perm.String())
+			}
 		}
-		return id.user, may, ""
+		return p.UserName(), may, ""
 	case h.cfg.Access.Policy().Users() > 0:
 		back := "/"
 		if name != "" {
