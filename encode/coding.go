@@ -37,6 +37,8 @@ package encode
 import (
 	"fmt"
 	"strings"
+
+	"largo"
 )
 
 // Coding is a content coding, as named in Accept-Encoding and
@@ -86,13 +88,19 @@ func (c Coding) index() int {
 func Sidecar(name string, c Coding) string { return name + c.Ext() }
 
 // SidecarBase reports whether name has the form of a sidecar, and if so
-// returns the name of the file it would be the sidecar of and its coding.
-// Whether it is one depends on that file existing, which the caller
-// checks: a lone backup.tar.gz is a file like any other.
+// returns the name of the file it would be the sidecar of and its coding:
+// largo.SidecarBase, the one definition of a sidecar's name, with the
+// extension read as a coding. Whether it is one depends on that file
+// existing, which the caller checks: a lone backup.tar.gz is a file like
+// any other.
 func SidecarBase(name string) (base string, c Coding, ok bool) {
+	base, ext, ok := largo.SidecarBase(name)
+	if !ok {
+		return "", "", false
+	}
 	for _, k := range Codings {
-		if b, found := strings.CutSuffix(name, k.Ext()); found && b != "" && !strings.HasSuffix(b, "/") {
-			return b, k, true
+		if k.Ext() == ext {
+			return base, k, true
 		}
 	}
 	return "", "", false
