@@ -362,15 +362,10 @@ func (j *judge) refusal(name string) error {
 // (writes through it only create, never replace, and are capped), else
 // nil.
 func (g *Gate) DropBox(ctx context.Context) *Link {
-	p, _ := From(ctx)
-	if p.kind != link {
-		return nil
+	if l := g.LinkOf(ctx); l != nil && l.Kind == LinkDrop {
+		return l
 	}
-	l, err := g.cfg.Links.Get(ctx, p.name)
-	if err != nil || l.Kind != LinkDrop {
-		return nil
-	}
-	return l
+	return nil
 }
 
 // LinkOf returns the link ctx's principal holds, or nil.
