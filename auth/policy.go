@@ -200,21 +200,6 @@ func (p *Policy) Allowed(user, name string) Perm { return p.rules.Allowed(user, 
 // and everything below it (see Rules.AllowedBelow).
 func (p *Policy) AllowedBelow(user, name string) Perm { return p.rules.AllowedBelow(user, name) }
 
-// Somewhere reports whether user ("" for no credential) may do perm on
-// some path: a request that names no path yet (an upload resumed by its
-// ID) needs at least that.
-func (p *Policy) Somewhere(user string, perm Perm) bool {
-	if user == "" {
-		user = Anonymous
-	}
-	for _, r := range p.rules {
-		if r.Allow&perm == perm && r.rank(user) >= 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // ReadsAll reports whether user ("" for no credential) may read and list
 // every name: no listing or archive needs filtering for them.
 func (p *Policy) ReadsAll(user string) bool {

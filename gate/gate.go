@@ -399,33 +399,3 @@ func (g *Gate) MaxUpload(ctx context.Context) int64 {
 	}
 }
 
-// ReadsAll reports whether ctx's principal may read and list every name
-// that is not hidden, so that nothing it lists needs filtering (links
-// on the way aside).
-func (g *Gate) ReadsAll(ctx context.Context) bool {
-	p, ok := From(ctx)
-	switch {
-	case !ok:
-		return false
-	case p.kind == server:
-		return true
-	case p.kind == link:
-		return false
-	}
-	return g.cfg.Access.Policy().ReadsAll(p.name)
-}
-
-// Somewhere reports whether ctx's principal may do perm on some name: a
-// front end that shows a control (the page's upload area) asks it.
-func (g *Gate) Somewhere(ctx context.Context, perm auth.Perm) bool {
-	p, ok := From(ctx)
-	switch {
-	case !ok:
-		return false
-	case p.kind == server:
-		return true
-	case p.kind == link:
-		return false
-	}
-	return g.cfg.Access.Policy().Somewhere(p.name, perm)
-}
