@@ -398,4 +398,3 @@ func (g *Gate) MaxUpload(ctx context.Context) int64 {
 		return min(max, l.MaxUpload)
 	}
 }
-
