@@ -528,3 +528,37 @@ func TestStrangerStopsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusalReadableCrossOrigin: the 404 of another user's request, and
+// the answer about a finished upload, are written outside tusd, with what
+// lets a page of a listed origin read them, as tusd's own answers have.
+func TestRefusalReadableCrossOrigin(t *testing.T) {
+	const origin = "https://app.example"
+	f := newFixture(t, Config{CORSOrigins: []string{origin}})
+	url, resp := f.create(t, 5, map[string]string{"filename": "cors.txt"}, "Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("alice:x")))
+	if resp.StatusCode != 201 {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	for _, tt := range []struct {
+		user string
+		code int
+	}{{"bob", 404}, {"alice", 200}} {
+		req, _ := http.NewRequest(http.MethodHead, url, nil)
+		req.Header.Set("Tus-Resumable", "1.0.0")
+		req.Header.Set("Origin", origin)
+		req.SetBasicAuth(tt.user, "x")
+		if tt.user == "alice" {
+			f.patch(t, url, 0, "hello", "Authorization", req.Header.Get("Authorization"))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		h := resp.Header
+		if resp.StatusCode != tt.code || h.Get("Access-Control-Allow-Origin") != origin || len(h.Values("Access-Control-Allow-Credentials")) != 1 ||
+			h.Get("Tus-Resumable") != "1.0.0" || !strings.Contains(h.Get("Access-Control-Expose-Headers"), "Upload-Offset") {
+			t.Errorf("%s's HEAD from a listed origin: %d %v; want %d, readable by the page", tt.user, resp.StatusCode, h, tt.code)
+		}
+	}
+}
