@@ -186,3 +186,12 @@ func SidecarBase(name string) (base, ext string, ok bool) {
 	}
 	return "", "", false
 }
+
+// Within reports whether name is dir or below it. The root, "", holds
+// every name.
+func Within(dir, name string) bool {
+	return dir == "" || name == dir || len(name) > len(dir) && name[len(dir)] == '/' && strings.HasPrefix(name, dir)
+}
+
+// Below reports whether name is strictly below dir.
+func Below(dir, name string) bool { return name != dir && Within(dir, name) }

@@ -148,3 +148,26 @@ func TestSidecarBase(t *testing.T) {
 		}
 	}
 }
+
+func TestWithinBelow(t *testing.T) {
+	for _, tt := range []struct {
+		dir, name     string
+		within, below bool
+	}{
+		{"", "", true, false},
+		{"", "a", true, true},
+		{"a", "a", true, false},
+		{"a", "a/b", true, true},
+		{"a", "ab", false, false},
+		{"a/b", "a", false, false},
+		{"a/b", "a/b/c/d", true, true},
+		{"a", "", false, false},
+	} {
+		if got := Within(tt.dir, tt.name); got != tt.within {
+			t.Errorf("Within(%q, %q) = %v", tt.dir, tt.name, got)
+		}
+		if got := Below(tt.dir, tt.name); got != tt.below {
+			t.Errorf("Below(%q, %q) = %v", tt.dir, tt.name, got)
+		}
+	}
+}

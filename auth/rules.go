@@ -3,6 +3,8 @@ package auth
 import (
 	"fmt"
 	"strings"
+
+	"largo"
 )
 
 // Perm is a set of permissions on a path.
@@ -78,7 +80,7 @@ type Rule struct {
 
 // covers reports whether the rule's path is name or a folder above it.
 func (r Rule) covers(name string) bool {
-	return r.Path == "" || name == r.Path || strings.HasPrefix(name, r.Path) && name[len(r.Path)] == '/'
+	return largo.Within(r.Path, name)
 }
 
 // rank orders the rules that cover one name for one user: the longest
@@ -129,7 +131,7 @@ func (rs Rules) Allowed(user, name string) Perm {
 func (rs Rules) AllowedBelow(user, name string) Perm {
 	perm := rs.Allowed(user, name)
 	for _, r := range rs {
-		if r.Path != name && (name == "" || strings.HasPrefix(r.Path, name+"/")) {
+		if largo.Below(name, r.Path) {
 			perm &= rs.Allowed(user, r.Path)
 		}
 	}

@@ -249,7 +249,7 @@ func newScope(base, root string) (scope, error) {
 
 // holds reports whether name is root or below it.
 func (s scope) holds(name string) bool {
-	return s.root == "" || name == s.root || strings.HasPrefix(name, s.root+"/")
+	return largo.Within(s.root, name)
 }
 
 // name returns the store name of a library path (which may be invalid:

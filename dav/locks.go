@@ -106,18 +106,13 @@ func holder(ctx context.Context) string {
 
 // covers reports whether the lock applies to name.
 func (l *lock) covers(name string) bool {
-	return name == l.Root || !l.ZeroDepth && within(l.Root, name)
+	return name == l.Root || !l.ZeroDepth && largo.Below(l.Root, name)
 }
 
 // details returns what the library answers of l, whose root it names
 // root.
 func (l *lock) details(root string) webdav.LockDetails {
 	return webdav.LockDetails{Root: root, Duration: time.Duration(l.Timeout) * time.Second, OwnerXML: l.Owner, ZeroDepth: l.ZeroDepth}
-}
-
-// within reports whether name is strictly below dir.
-func within(dir, name string) bool {
-	return dir == "" && name != "" || strings.HasPrefix(name, dir+"/")
 }
 
 // escape turns a name into one element of a state key: every record of

@@ -63,7 +63,7 @@ type Link struct {
 func (l *Link) grants(name string) auth.Perm {
 	switch l.Kind {
 	case LinkFolder:
-		if within(l.Path, name) {
+		if largo.Within(l.Path, name) {
 			return auth.Read | auth.List
 		}
 	case LinkFile:
@@ -323,11 +323,6 @@ func (ls *Links) owned(ctx context.Context, id, maker string, all bool) (*Link, 
 		return nil, fmt.Errorf("link %q: %w", id, largo.ErrNotFound)
 	}
 	return l, nil
-}
-
-// within reports whether name is dir or below it.
-func within(dir, name string) bool {
-	return dir == "" || name == dir || strings.HasPrefix(name, dir) && len(name) > len(dir) && name[len(dir)] == '/'
 }
 
 // parent returns the folder of a name: "a/b" for "a/b/c", "" for "c".

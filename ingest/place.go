@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"largo"
 )
@@ -78,7 +77,7 @@ func (p *Pipeline) adopt(ctx context.Context, t Target, s Staged) (*Write, error
 	if !ok || s.Name == "" {
 		return nil, nil
 	}
-	if !strings.HasPrefix(s.Name, largo.StateDir+"/") {
+	if !largo.Below(largo.StateDir, s.Name) {
 		return nil, fmt.Errorf("%s: %w: not under %s", s.Name, largo.ErrInvalidName, largo.StateDir)
 	}
 	if _, err := largo.ParseName("/" + s.Name); err != nil {

@@ -43,7 +43,7 @@ var (
 // ".largo/tus", under largo.StateDir), created if needed; state is the
 // records of the same state area (the store's largo.State).
 func DiskStaging(root *os.Root, state largo.State, dir string) (Staging, error) {
-	if !strings.HasPrefix(dir, largo.StateDir+"/") {
+	if !largo.Below(largo.StateDir, dir) {
 		return nil, fmt.Errorf("staging folder %s: not under %s", dir, largo.StateDir)
 	}
 	if err := root.MkdirAll(dir, 0o700); err != nil {

@@ -143,7 +143,7 @@ func (h *Handler) davNeeds(r *http.Request, name string, perm auth.Perm) error {
 	}
 	// A copy into itself would copy what it makes, without end; a
 	// folder cannot move into itself (RFC 4918, 9.8.5: 403).
-	if dst == name || name == "" || strings.HasPrefix(dst, name+"/") {
+	if largo.Within(name, dst) {
 		return errIntoItself
 	}
 	if isDir && r.Method == "COPY" {
