@@ -91,3 +91,14 @@ type Hop struct {
 	// (its own target may be a link too, the next hop).
 	Target string
 }
+
+// Located is a File that can tell the name, relative to its store, of the
+// file it really is: where the links on its name's way led when it was
+// opened. The access gate asks it after an open instead of resolving the
+// name element by element first, which costs a system call per element on
+// every request (a folder's file answers from its descriptor).
+type Located interface {
+	// Location returns the file's own name in the store, or an error
+	// wrapping ErrUnsupported when it cannot be told.
+	Location() (string, error)
+}

@@ -94,7 +94,7 @@ func (s *Store) Copy(_ context.Context, name, src string, opt largo.CreateOption
 	if err := s.checkTarget(name, opt); err != nil {
 		return nil, err
 	}
-	in, err := s.open(src)
+	in, _, err := s.open(src)
 	if err != nil {
 		return nil, mapErr(err)
 	}

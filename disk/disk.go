@@ -32,8 +32,10 @@ import (
 	"io/fs"
 	"iter"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"largo"
@@ -43,8 +45,13 @@ import (
 // Store is a largo.Store on a local folder. Create one with Open.
 type Store struct {
 	dir   string
-	root  *os.Root
-	locks keylock.Set // by name: commits and removals
+	real  string   // dir with its own links resolved
+	dirF  *os.File // dir, for the descriptor openDirect opens from
+	dirFd int      // -1: none
+	// noOpenat2 is set once the kernel refused openat2.
+	noOpenat2 atomic.Bool
+	root      *os.Root
+	locks     keylock.Set // by name: commits and removals
 
 	swapMu sync.Mutex // the state area's swaps, in this process
 
@@ -73,11 +80,29 @@ func Open(dir string) (*Store, error) {
 		root.Close()
 		return nil, err
 	}
-	return &Store{dir: dir, root: root}, nil
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		root.Close()
+		return nil, err
+	}
+	st := &Store{dir: dir, real: real, root: root, dirFd: -1}
+	if d, err := os.Open(dir); err == nil {
+		st.dirF, st.dirFd = d, int(d.Fd())
+	}
+	return st, nil
 }
 
 // Close releases the folder. Files already open stay usable.
-func (s *Store) Close() error { return s.root.Close() }
+func (s *Store) Close() error {
+	if s.dirF != nil {
+		s.dirF.Close()
+	}
+	return s.root.Close()
+}
 
 // Dir returns the folder the store was opened on.
 func (s *Store) Dir() string { return s.dir }
@@ -97,7 +122,7 @@ func (s *Store) Stat(_ context.Context, name string) (largo.Info, error) {
 
 // Open implements largo.Store.
 func (s *Store) Open(_ context.Context, name string) (largo.File, error) {
-	f, err := s.open(name)
+	f, direct, err := s.open(name)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -116,7 +141,7 @@ func (s *Store) Open(_ context.Context, name string) (largo.File, error) {
 		return nil, fmt.Errorf("%s: not a regular file: %w", name, largo.ErrNotFound)
 	}
 	blocking(f)
-	return &file{File: f, info: info(name, fi)}, nil
+	return &file{File: f, info: info(name, fi), name: name, direct: direct, root: s.real}, nil
 }
 
 // List implements largo.Store. Symlinks are resolved inside the root; those
@@ -126,7 +151,10 @@ func (s *Store) Open(_ context.Context, name string) (largo.File, error) {
 // anything that is neither a regular file nor a folder.
 func (s *Store) List(_ context.Context, name string) iter.Seq2[largo.Info, error] {
 	return func(yield func(largo.Info, error) bool) {
-		d, err := s.open(name)
+		// Through os.Root, whose folders read their entries' metadata
+		// relative to themselves (a folder openDirect opened would read
+		// them relative to the working directory).
+		d, err := s.root.OpenFile(osName(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
 		if err != nil {
 			yield(largo.Info{}, mapErr(err))
 			return
@@ -186,19 +214,30 @@ func validElem(elem string) bool {
 // waits for a writer, which would hold the request (and a thread) for ever.
 // The flag changes nothing for files and folders, whose type the callers
 // check next.
-func (s *Store) open(name string) (*os.File, error) {
-	return s.root.OpenFile(osName(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+//
+// direct reports that no symbolic link was on the way (openDirect), so
+// that the file is where its name says.
+func (s *Store) open(name string) (f *os.File, direct bool, err error) {
+	if f, err := s.openDirect(name); f != nil || err != nil {
+		return f, f != nil, err
+	}
+	f, err = s.root.OpenFile(osName(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	return f, false, err
 }
 
 // file is an open file of the store.
 type file struct {
 	*os.File
-	info largo.Info
+	info   largo.Info
+	name   string // as opened
+	direct bool   // opened with no link on the way: it is at name
+	root   string // the folder's real path, which Location strips
 }
 
 var (
-	_ largo.File   = (*file)(nil)
-	_ largo.OSFile = (*file)(nil)
+	_ largo.File    = (*file)(nil)
+	_ largo.OSFile  = (*file)(nil)
+	_ largo.Located = (*file)(nil)
 )
 
 func (f *file) Info() largo.Info           { return f.info }

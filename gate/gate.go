@@ -147,19 +147,35 @@ func (g *Gate) Check(ctx context.Context, perm auth.Perm, name string, tree bool
 }
 
 func (g *Gate) check(ctx context.Context, p Principal, perm auth.Perm, name string, tree bool) error {
+	j, err := g.spelled(ctx, p, perm, name, tree)
+	if err != nil || j == nil {
+		return err
+	}
+	return g.resolved(ctx, j, perm, name, tree)
+}
+
+// spelled decides perm on name as it is spelled, and returns the judge
+// that decided it; nil with no error for the server, which needs none.
+func (g *Gate) spelled(ctx context.Context, p Principal, perm auth.Perm, name string, tree bool) (*judge, error) {
 	if p.kind == server {
-		return nil
+		return nil, nil
 	}
 	if largo.Reserved(name) {
-		return fmt.Errorf("%s: hidden: %w", name, largo.ErrNotFound)
+		return nil, fmt.Errorf("%s: hidden: %w", name, largo.ErrNotFound)
 	}
 	j, err := g.judge(ctx, p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !j.allows(perm, name, tree) {
-		return j.refusal(name)
+		return nil, j.refusal(name)
 	}
+	return &j, nil
+}
+
+// resolved decides perm on where name resolves, for the judge that let it
+// through as spelled.
+func (g *Gate) resolved(ctx context.Context, j *judge, perm auth.Perm, name string, tree bool) error {
 	resolved, err := g.resolve(ctx, name)
 	if err != nil {
 		return err

@@ -388,3 +388,31 @@ func TestPrincipalText(t *testing.T) {
 		t.Error("Parse took what String never writes")
 	}
 }
+
+// TestOpenThroughLinks: an open judges where the file it opened really
+// is, from the file itself when it can tell, and closes it unread when
+// that refuses it.
+func TestOpenThroughLinks(t *testing.T) {
+	for mode, want := range map[Symlinks]map[string]string{
+		Follow: {"pub/priv/secret.txt": "ok", "pub/state/share.key": "404", "pub/here": "ok", "pub/a.txt": "ok"},
+		Within: {"pub/priv/secret.txt": "404", "pub/state/share.key": "404", "pub/here": "ok", "pub/a.txt": "ok"},
+		None:   {"pub/priv/secret.txt": "404", "pub/state/share.key": "404", "pub/here": "404", "pub/a.txt": "ok"},
+	} {
+		f := newFixture(t, mode)
+		os.MkdirAll(filepath.Join(f.dir, ".largo"), 0o700)
+		os.WriteFile(filepath.Join(f.dir, ".largo", "share.key"), []byte("key"), 0o600)
+		for name, w := range want {
+			file, err := f.store.Open(as(User("alice")), name)
+			if file != nil {
+				file.Close()
+			}
+			if got := code(err); got != w {
+				t.Errorf("%v: alice opens %s: %s; want %s", mode, name, got, w)
+			}
+		}
+		// Bob may read /pub but not /private: the stricter of the two.
+		if _, err := f.store.Open(as(User("bob")), "pub/priv/secret.txt"); err == nil {
+			t.Errorf("%v: bob read /private through a link", mode)
+		}
+	}
+}

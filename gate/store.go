@@ -55,23 +55,64 @@ func (s *Store) Stat(ctx context.Context, name string) (largo.Info, error) {
 // Open implements largo.Store: reading needs read. A folder that may be
 // listed but not read opens as what it is (an error wrapping
 // largo.ErrIsDir), so that its listing can be asked for.
+//
+// Where the name leads is asked of the opened file when it can tell
+// (largo.Located: one system call), and only when it is elsewhere is the
+// name resolved element by element and judged there too; the file is
+// closed, unread, if that refuses it.
 func (s *Store) Open(ctx context.Context, name string) (largo.File, error) {
-	err := s.g.Check(ctx, auth.Read, name, false)
-	if err == nil {
+	p, ok := From(ctx)
+	if !ok {
+		return nil, s.g.Check(ctx, auth.Read, name, false)
+	}
+	j, err := s.g.spelled(ctx, p, auth.Read, name, false)
+	if err != nil {
+		return nil, s.listable(ctx, name, err)
+	}
+	if j == nil { // the server
 		return s.inner.Open(ctx, name)
 	}
-	if s.g.Check(ctx, auth.List, name, false) != nil {
+	if _, ok := s.inner.(largo.Resolver); !ok {
+		return s.inner.Open(ctx, name)
+	}
+	f, err := s.inner.Open(ctx, name)
+	if err != nil {
+		if errors.Is(err, largo.ErrIsDir) {
+			// A folder: judged where it resolves before it is said to be one.
+			if rerr := s.g.resolved(ctx, j, auth.Read, name, false); rerr != nil {
+				return nil, rerr
+			}
+		}
 		return nil, err
+	}
+	if lf, ok := f.(largo.Located); ok {
+		if loc, err := lf.Location(); err == nil && loc == name {
+			return f, nil // no link on the way
+		}
+	}
+	if err := s.g.resolved(ctx, j, auth.Read, name, false); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// listable answers an Open refused (err) of a name that may be listed but
+// not read: if it is a folder, that it is one, so that its listing can be
+// asked for; otherwise err.
+func (s *Store) listable(ctx context.Context, name string, err error) error {
+	if s.g.Check(ctx, auth.List, name, false) != nil {
+		return err
 	}
 	f, oerr := s.inner.Open(ctx, name)
 	if oerr == nil {
 		f.Close()
-		return nil, err
+		return err
 	}
 	if errors.Is(oerr, largo.ErrIsDir) {
-		return nil, oerr
+		return oerr
 	}
-	return nil, err
+	return err
 }
 
 // List implements largo.Store: listing needs list on the folder, and an
