@@ -344,84 +344,13 @@ func (fsys *fileSystem) Rename(ctx context.Context, oldPath, newPath string) err
 			return fsys.fail("rename", from, err)
 		}
 	}
-	// No rename: each file copied, then removed. Not atomic: a reader may
-	// meet a file at both names for a while, and a failure halfway leaves
-	// part of a folder at each. What the requester cannot see (files the
-	// access rules hide from them, dotfiles) stays where it was.
+	// No rename: each file copied, then removed, by the write pipeline
+	// (ingest.Pipeline.MoveByCopy, which the page's move shares). What
+	// the requester cannot see stays where it was.
 	if err := moveProps(ctx, st, from, to); err != nil {
 		return err
 	}
-	return fsys.moveTree(ctx, from, to)
-}
-
-// moveTree moves from to to by copies and removals: a file is copied then
-// removed, a folder made at to, its entries moved, and then removed if
-// nothing is left in it.
-func (fsys *fileSystem) moveTree(ctx context.Context, from, to string) error {
-	in, err := fsys.view.Stat(ctx, from)
-	if err != nil {
-		return fsys.fail("move", from, err)
-	}
-	rm, err := fsys.h.cfg.Writes.CheckRemove(ctx, from, largo.Condition{}, fsys.allTokens())
-	if err != nil {
-		return fsys.fail("move", from, err)
-	}
-	if !in.IsDir {
-		if err := fsys.copyFile(ctx, from, to, in.Size); err != nil {
-			return err
-		}
-		return fsys.fail("move", from, rm.Remove(ctx, from, largo.RemoveOptions{Condition: largo.Condition{IfMatch: in.ETag}}))
-	}
-	if dm, ok := fsys.h.cfg.Store.(largo.DirMaker); ok {
-		if err := dm.MakeDir(ctx, to); err != nil && !errors.Is(err, largo.ErrExist) && !errors.Is(err, largo.ErrUnsupported) {
-			return fsys.fail("move", to, err)
-		}
-	}
-	var children []string
-	for c, err := range fsys.view.List(ctx, from) {
-		if err != nil {
-			return fsys.fail("move", from, err)
-		}
-		children = append(children, c.Name)
-	}
-	for _, c := range children {
-		if err := fsys.moveTree(ctx, largo.Join(from, c), largo.Join(to, c)); err != nil {
-			return err
-		}
-	}
-	err = rm.Remove(ctx, from, largo.RemoveOptions{})
-	if err != nil && !errors.Is(err, largo.ErrNotEmpty) && !errors.Is(err, largo.ErrNotFound) {
-		return fsys.fail("move", from, err)
-	}
-	return nil
-}
-
-// copyFile copies one file: by the store where it can, else streamed
-// into a write of the pipeline.
-func (fsys *fileSystem) copyFile(ctx context.Context, from, to string, size int64) error {
-	t := ingest.Target{Name: to, Size: size, Tokens: fsys.allTokens()}
-	if w, err := fsys.h.cfg.Writes.BeginCopy(ctx, t, from); err == nil {
-		defer w.Abort()
-		_, err = w.Commit(context.WithoutCancel(ctx))
-		return fsys.fail("copy", to, err)
-	} else if !errors.Is(err, largo.ErrUnsupported) {
-		return fsys.fail("copy", to, err)
-	}
-	src, err := fsys.view.Open(ctx, from)
-	if err != nil {
-		return fsys.fail("copy", from, err)
-	}
-	defer src.Close()
-	w, err := fsys.h.cfg.Writes.Begin(ctx, t)
-	if err != nil {
-		return fsys.fail("copy", to, err)
-	}
-	defer w.Abort()
-	if _, err := w.ReadFrom(src); err != nil {
-		return err
-	}
-	_, err = w.Commit(context.WithoutCancel(ctx))
-	return err
+	return fsys.fail("move", from, pl.MoveByCopy(ctx, fsys.view, from, to, tokens))
 }
 
 // fileInfo is the os.FileInfo of an entry: small, since a listing holds

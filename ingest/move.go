@@ -1,0 +1,94 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+
+	"largo"
+)
+
+// MoveByCopy moves the file or folder from to to in a store that cannot
+// rename (a bucket: no largo.Renamer, or one that answers
+// largo.ErrUnsupported), by copies and removals. A file is copied (by the
+// store itself where it can, largo.Copier, else streamed through a write
+// of this pipeline), then removed under If-Match of the ETag it had when
+// it was looked at, so that a file replaced meanwhile stays where it was;
+// a folder is made at to, its entries moved one by one, and it is removed
+// when nothing is left in it. Every copy and removal is admitted like any
+// write (names, locks with tokens, size and space).
+//
+// view is the store as the requester sees it: what it does not show
+// (files the access rules hide from them, hidden names) is not listed, so
+// it stays where it was, and so does the folder that holds it.
+//
+// It is not atomic: a reader may meet a file at both names for a while,
+// and a failure halfway leaves part of a folder at each name; the error
+// says where it stopped. WebDAV's MOVE (package dav) and the page's move
+// (package serve) both move this way where the store has no rename.
+func (p *Pipeline) MoveByCopy(ctx context.Context, view largo.Store, from, to string, tokens []string) error {
+	in, err := view.Stat(ctx, from)
+	if err != nil {
+		return err
+	}
+	rm, err := p.CheckRemove(ctx, from, largo.Condition{}, tokens)
+	if err != nil {
+		return err
+	}
+	if !in.IsDir {
+		if err := p.copyFile(ctx, view, from, to, in.Size, tokens); err != nil {
+			return err
+		}
+		return rm.Remove(ctx, from, largo.RemoveOptions{Condition: largo.Condition{IfMatch: in.ETag}})
+	}
+	if dm, ok := p.cfg.Store.(largo.DirMaker); ok {
+		if err := dm.MakeDir(ctx, to); err != nil && !errors.Is(err, largo.ErrExist) && !errors.Is(err, largo.ErrUnsupported) {
+			return err
+		}
+	}
+	// The names first: the folder changes while its entries move.
+	var children []string
+	for c, err := range view.List(ctx, from) {
+		if err != nil {
+			return err
+		}
+		children = append(children, c.Name)
+	}
+	for _, c := range children {
+		if err := p.MoveByCopy(ctx, view, largo.Join(from, c), largo.Join(to, c), tokens); err != nil {
+			return err
+		}
+	}
+	err = rm.Remove(ctx, from, largo.RemoveOptions{})
+	if err != nil && !errors.Is(err, largo.ErrNotEmpty) && !errors.Is(err, largo.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// copyFile copies the file from to to: by the store where it can, else
+// streamed from view into a write of the pipeline.
+func (p *Pipeline) copyFile(ctx context.Context, view largo.Store, from, to string, size int64, tokens []string) error {
+	t := Target{Name: to, Size: size, Tokens: tokens}
+	if w, err := p.BeginCopy(ctx, t, from); err == nil {
+		defer w.Abort()
+		_, err = w.Commit(context.WithoutCancel(ctx))
+		return err
+	} else if !errors.Is(err, largo.ErrUnsupported) {
+		return err
+	}
+	src, err := view.Open(ctx, from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	w, err := p.Begin(ctx, t)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	if _, err := w.ReadFrom(src); err != nil {
+		return err
+	}
+	_, err = w.Commit(context.WithoutCancel(ctx))
+	return err
+}
