@@ -337,6 +337,6 @@ func TestState(t *testing.T) {
 func TestStateShared(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
 	a := newWriteStore(t, srv, nil, nil)
-	b := newWriteStore(t, srv, nil, nil)
+	b := newStore(t, srv, a.bucket, "w")
 	storetest.RunStateShared(t, a.State(), b.State())
 }
