@@ -15,7 +15,7 @@ serve:
 test: deps check
 	LARGO_TEST_STRICT=1 $(GO) test -race -timeout 40m -tags e2e ./...
 	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime 60000x ./serve
-	$(GO) test -run '^$$' -fuzz FuzzLockTokens -fuzztime 20000x ./ingest
+	$(GO) test -run '^$$' -fuzz FuzzLockTokens -fuzztime 20000x ./wire
 
 # The lab's long runs (build tag lab): the whole quick lab, and the lab
 # beside nginx, Caddy and Node.js, minutes each.

@@ -1,6 +1,10 @@
 package largo
 
-import "errors"
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
 
 // The kinds of error a Store returns, wrapped with %w around their cause. The
 // HTTP layer maps each kind to one status in a single table.
@@ -43,4 +47,33 @@ var (
 	// resource that frees itself (the process's file descriptors); a
 	// retry later may succeed.
 	ErrBusy = errors.New("busy")
+	// ErrReservedName: a hidden name, or one under the reserved prefix,
+	// written to.
+	ErrReservedName = errors.New("hidden or reserved name")
+	// ErrMissingFolder: a write's folder does not exist (and folders are
+	// not made for it).
+	ErrMissingFolder = errors.New("folder does not exist")
+	// ErrParentNotDir: a file stands where a write's folder should.
+	ErrParentNotDir = errors.New("parent is not a folder")
+	// ErrCondUnsupported: the store cannot apply conditions to writes.
+	ErrCondUnsupported = errors.New("conditional writes not supported by the store")
+	// ErrBodyTimeout: the client stopped sending a write's bytes.
+	ErrBodyTimeout = errors.New("request body stalled")
+	// ErrBodyIncomplete: a write's bytes ended early or broke.
+	ErrBodyIncomplete = errors.New("request body incomplete")
+	// ErrLocked: another client holds a lock on the target (WebDAV).
+	ErrLocked = errors.New("locked")
 )
+
+// DigestError is a write whose bytes differ from the digest the client
+// sent. It wraps ErrDigest.
+type DigestError struct {
+	Name   string
+	SHA256 []byte // what the bytes hash to
+}
+
+func (e *DigestError) Error() string {
+	return fmt.Sprintf("%s: %v: computed sha-256 %s", e.Name, ErrDigest, hex.EncodeToString(e.SHA256))
+}
+
+func (e *DigestError) Unwrap() error { return ErrDigest }

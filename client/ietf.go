@@ -13,7 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"largo"
+	"largo/wire"
 )
 
 // Uploads in the IETF protocol (draft-ietf-httpbis-resumable-upload), as
@@ -165,7 +165,7 @@ func (c *Client) ietfCreate(ctx context.Context, f *os.File, up *upload, key str
 	}
 	hdr := req.Header
 	hdr.Set("Upload-Draft-Interop-Version", ietfVersion)
-	hdr.Set("Upload-Complete", largo.FormatBoolItem(complete))
+	hdr.Set("Upload-Complete", wire.FormatBoolItem(complete))
 	hdr.Set("Upload-Length", strconv.FormatInt(up.Size, 10))
 	hdr.Set("Content-Type", "application/octet-stream")
 	hdr.Set("Expect", "100-continue")
@@ -227,11 +227,11 @@ func (c *Client) ietfOffset(ctx context.Context, up *upload) (ietfState, error) 
 
 // ietfOffsetField reads the offset and completeness of an answer.
 func ietfOffsetField(resp *http.Response, up *upload) (ietfState, error) {
-	off, ok := largo.ParseIntegerItem(resp.Header.Get("Upload-Offset"))
+	off, ok := wire.ParseIntegerItem(resp.Header.Get("Upload-Offset"))
 	if !ok || off > up.Size {
 		return ietfState{}, transient("the server gave the upload offset %q", resp.Header.Get("Upload-Offset"))
 	}
-	complete, _ := largo.ParseBoolItem(resp.Header.Get("Upload-Complete"))
+	complete, _ := wire.ParseBoolItem(resp.Header.Get("Upload-Complete"))
 	if complete && off != up.Size {
 		return ietfState{}, fmt.Errorf("%w (complete at %d bytes, the file has %d)", errGone, off, up.Size)
 	}
@@ -267,7 +267,7 @@ func (c *Client) ietfAppend(ctx context.Context, f *os.File, up *upload, off int
 	hdr.Set("Upload-Draft-Interop-Version", ietfVersion)
 	hdr.Set("Content-Type", "application/partial-upload")
 	hdr.Set("Upload-Offset", strconv.FormatInt(off, 10))
-	hdr.Set("Upload-Complete", largo.FormatBoolItem(complete))
+	hdr.Set("Upload-Complete", wire.FormatBoolItem(complete))
 	hdr.Set("Expect", "100-continue")
 	if repr != "" {
 		hdr.Set("Repr-Digest", repr)
@@ -298,7 +298,7 @@ func (c *Client) ietfAppend(ctx context.Context, f *os.File, up *upload, off int
 // ietfDone checks the answer to the request that completed the upload:
 // the upload complete, and the digest the server computed the file's.
 func ietfDone(resp *http.Response, up *upload, repr string, fd *fileDigest) (ietfState, error) {
-	if complete, _ := largo.ParseBoolItem(resp.Header.Get("Upload-Complete")); !complete {
+	if complete, _ := wire.ParseBoolItem(resp.Header.Get("Upload-Complete")); !complete {
 		return ietfState{}, transient("the server did not take the upload as complete (%d, Upload-Complete %q)", resp.StatusCode, resp.Header.Get("Upload-Complete"))
 	}
 	if got, ok := parseDigest(resp.Header.Get("Repr-Digest")); ok && got.alg == "sha-256" {

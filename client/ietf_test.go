@@ -14,6 +14,7 @@ import (
 
 	"largo/client"
 	"largo/disk"
+	"largo/gate"
 	"largo/ingest"
 	"largo/resumable"
 	"largo/serve"
@@ -41,12 +42,17 @@ func newIETFServer(t testing.TB, ietf bool) *ietfServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	writes := ingest.New(ingest.Config{Store: st})
-	rh, err := resumable.New(resumable.Config{Writes: writes, BasePath: serve.ResumablePrefix})
+	g, gated := gate.Open(st)
+	writes := ingest.New(ingest.Config{Store: gated})
+	staging, err := resumable.StagingFor(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := serve.Config{Store: st, Writes: writes, Resumable: rh}
+	rh, err := resumable.New(resumable.Config{Writes: writes, Staging: staging, State: st.State(), BasePath: serve.ResumablePrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := serve.Config{Store: gated, Gate: g, Writes: writes, Resumable: rh}
 	if ietf {
 		if cfg.Resumer, err = rh.IETF(resumable.IETFConfig{BasePath: serve.ResumerPrefix}); err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"largo/ingest"
+	"largo/wire"
 )
 
 // The protocol library decodes a DAV request's XML body whole, and what
@@ -27,8 +28,8 @@ const MaxBody = 1 << 20
 const MaxRequestProps = 256
 
 var (
-	errBodyTooLarge = ingest.Refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large: at most %d bytes of XML", MaxBody))
-	errTooManyNamed = ingest.Refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("too many properties: at most %d in one request", MaxRequestProps))
+	errBodyTooLarge = wire.Refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large: at most %d bytes of XML", MaxBody))
+	errTooManyNamed = wire.Refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("too many properties: at most %d in one request", MaxRequestProps))
 )
 
 // readBody reads the XML body of r, a PROPFIND, PROPPATCH or LOCK, whole

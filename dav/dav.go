@@ -70,6 +70,7 @@ import (
 
 	"largo"
 	"largo/ingest"
+	"largo/wire"
 )
 
 // Config configures a Handler. Store and Locks are required.
@@ -138,7 +139,7 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 		err = fmt.Errorf("%s: outside %s: %w", name, root, largo.ErrNotFound)
 	}
 	if err != nil {
-		code, reason := ingest.Status(err)
+		code, reason := wire.Status(err)
 		writeStatus(w, code, reason)
 		return
 	}
@@ -158,7 +159,7 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 	case "PROPFIND", "PROPPATCH", "LOCK":
 		body, err := readBody(r)
 		if err != nil {
-			code, reason := ingest.Status(err)
+			code, reason := wire.Status(err)
 			writeStatus(w, code, reason)
 			return
 		}
@@ -183,9 +184,9 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 		// The library removes what is at the destination before it
 		// finds the source missing: a MOVE of nothing would only delete.
 		if _, err := view.Stat(r.Context(), name); err != nil {
-			code, reason := ingest.Status(err)
+			code, reason := wire.Status(err)
 			if errors.Is(err, fs.ErrNotExist) {
-				code, reason = ingest.Status(largo.ErrNotFound)
+				code, reason = wire.Status(largo.ErrNotFound)
 			}
 			writeStatus(w, code, reason)
 			return
@@ -204,7 +205,7 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 		lr.Header.Set("Overwrite", "T")
 	}
 	rl := &requestLocks{Locks: h.cfg.Locks, ctx: r.Context(), at: at, owner: owner, ownerOK: ownerOK, target: name, scoped: true}
-	fsys := &fileSystem{h: h, view: view, at: at, locks: rl, tokens: ingest.LockTokens(r.Header), propfind: r.Method == "PROPFIND"}
+	fsys := &fileSystem{h: h, view: view, at: at, locks: rl, tokens: wire.LockTokens(r.Header), propfind: r.Method == "PROPFIND"}
 	if fsys.propfind && shows != nil {
 		fsys.shows = func(dir string) func(largo.Info) bool { return shows(r.Context(), dir) }
 	}
@@ -313,7 +314,7 @@ func clean(p string) string {
 // 403 for any failed rename or folder made during a COPY, 412 for an If
 // header none of whose lists holds. Where the adapter met an error of
 // the store, the write pipeline or the locks, answer puts the status and
-// one-line reason of the pipeline's table (ingest.Status) in their place,
+// one-line reason of the pipeline's table (wire.Status) in their place,
 // as a PUT would be answered: 413 and 507 for a COPY too large or out of
 // space, 409 for a missing folder, 423 for a lock (in place of the 412
 // of an If header that held no lock of the requester's), 403 with its
@@ -326,8 +327,8 @@ type answer struct {
 
 func (a *answer) WriteHeader(code int) {
 	if err := a.failed(); err != nil && (code == http.StatusInternalServerError || code == http.StatusForbidden ||
-		code == http.StatusPreconditionFailed && errors.Is(err, ingest.ErrLocked)) {
-		if c, reason := ingest.Status(err); c != http.StatusInternalServerError {
+		code == http.StatusPreconditionFailed && errors.Is(err, largo.ErrLocked)) {
+		if c, reason := wire.Status(err); c != http.StatusInternalServerError {
 			a.replaced = true
 			writeStatus(a.ResponseWriter, c, reason)
 			return

@@ -105,7 +105,7 @@ func osErr(op, name string, err error) error {
 // answer is to tell, and returns what the library reads of it (osErr).
 // The library answers most errors of a change with a status of its own
 // (500, or 403 for any failed rename); the Handler puts the status of the
-// write pipeline's table (ingest.Status) in its place.
+// write pipeline's table (wire.Status) in its place.
 func (fsys *fileSystem) fail(op, name string, err error) error {
 	if err == nil {
 		return nil
@@ -125,9 +125,9 @@ func (fsys *fileSystem) checkFolder(ctx context.Context, name string) error {
 	in, err := fsys.h.cfg.Store.Stat(ctx, dir)
 	switch {
 	case errors.Is(err, largo.ErrNotFound):
-		return fmt.Errorf("%s: %w: %w", dir, ingest.ErrMissingFolder, err)
+		return fmt.Errorf("%s: %w: %w", dir, largo.ErrMissingFolder, err)
 	case errors.Is(err, largo.ErrNotDir) || err == nil && !in.IsDir:
-		return fmt.Errorf("%s: %w", dir, ingest.ErrParentNotDir)
+		return fmt.Errorf("%s: %w", dir, largo.ErrParentNotDir)
 	}
 	return err
 }

@@ -12,7 +12,6 @@ import (
 
 	"largo"
 	"largo/gate"
-	"largo/ingest"
 )
 
 // lockAs takes a lock of Depth 0 on url for user and returns its token.
@@ -71,14 +70,14 @@ func TestLockHolder(t *testing.T) {
 	bob := gate.With(context.Background(), gate.User("bob"))
 	alice := gate.With(context.Background(), gate.User("alice"))
 	for _, tokens := range [][]string{nil, {tok}} {
-		if err := locks.Locked(bob, "doc.txt", false, tokens); !errors.Is(err, ingest.ErrLocked) {
+		if err := locks.Locked(bob, "doc.txt", false, tokens); !errors.Is(err, largo.ErrLocked) {
 			t.Errorf("bob's write with tokens %v: %v; want ErrLocked", tokens, err)
 		}
 	}
 	if err := locks.Locked(bob, "other.txt", false, []string{tok}); err != nil {
 		t.Errorf("bob's write of a file no one locked, with alice's token: %v; want it through, as without a token", err)
 	}
-	if err := locks.Locked(context.Background(), "doc.txt", false, []string{tok}); !errors.Is(err, ingest.ErrLocked) {
+	if err := locks.Locked(context.Background(), "doc.txt", false, []string{tok}); !errors.Is(err, largo.ErrLocked) {
 		t.Errorf("a write without a principal, with the token: %v; want ErrLocked", err)
 	}
 	if err := locks.Locked(alice, "doc.txt", false, []string{tok}); err != nil {

@@ -19,6 +19,7 @@ import (
 	"largo"
 	"largo/gate"
 	"largo/ingest"
+	"largo/wire"
 )
 
 // Locks are WebDAV's write locks, kept as records of a store's state
@@ -332,7 +333,7 @@ func (ls *Locks) Locked(ctx context.Context, name string, tree bool, tokens []st
 	}
 	for _, l := range held {
 		if !slices.Contains(own, l.Token) {
-			return fmt.Errorf("%s: %w by %s", name, ingest.ErrLocked, l.Root)
+			return fmt.Errorf("%s: %w by %s", name, largo.ErrLocked, l.Root)
 		}
 	}
 	return nil
@@ -383,7 +384,7 @@ func (ls *Locks) Forget(ctx context.Context, name string) {
 const MaxOwner = 16 << 10
 
 // errOwnerTooLong refuses a LOCK whose owner is over MaxOwner.
-var errOwnerTooLong = ingest.Refuse(http.StatusBadRequest, "lock owner too long: at most 16 KiB")
+var errOwnerTooLong = wire.Refuse(http.StatusBadRequest, "lock owner too long: at most 16 KiB")
 
 // errNoHolder refuses a lock asked for without a principal.
 var errNoHolder = fmt.Errorf("a lock without a principal: %w", largo.ErrPermission)
@@ -494,7 +495,7 @@ func (ls *Locks) held(ctx context.Context, token string) (*lock, string, error) 
 
 // errNotHolder refuses the refresh or removal of a lock by another
 // principal than the one that took it.
-var errNotHolder = ingest.Refuse(http.StatusForbidden, "forbidden: this lock was taken by someone else; only its holder may refresh or remove it")
+var errNotHolder = wire.Refuse(http.StatusForbidden, "forbidden: this lock was taken by someone else; only its holder may refresh or remove it")
 
 // refresh extends the lock of token, if ctx's principal took it, only as
 // it was read: a lock that expired and was taken over meanwhile is no
@@ -548,7 +549,7 @@ func (ls *Locks) unlock(ctx context.Context, token string) error {
 // davfs2 sends it.) The tokens of others' locks count as none: a list of
 // only those holds as no If header would, where no lock is; a name
 // locked by a lock the list does not hold fails it with an error
-// wrapping ingest.ErrLocked.
+// wrapping largo.ErrLocked.
 func (ls *Locks) confirm(ctx context.Context, names []string, conds []webdav.Condition, who string) error {
 	var own []string
 	others := false
@@ -577,7 +578,7 @@ func (ls *Locks) confirm(ctx context.Context, names []string, conds []webdav.Con
 		}
 		for _, l := range held {
 			if !slices.Contains(own, l.Token) {
-				return fmt.Errorf("%s: %w by %s", n, ingest.ErrLocked, l.Root)
+				return fmt.Errorf("%s: %w by %s", n, largo.ErrLocked, l.Root)
 			}
 		}
 	}
@@ -656,7 +657,7 @@ func (rl *requestLocks) Confirm(now time.Time, name0, name1 string, conds ...web
 		}
 	}
 	err := rl.confirm(ctx, names, conds, holder(ctx))
-	if errors.Is(err, ingest.ErrLocked) {
+	if errors.Is(err, largo.ErrLocked) {
 		// Told as 423 if no other list of the If header holds.
 		rl.failed = err
 		return nil, webdav.ErrConfirmationFailed

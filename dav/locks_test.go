@@ -13,7 +13,6 @@ import (
 	"largo"
 	"largo/disk"
 	"largo/gate"
-	"largo/ingest"
 )
 
 // clock is a settable clock.
@@ -69,11 +68,11 @@ func TestLocks(t *testing.T) {
 		tokens []string
 		want   error
 	}{
-		{"dir/deep/file", false, nil, ingest.ErrLocked},
+		{"dir/deep/file", false, nil, largo.ErrLocked},
 		{"dir/deep/file", false, []string{tok}, nil},
 		{"other", false, nil, nil},
-		{"", true, nil, ingest.ErrLocked},
-		{"", true, []string{tok}, ingest.ErrLocked}, // /dirt is locked too
+		{"", true, nil, largo.ErrLocked},
+		{"", true, []string{tok}, largo.ErrLocked}, // /dirt is locked too
 		{"other", false, []string{"opaquelocktoken:nothing"}, largo.ErrPrecondition},
 	} {
 		err := b.Locked(ctx, tc.name, tc.tree, tc.tokens)
@@ -87,7 +86,7 @@ func TestLocks(t *testing.T) {
 	if _, err := rb.Confirm(c.t, "/dir/x", "/other", webdav.Condition{Token: tok}); err != nil {
 		t.Errorf("confirm of a move out of the lock to a name no one locked: %v", err)
 	}
-	if _, err := rb.Confirm(c.t, "/dir/x", "/dirt", webdav.Condition{Token: tok}); err != webdav.ErrConfirmationFailed || !errors.Is(rb.failed, ingest.ErrLocked) {
+	if _, err := rb.Confirm(c.t, "/dir/x", "/dirt", webdav.Condition{Token: tok}); err != webdav.ErrConfirmationFailed || !errors.Is(rb.failed, largo.ErrLocked) {
 		t.Errorf("confirm of a move onto a name another lock holds: %v, %v; want ErrConfirmationFailed, told as ErrLocked", err, rb.failed)
 	}
 	if _, err := rb.Confirm(c.t, "/other", "", webdav.Condition{Token: "opaquelocktoken:none"}); err != webdav.ErrConfirmationFailed {
@@ -97,7 +96,7 @@ func TestLocks(t *testing.T) {
 		t.Errorf("Refresh through the replica: %v", err)
 	}
 	c.t = c.t.Add(90 * time.Second) // past the first timeout, within the refreshed one
-	if err := b.Locked(ctx, "dir/file", false, nil); !errors.Is(err, ingest.ErrLocked) {
+	if err := b.Locked(ctx, "dir/file", false, nil); !errors.Is(err, largo.ErrLocked) {
 		t.Errorf("after the refresh: %v; want still locked", err)
 	}
 	if err := rb.Unlock(c.t, tok+"x"); err != webdav.ErrNoSuchLock {

@@ -408,3 +408,14 @@ func (u *upload) Commit(ctx context.Context, cond largo.Condition) (largo.Info, 
 	}
 	return u.Upload.Commit(ctx, cond)
 }
+
+// Open returns a gate under which everyone may do everything, and st
+// behind it, its names judged where they resolve: what a server without
+// an access policy reads and writes through (the one-user policy of
+// --upload-open). Every call still needs a principal in its context.
+func Open(st largo.Store) (*Gate, *Store) {
+	cfg := Config{Access: auth.New(auth.OneUser("", true), nil)}
+	cfg.Resolver, _ = st.(largo.Resolver)
+	g := New(cfg)
+	return g, g.Store(st)
+}

@@ -59,7 +59,7 @@ type Observer interface {
 // WebDAV's locks and dead properties (package dav). Implementations must
 // be safe for concurrent use.
 type Guard interface {
-	// Locked returns an error wrapping ErrLocked when name is locked by a
+	// Locked returns an error wrapping largo.ErrLocked when name is locked by a
 	// lock whose token is not among tokens; with tree, locks on anything
 	// below name count too (the removal of a folder).
 	Locked(ctx context.Context, name string, tree bool, tokens []string) error
@@ -164,7 +164,7 @@ type Target struct {
 
 // CheckName applies the write policy to a name that passed
 // largo.ParseName: the root, hidden names and names under the reserved
-// prefix are never written (ErrIsDir, ErrReservedName), and a new name
+// prefix are never written (ErrIsDir, largo.ErrReservedName), and a new name
 // must pass largo.CheckNew (UTF-8, nothing that makes it pass for
 // another: ErrInvalidName, largo.ErrUnsafeName).
 func CheckName(name string) error {
@@ -172,7 +172,7 @@ func CheckName(name string) error {
 	case name == "":
 		return fmt.Errorf("the root: %w", largo.ErrIsDir)
 	case largo.Reserved(name):
-		return fmt.Errorf("%s: %w: %w", name, ErrReservedName, largo.ErrPermission)
+		return fmt.Errorf("%s: %w: %w", name, largo.ErrReservedName, largo.ErrPermission)
 	}
 	return largo.CheckNew(name)
 }
@@ -223,7 +223,7 @@ func (p *Pipeline) Forget(ctx context.Context, name string) {
 	}
 }
 
-// CheckLock refuses, with an error wrapping ErrLocked, a change to name
+// CheckLock refuses, with an error wrapping largo.ErrLocked, a change to name
 // (with tree, to anything below it) that tokens do not unlock: for the
 // changes that are no write of bytes (a folder made, properties set).
 func (p *Pipeline) CheckLock(ctx context.Context, name string, tree bool, tokens []string) error {
@@ -262,7 +262,7 @@ func (p *Pipeline) admit(ctx context.Context, t *Target) error {
 	exists := err == nil
 	switch {
 	case errors.Is(err, largo.ErrNotDir):
-		return fmt.Errorf("%w: %w", ErrParentNotDir, err)
+		return fmt.Errorf("%w: %w", largo.ErrParentNotDir, err)
 	case err != nil && !errors.Is(err, largo.ErrNotFound):
 		return err
 	case exists && in.IsDir:
@@ -304,7 +304,7 @@ type writeChecker interface {
 func (p *Pipeline) checkCond(cond largo.Condition) error {
 	cw, ok := p.cfg.Store.(conditionalWriter)
 	if ok && cond != (largo.Condition{}) && !cw.ConditionalWrites() {
-		return fmt.Errorf("%w: %w", ErrCondUnsupported, largo.ErrUnsupported)
+		return fmt.Errorf("%w: %w", largo.ErrCondUnsupported, largo.ErrUnsupported)
 	}
 	return nil
 }
@@ -324,9 +324,9 @@ func (p *Pipeline) checkFolder(ctx context.Context, name string) error {
 	in, err := p.cfg.Store.Stat(ctx, dir)
 	switch {
 	case err == nil && !in.IsDir, errors.Is(err, largo.ErrNotDir):
-		return fmt.Errorf("%s: %w: %w", dir, ErrParentNotDir, largo.ErrNotDir)
+		return fmt.Errorf("%s: %w: %w", dir, largo.ErrParentNotDir, largo.ErrNotDir)
 	case errors.Is(err, largo.ErrNotFound) && p.cfg.NoMkdir:
-		return fmt.Errorf("%s: %w: %w", dir, ErrMissingFolder, err)
+		return fmt.Errorf("%s: %w: %w", dir, largo.ErrMissingFolder, err)
 	case err != nil && !errors.Is(err, largo.ErrNotFound):
 		return err
 	}
@@ -413,3 +413,26 @@ func (p *Pipeline) giveBack(h *hold) {
 type nopObserver struct{}
 
 func (nopObserver) PendingBytes(int64) {}
+
+// Unmodified turns a write's If-Unmodified-Since date (see
+// wire.UnmodifiedSince) into a condition the store applies atomically:
+// when a file is at name, the write fails (ErrPrecondition) if the file
+// was modified after since, and otherwise must find the file as it is
+// now (If-Match of its ETag) when it commits. A missing file, which has
+// no date, leaves cond as it is.
+func (p *Pipeline) Unmodified(ctx context.Context, name string, since time.Time, cond largo.Condition) (largo.Condition, error) {
+	in, err := p.cfg.Store.Stat(ctx, name)
+	switch {
+	case errors.Is(err, largo.ErrNotFound) || errors.Is(err, largo.ErrNotDir):
+		return cond, nil
+	case err != nil:
+		return cond, err
+	case in.IsDir || in.ModTime.IsZero():
+		return cond, nil
+	case in.ModTime.Truncate(time.Second).After(since):
+		return cond, fmt.Errorf("%s modified since %s: %w", name, since.UTC().Format(time.RFC1123), largo.ErrPrecondition)
+	case in.ETag != "":
+		cond.IfMatch = in.ETag
+	}
+	return cond, nil
+}

@@ -15,6 +15,7 @@ import (
 
 	"largo"
 	"largo/disk"
+	"largo/wire"
 )
 
 // spaceStore is a folder that reports a fixed free space.
@@ -86,7 +87,7 @@ func TestAdmission(t *testing.T) {
 		err := p.Check(ctx, tt.t)
 		code := 0
 		if err != nil {
-			code, _ = Status(err)
+			code, _ = wire.Status(err)
 		}
 		if code != tt.code {
 			t.Errorf("Check(%+v) = %v (%d); want %d", tt.t, err, code, tt.code)
@@ -175,11 +176,11 @@ func TestReceive(t *testing.T) {
 	}
 	w.ReadFrom(strings.NewReader("new"))
 	_, err = w.Commit(ctx)
-	var de *DigestError
-	if !errors.As(err, &de) || de.Digest() != largo.FormatDigest(sumOf("new")) {
+	var de *largo.DigestError
+	if !errors.As(err, &de) || wire.FormatDigest(de.SHA256) != wire.FormatDigest(sumOf("new")) {
 		t.Fatalf("digest mismatch: %v", err)
 	}
-	if code, reason := Status(err); code != 400 || !strings.Contains(reason, de.Digest()) {
+	if code, reason := wire.Status(err); code != 400 || !strings.Contains(reason, wire.FormatDigest(de.SHA256)) {
 		t.Errorf("digest mismatch answered %d %q", code, reason)
 	}
 	if read(t, dir, "old") != "old" {
@@ -256,116 +257,6 @@ func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 func sumOf(s string) []byte {
 	sum := sha256.Sum256([]byte(s))
 	return sum[:]
-}
-
-// TestUploadComplete: both generations of the field, and values that
-// say nothing.
-func TestUploadComplete(t *testing.T) {
-	for _, c := range []struct {
-		hdr                  []string
-		complete, stated, in bool
-	}{
-		{nil, false, false, false},
-		{[]string{"Upload-Complete", "?1"}, true, true, false},
-		{[]string{"Upload-Complete", "?0"}, false, true, true},
-		{[]string{"Upload-Complete", "yes"}, false, false, false},
-		{[]string{"Upload-Incomplete", "?1"}, false, true, true},
-		{[]string{"Upload-Incomplete", "?0"}, true, true, false},
-		{[]string{"Upload-Complete", "?1", "Upload-Incomplete", "?1"}, true, true, false},
-		{[]string{"Upload-Complete", "?1", "Upload-Complete", "?0"}, false, false, false},
-	} {
-		h := http.Header{}
-		for i := 0; i < len(c.hdr); i += 2 {
-			h.Add(c.hdr[i], c.hdr[i+1])
-		}
-		complete, stated := UploadComplete(h)
-		if complete != c.complete || stated != c.stated || Incomplete(h) != c.in {
-			t.Errorf("%v: %v, %v, incomplete %v", c.hdr, complete, stated, Incomplete(h))
-		}
-	}
-}
-
-func TestLockTokens(t *testing.T) {
-	for _, tc := range []struct {
-		ifs  string
-		want string
-	}{
-		{"", ""},
-		{"(<opaquelocktoken:a>)", "opaquelocktoken:a"},
-		{`<http://h/x> (<urn:a> ["e<t"]) (Not <DAV:no-lock>)`, "urn:a"},
-		{"(<a>) (<b>)", "a,b"},
-		{"(not <a>)(<b>)", "b"},
-		{"(<unterminated", ""},
-		{`(["etag"])`, ""},
-	} {
-		h := http.Header{}
-		if tc.ifs != "" {
-			h.Set("If", tc.ifs)
-		}
-		if got := strings.Join(LockTokens(h), ","); got != tc.want {
-			t.Errorf("LockTokens(%q) = %q; want %q", tc.ifs, got, tc.want)
-		}
-	}
-}
-
-func FuzzLockTokens(f *testing.F) {
-	f.Add(`<http://h/x> (<urn:a> ["e<t"]) (Not <DAV:no-lock>)`)
-	f.Fuzz(func(t *testing.T, s string) {
-		h := http.Header{"If": {s}}
-		for _, tok := range LockTokens(h) {
-			if tok == "" || strings.ContainsAny(tok, "<>") {
-				t.Errorf("LockTokens(%q) gave %q", s, tok)
-			}
-		}
-	})
-}
-
-func TestCheckIf(t *testing.T) {
-	for _, tc := range []struct {
-		v  string
-		ok bool
-	}{
-		{"(<opaquelocktoken:a-b/_x>)", true},
-		{"(<urn:uuid:1>) (Not <DAV:no-lock>)", true},
-		{`(["etag"])`, true},
-		{`(<opaquelocktoken:a> ["W/\"x\""])`, true},
-		{"<http://host/a.txt> (<opaquelocktoken:a>)", true},
-		{"</a.txt> (<opaquelocktoken:a>) </b.txt> (Not <opaquelocktoken:b>) ([\"e\"])", true},
-		{"  (  <t>  )  ", true},
-		{"garbage", false},
-		{"(", false},
-		{"(<nolock>", false},
-		{"()", false},
-		{"(<>)", false},
-		{"(Not)", false},
-		{"(x)", false},
-		{"<http://host/a.txt>", false},
-		{"<http://host/a.txt> <http://host/b.txt> (<t>)", false},
-		{"(<t>) <http://host/a.txt> (<t>)", false},
-		{"(<t>))", false},
-		{"(<a<b>)", false},
-		{"([etag)", false},
-	} {
-		h := http.Header{"If": {tc.v}}
-		if err := CheckIf(h); (err == nil) != tc.ok {
-			t.Errorf("CheckIf(%q) = %v; want ok %v", tc.v, err, tc.ok)
-		}
-	}
-	if err := CheckIf(http.Header{}); err != nil {
-		t.Errorf("no If header: %v", err)
-	}
-}
-
-func FuzzCheckIf(f *testing.F) {
-	for _, s := range []string{"(<opaquelocktoken:a>)", "<http://h/a> (Not <t>) ([\"e\"])", "(", "garbage"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, v string) {
-		h := http.Header{"If": {v}}
-		if CheckIf(h) == nil && len(LockTokens(h)) == 0 && !strings.Contains(v, "[") && !strings.Contains(strings.ToLower(v), "not") {
-			t.Errorf("CheckIf(%q) accepts a header without a token, an entity tag or a Not", v)
-		}
-	})
 }
 
 // TestStalledWriteGivesBack: a write that announced a large body and then

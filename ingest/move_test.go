@@ -37,7 +37,7 @@ func (lockAll) Locked(_ context.Context, name string, _ bool, tokens []string) e
 	if len(tokens) > 0 && tokens[0] == "key" {
 		return nil
 	}
-	return fmt.Errorf("%s: %w", name, ErrLocked)
+	return fmt.Errorf("%s: %w", name, largo.ErrLocked)
 }
 func (lockAll) Forget(context.Context, string) {}
 
@@ -89,8 +89,8 @@ func TestMoveByCopyKeepsChanged(t *testing.T) {
 
 	s, dir = newStore(t, map[string]string{"d/f": "f"})
 	p = New(Config{Store: s, Guard: lockAll{}})
-	if err := p.MoveByCopy(context.Background(), s, "d", "e", nil); !errors.Is(err, ErrLocked) {
-		t.Errorf("move of a locked folder: %v; want ErrLocked", err)
+	if err := p.MoveByCopy(context.Background(), s, "d", "e", nil); !errors.Is(err, largo.ErrLocked) {
+		t.Errorf("move of a locked folder: %v; want largo.ErrLocked", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "e")); !os.IsNotExist(err) || read(t, dir, "d/f") != "f" {
 		t.Error("a locked folder moved")

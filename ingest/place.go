@@ -91,7 +91,7 @@ func (p *Pipeline) adopt(ctx context.Context, t Target, s Staged) (*Write, error
 		}
 	}
 	if t.SHA256 != nil && string(t.SHA256) != string(sum) {
-		return nil, &DigestError{Name: t.Name, SHA256: sum} // and the store untouched
+		return nil, &largo.DigestError{Name: t.Name, SHA256: sum} // and the store untouched
 	}
 	u, err := a.Adopt(ctx, t.Name, s.Name, largo.CreateOptions{Size: s.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
 	if errors.Is(err, largo.ErrUnsupported) {

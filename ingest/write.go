@@ -65,7 +65,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b 
 
 // ReadFrom receives body into the write, through a pooled buffer, until
 // io.EOF, and returns the bytes stored. Errors say which side failed: the
-// client's (ErrBodyTimeout, ErrBodyIncomplete), the limits' (ErrTooLarge,
+// client's (largo.ErrBodyTimeout, largo.ErrBodyIncomplete), the limits' (ErrTooLarge,
 // ErrNoSpace) or the store's. After an error the write must be aborted.
 func (w *Write) ReadFrom(body io.Reader) (int64, error) {
 	bp := bufPool.Get().(*[]byte)
@@ -148,9 +148,6 @@ type Result struct {
 	SHA256 []byte
 }
 
-// Digest returns the SHA-256 as a Repr-Digest field value.
-func (r Result) Digest() string { return largo.FormatDigest(r.SHA256) }
-
 // Commit checks the bytes against the digest the target asked for, then
 // makes them visible at the name if the condition holds at that moment.
 // Pass a context that outlives the client when the body is complete (the
@@ -163,7 +160,7 @@ func (w *Write) Commit(ctx context.Context) (Result, error) {
 	sum := w.SHA256()
 	if w.t.SHA256 != nil && string(w.t.SHA256) != string(sum) {
 		w.Abort()
-		return Result{}, &DigestError{Name: w.t.Name, SHA256: sum}
+		return Result{}, &largo.DigestError{Name: w.t.Name, SHA256: sum}
 	}
 	w.ended = true
 	w.stop()
@@ -219,12 +216,12 @@ func (w *Write) releaseAll() {
 // the 404 they mean on reads.
 func targetErr(err error) error {
 	switch {
-	case errors.Is(err, ErrMissingFolder), errors.Is(err, ErrParentNotDir):
+	case errors.Is(err, largo.ErrMissingFolder), errors.Is(err, largo.ErrParentNotDir):
 		return err
 	case errors.Is(err, largo.ErrNotFound):
-		return fmt.Errorf("%w: %w", ErrMissingFolder, err)
+		return fmt.Errorf("%w: %w", largo.ErrMissingFolder, err)
 	case errors.Is(err, largo.ErrNotDir):
-		return fmt.Errorf("%w: %w", ErrParentNotDir, err)
+		return fmt.Errorf("%w: %w", largo.ErrParentNotDir, err)
 	}
 	return err
 }
@@ -233,8 +230,8 @@ func targetErr(err error) error {
 // condition as what the store cannot do: an object store whose server
 // turned out to ignore conditional writes.
 func CondErr(err error, cond largo.Condition) error {
-	if cond != (largo.Condition{}) && errors.Is(err, largo.ErrUnsupported) && !errors.Is(err, ErrCondUnsupported) {
-		return fmt.Errorf("%w: %w", ErrCondUnsupported, err)
+	if cond != (largo.Condition{}) && errors.Is(err, largo.ErrUnsupported) && !errors.Is(err, largo.ErrCondUnsupported) {
+		return fmt.Errorf("%w: %w", largo.ErrCondUnsupported, err)
 	}
 	return err
 }

@@ -15,6 +15,7 @@ import (
 
 	"largo"
 	"largo/ingest"
+	"largo/wire"
 )
 
 // A finished upload stays on record until it expires: a client that
@@ -106,7 +107,7 @@ func (h *Handler) place(ctx context.Context, info tusd.FileInfo, hdr http.Header
 		var given []byte
 		given, err = reprDigest(hdr) // checked before the body
 		if t.SHA256 != nil && given != nil && string(t.SHA256) != string(given) {
-			err = fmt.Errorf("sha256 metadata and Repr-Digest disagree: %w", largo.ErrBadDigest)
+			err = fmt.Errorf("sha256 metadata and Repr-Digest disagree: %w", wire.ErrBadDigest)
 		} else if given != nil {
 			t.SHA256 = given
 		}
@@ -116,7 +117,7 @@ func (h *Handler) place(ctx context.Context, info tusd.FileInfo, hdr http.Header
 		res, err = h.cfg.Writes.Place(ctx, t, h.staged(ctx, info))
 	}
 	if err != nil {
-		code, _ := ingest.Status(err)
+		code, _ := wire.Status(err)
 		if code < 500 {
 			h.forget(ctx, info, "rejected")
 		} else {
@@ -125,7 +126,7 @@ func (h *Handler) place(ctx context.Context, info tusd.FileInfo, hdr http.Header
 		h.log.Warn("resumable upload not stored", "id", info.ID, "name", t.Name, "err", err)
 		return done{}, err
 	}
-	d := done{Name: t.Name, Size: res.Info.Size, ETag: res.Info.ETag, Digest: res.Digest(), Created: res.Created, Owner: info.MetaData[keyOwner]}
+	d := done{Name: t.Name, Size: res.Info.Size, ETag: res.Info.ETag, Digest: wire.FormatDigest(res.SHA256), Created: res.Created, Owner: info.MetaData[keyOwner]}
 	if h.state != nil {
 		b, _ := json.Marshal(d)
 		if err := h.state.Put(ctx, doneKey(info.ID), b); err != nil {

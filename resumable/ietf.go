@@ -17,6 +17,7 @@ import (
 
 	"largo"
 	"largo/ingest"
+	"largo/wire"
 )
 
 // The IETF front end speaks "Resumable Uploads for HTTP"
@@ -175,7 +176,7 @@ func (x *IETF) Create(w http.ResponseWriter, r *http.Request, name string) error
 	}
 	meta[KeyFilename] = name
 	length, err := uploadLength(r.Header, r.ContentLength, 0, complete)
-	var refused *ingest.StatusError
+	var refused *wire.StatusError
 	if errors.As(err, &refused) {
 		return err
 	}
@@ -226,7 +227,7 @@ func (x *IETF) Create(w http.ResponseWriter, r *http.Request, name string) error
 // digest.
 func (x *IETF) target(r *http.Request, name string, length int64, complete bool, meta tusd.MetaData) (ingest.Target, error) {
 	t := ingest.Target{Name: name, Size: length}
-	cond, err := ingest.Condition(r.Header)
+	cond, err := wire.Condition(r.Header)
 	if err != nil {
 		return t, err
 	}
@@ -240,7 +241,7 @@ func (x *IETF) target(r *http.Request, name string, length int64, complete bool,
 	// Repr-Digest describes the whole file; Content-Digest only this
 	// request's body, which is the whole file when it says it is complete.
 	if complete {
-		t.SHA256, err = ingest.Digest(r.Header)
+		t.SHA256, err = wire.Digest(r.Header)
 	} else {
 		t.SHA256, err = reprDigest(r.Header)
 	}
@@ -500,7 +501,7 @@ func (x *IETF) append(w http.ResponseWriter, r *http.Request, id string) error {
 	}
 	if err != nil {
 		var p *problem
-		var refused *ingest.StatusError
+		var refused *wire.StatusError
 		if errors.As(err, &p) || errors.As(err, &refused) || errors.Is(err, largo.ErrTooLarge) {
 			return err
 		}

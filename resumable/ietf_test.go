@@ -19,12 +19,12 @@ import (
 	"testing"
 	"time"
 
-	"largo"
 	"largo/auth"
 	"largo/disk"
 	"largo/gate"
 	"largo/ingest"
 	"largo/serve"
+	"largo/wire"
 )
 
 // ietfFixture serves a folder through package serve with both resumable
@@ -148,7 +148,7 @@ func with(a []string, b ...string) []string { return append(append([]string(nil)
 
 func sum(s string) string {
 	h := sha256.Sum256([]byte(s))
-	return largo.FormatDigest(h[:])
+	return wire.FormatDigest(h[:])
 }
 
 // TestIETFWhole: a PUT that says it carries the whole file gets a 104

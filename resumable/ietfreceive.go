@@ -10,6 +10,7 @@ import (
 
 	"largo"
 	"largo/ingest"
+	"largo/wire"
 )
 
 // receive appends r's body to the upload at info.Offset, as far as the
@@ -39,7 +40,7 @@ func (x *IETF) receive(ctx context.Context, f *flight, r *http.Request, up tusd.
 // errBusyIETF is the IETF protocol's answer to an append while another
 // server appends to the upload: a conflict, resolved by retrieving the
 // offset.
-var errBusyIETF = ingest.Refuse(http.StatusConflict, "another server is appending to this upload: retrieve its offset, then resume")
+var errBusyIETF = wire.Refuse(http.StatusConflict, "another server is appending to this upload: retrieve its offset, then resume")
 
 // conclude answers a request that sent bytes to an upload, after it
 // stopped taking them (err): where the upload stands now, or, when the

@@ -10,10 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"largo/wire"
+
 	tusd "github.com/tus/tusd/v2/pkg/handler"
 
 	"largo"
-	"largo/ingest"
 )
 
 // The IETF draft has moved under its implementations: each revision that
@@ -58,10 +59,10 @@ func (v version) String() string { return strconv.Itoa(int(v)) }
 // setComplete states an upload's completeness in v's field.
 func (v version) setComplete(hdr http.Header, complete bool) {
 	if v == 3 {
-		hdr.Set("Upload-Incomplete", largo.FormatBoolItem(!complete))
+		hdr.Set("Upload-Incomplete", wire.FormatBoolItem(!complete))
 		return
 	}
-	hdr.Set("Upload-Complete", largo.FormatBoolItem(complete))
+	hdr.Set("Upload-Complete", wire.FormatBoolItem(complete))
 }
 
 // complete reads the completeness an append states. Version 3 leaves the
@@ -86,14 +87,14 @@ func (v version) complete(hdr http.Header) (bool, error) {
 // part as the whole file.
 func completeness(hdr http.Header) (complete, stated bool, err error) {
 	if v := hdr.Values("Upload-Complete"); len(v) > 0 {
-		b, ok := largo.ParseBoolItem(strings.Join(v, ","))
+		b, ok := wire.ParseBoolItem(strings.Join(v, ","))
 		if !ok {
 			return false, true, errCompleteValue
 		}
 		return b, true, nil
 	}
 	if v := hdr.Values("Upload-Incomplete"); len(v) > 0 {
-		b, ok := largo.ParseBoolItem(strings.Join(v, ","))
+		b, ok := wire.ParseBoolItem(strings.Join(v, ","))
 		if !ok {
 			return false, true, errCompleteValue
 		}
@@ -116,7 +117,7 @@ func lengthField(hdr http.Header) (int64, error) {
 		return -1, nil
 	}
 	v := strings.Join(vs, ",")
-	if n, ok := largo.ParseIntegerItem(v); ok {
+	if n, ok := wire.ParseIntegerItem(v); ok {
 		return n, nil
 	}
 	digits := strings.Trim(v, " \t")
@@ -161,7 +162,7 @@ func integerField(hdr http.Header, name string) (int64, bool) {
 	if len(v) == 0 {
 		return 0, false
 	}
-	return largo.ParseIntegerItem(strings.Join(v, ","))
+	return wire.ParseIntegerItem(strings.Join(v, ","))
 }
 
 // Problem types of the draft (RFC 9457).
@@ -227,12 +228,12 @@ func completedAppend(v version) *problem {
 // Refusals of the IETF front end that are no store's.
 var (
 	errNoUpload      = fmt.Errorf("no such upload (cancelled, expired, or never made): %w", largo.ErrNotFound)
-	errNoFilename    = ingest.Refuse(http.StatusBadRequest, "a POST to a folder names its file: Content-Disposition with a filename, or Upload-Metadata with filename")
-	errNoOffset      = ingest.Refuse(http.StatusBadRequest, "an append needs Upload-Offset")
-	errAppendType    = ingest.Refuse(http.StatusUnsupportedMediaType, "an append is Content-Type: application/partial-upload")
-	errStateFields   = ingest.Refuse(http.StatusBadRequest, "an offset retrieval carries no Upload-Offset, Upload-Complete or Upload-Length")
-	errCompleteValue = ingest.Refuse(http.StatusBadRequest, "Upload-Complete (Upload-Incomplete) must be a Boolean: ?1 or ?0")
-	errLengthValue   = ingest.Refuse(http.StatusBadRequest, "Upload-Length must be a non-negative integer")
+	errNoFilename    = wire.Refuse(http.StatusBadRequest, "a POST to a folder names its file: Content-Disposition with a filename, or Upload-Metadata with filename")
+	errNoOffset      = wire.Refuse(http.StatusBadRequest, "an append needs Upload-Offset")
+	errAppendType    = wire.Refuse(http.StatusUnsupportedMediaType, "an append is Content-Type: application/partial-upload")
+	errStateFields   = wire.Refuse(http.StatusBadRequest, "an offset retrieval carries no Upload-Offset, Upload-Complete or Upload-Length")
+	errCompleteValue = wire.Refuse(http.StatusBadRequest, "Upload-Complete (Upload-Incomplete) must be a Boolean: ?1 or ?0")
+	errLengthValue   = wire.Refuse(http.StatusBadRequest, "Upload-Length must be a non-negative integer")
 	errUploadMethod  = errors.New("method not allowed on an upload resource")
 )
 
@@ -244,7 +245,7 @@ func statusOf(err error) (int, string) {
 	if errors.As(err, &te) {
 		return te.HTTPResponse.StatusCode, te.Message
 	}
-	return ingest.Status(err)
+	return wire.Status(err)
 }
 
 // plain turns a staging's tus error into an error the pipeline's table
@@ -253,7 +254,7 @@ func statusOf(err error) (int, string) {
 func plain(err error) error {
 	var te tusd.Error
 	if errors.As(err, &te) {
-		return fmt.Errorf("%w: %w", ingest.Refuse(te.HTTPResponse.StatusCode, te.Message), err)
+		return fmt.Errorf("%w: %w", wire.Refuse(te.HTTPResponse.StatusCode, te.Message), err)
 	}
 	return err
 }
@@ -279,9 +280,9 @@ func (x *IETF) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if code >= 500 && code != http.StatusInsufficientStorage && !errors.As(err, &te) {
 		x.h.log.Error("resumable upload failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	var de *ingest.DigestError
+	var de *largo.DigestError
 	if errors.As(err, &de) {
-		hdr.Set("Repr-Digest", de.Digest())
+		hdr.Set("Repr-Digest", wire.FormatDigest(de.SHA256))
 	}
 	if errors.Is(err, errUploadMethod) {
 		code, reason = http.StatusMethodNotAllowed, "method not allowed"

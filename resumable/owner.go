@@ -11,7 +11,7 @@ import (
 
 	"largo"
 	"largo/gate"
-	"largo/ingest"
+	"largo/wire"
 )
 
 // An upload belongs to the principal that created it (package gate),
@@ -45,8 +45,8 @@ const serverKeys = "largo-"
 
 // Refusals of the upload owners' rules.
 var (
-	errServerKey = ingest.Refuse(http.StatusBadRequest, "metadata keys that begin with "+serverKeys+" are the server's own: a request may not send them")
-	errNoOwner   = ingest.Refuse(http.StatusForbidden, "this upload was begun by an older version of the server, which kept no record of who began it: it cannot be stored; upload the file again")
+	errServerKey = wire.Refuse(http.StatusBadRequest, "metadata keys that begin with "+serverKeys+" are the server's own: a request may not send them")
+	errNoOwner   = wire.Refuse(http.StatusForbidden, "this upload was begun by an older version of the server, which kept no record of who began it: it cannot be stored; upload the file again")
 	// errNoPrincipal refuses an upload created without a principal in its
 	// context: a wiring mistake, never a client's doing.
 	errNoPrincipal = fmt.Errorf("an upload created with no principal: %w", largo.ErrPermission)

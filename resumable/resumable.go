@@ -49,6 +49,7 @@ import (
 	"largo"
 	"largo/ingest"
 	"largo/internal/keylock"
+	"largo/wire"
 )
 
 // Metadata keys read from an upload.
@@ -217,7 +218,7 @@ func New(cfg Config) (*Handler, error) {
 // flight on it).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, err := reprDigest(r.Header); err != nil {
-		code, reason := ingest.Status(err)
+		code, reason := wire.Status(err)
 		w.Header().Set("Tus-Resumable", "1.0.0")
 		http.Error(w, reason, code)
 		return
@@ -250,13 +251,13 @@ func reprDigest(hdr http.Header) ([]byte, error) {
 	if len(v) == 0 {
 		return nil, nil
 	}
-	return largo.ParseDigest(strings.Join(v, ","))
+	return wire.ParseDigest(strings.Join(v, ","))
 }
 
 // Refusals of tus requests that are no store's.
 var (
-	errFilenameRequired = ingest.Refuse(http.StatusBadRequest, "the filename metadata is required")
-	errBadSHA256        = ingest.Refuse(http.StatusBadRequest, "sha256 metadata must be 64 hex digits or base64 of 32 bytes")
+	errFilenameRequired = wire.Refuse(http.StatusBadRequest, "the filename metadata is required")
+	errBadSHA256        = wire.Refuse(http.StatusBadRequest, "sha256 metadata must be 64 hex digits or base64 of 32 bytes")
 )
 
 // parseTarget reads an upload's metadata into the write it asks for:
@@ -325,7 +326,7 @@ func (h *Handler) preCreate(ev tusd.HookEvent) (tusd.HTTPResponse, tusd.FileInfo
 		meta = tusd.MetaData{}
 	}
 	meta[keyOwner] = owner
-	cond, err := ingest.Condition(http.Header(ev.HTTPRequest.Header))
+	cond, err := wire.Condition(http.Header(ev.HTTPRequest.Header))
 	if err != nil {
 		return tusd.HTTPResponse{}, none, h.tusErr("create", err)
 	}
@@ -380,14 +381,14 @@ func (h *Handler) tusErr(what string, err error) tusd.Error {
 	if errors.As(err, &te) {
 		return te
 	}
-	code, reason := ingest.Status(err)
+	code, reason := wire.Status(err)
 	if code >= 500 && code != http.StatusInsufficientStorage && code != http.StatusNotImplemented {
 		h.log.Error("resumable upload failed", "step", what, "err", err)
 	}
 	e := tusError(tusCode(code), reason, code)
-	var de *ingest.DigestError
+	var de *largo.DigestError
 	if errors.As(err, &de) {
-		e.HTTPResponse.Header["Repr-Digest"] = de.Digest()
+		e.HTTPResponse.Header["Repr-Digest"] = wire.FormatDigest(de.SHA256)
 	}
 	return e
 }

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"largo"
 	"largo/disk"
 	"largo/gate"
 	"largo/ingest"
+	"largo/wire"
 )
 
 type observer struct {
@@ -246,7 +246,7 @@ func TestFinishChecks(t *testing.T) {
 func TestReprDigestOnLastPatch(t *testing.T) {
 	f := newFixture(t, Config{})
 	sum := sha256.Sum256([]byte("hello world"))
-	good, bad := largo.FormatDigest(sum[:]), largo.FormatDigest(make([]byte, 32))
+	good, bad := wire.FormatDigest(sum[:]), wire.FormatDigest(make([]byte, 32))
 
 	// Refused before the body when it cannot be read: the offset stays.
 	url, _ := f.create(t, 11, map[string]string{"filename": "a.txt"})

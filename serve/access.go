@@ -12,7 +12,7 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/gate"
-	"largo/ingest"
+	"largo/wire"
 )
 
 // Who a request comes from is found here, for every route, before a byte
@@ -27,11 +27,11 @@ import (
 
 // Refusals of the front door.
 var (
-	errTooMany     = ingest.Refuse(http.StatusTooManyRequests, "too many failed sign-ins: wait a second")
-	errMisdirected = ingest.Refuse(http.StatusMisdirectedRequest, "this server does not answer for that host name")
-	errCrossSite   = ingest.Refuse(http.StatusForbidden, "cross-site write refused: send writes from this server's own pages")
-	errLinkPass    = ingest.Refuse(http.StatusUnauthorized, "this share link needs its password: send it as the password of basic auth (any user name)")
-	errBusySignIn  = ingest.Refuse(http.StatusServiceUnavailable, "busy checking passwords: try again in a moment")
+	errTooMany     = wire.Refuse(http.StatusTooManyRequests, "too many failed sign-ins: wait a second")
+	errMisdirected = wire.Refuse(http.StatusMisdirectedRequest, "this server does not answer for that host name")
+	errCrossSite   = wire.Refuse(http.StatusForbidden, "cross-site write refused: send writes from this server's own pages")
+	errLinkPass    = wire.Refuse(http.StatusUnauthorized, "this share link needs its password: send it as the password of basic auth (any user name)")
+	errBusySignIn  = wire.Refuse(http.StatusServiceUnavailable, "busy checking passwords: try again in a moment")
 )
 
 // linkView is how a request through a share link sees the store: from
@@ -104,10 +104,10 @@ func (h *Handler) shareGuard(r *http.Request) (*http.Request, error) {
 		return r, errLinkPass
 	case errors.Is(err, auth.ErrSharePassword):
 		h.cfg.Access.Failed(r)
-		return r, ingest.Refuse(http.StatusForbidden, err.Error())
+		return r, wire.Refuse(http.StatusForbidden, err.Error())
 	case errors.Is(err, auth.ErrShareInvalid) || errors.Is(err, auth.ErrShareOld) || errors.Is(err, auth.ErrShareRevoked) || errors.Is(err, auth.ErrShareExpired):
 		h.cfg.Access.Failed(r)
-		return r, ingest.Refuse(http.StatusForbidden, err.Error())
+		return r, wire.Refuse(http.StatusForbidden, err.Error())
 	case err != nil:
 		return r, err
 	}
@@ -117,7 +117,7 @@ func (h *Handler) shareGuard(r *http.Request) (*http.Request, error) {
 	}
 	name, ok := l.Within(name)
 	if !ok {
-		return r, ingest.Refuse(http.StatusForbidden, "outside what the share link reaches")
+		return r, wire.Refuse(http.StatusForbidden, "outside what the share link reaches")
 	}
 	v := &linkView{Base: auth.SharePrefix + token + "/", Root: l.Path, Link: l}
 	if l.Kind == gate.LinkFile {
@@ -135,7 +135,7 @@ func (h *Handler) shareGuard(r *http.Request) (*http.Request, error) {
 	return r2, nil
 }
 
-var errNoShares = ingest.Refuse(http.StatusNotFound, "share links are off on this server")
+var errNoShares = wire.Refuse(http.StatusNotFound, "share links are off on this server")
 
 // hostAllowed reports whether a Host header names this server: any name
 // unless Config.Hosts is set, else a name in it.

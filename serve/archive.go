@@ -10,8 +10,8 @@ import (
 	"largo"
 	"largo/archive"
 	"largo/encode"
-	"largo/ingest"
 	"largo/limit"
+	"largo/wire"
 )
 
 // rootArchiveName names the archive of the whole served folder.
@@ -31,7 +31,7 @@ const rootArchiveName = "files"
 func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, format string) error {
 	f, err := archive.ParseFormat(format)
 	if err != nil {
-		return ingest.Refuse(http.StatusBadRequest, err.Error())
+		return wire.Refuse(http.StatusBadRequest, err.Error())
 	}
 	top := rootArchiveName
 	if name != "" {
@@ -76,7 +76,7 @@ func (h *Handler) zstdWriter(w http.ResponseWriter) (*encode.Writer, error) {
 	zw, ok := h.archiveEnc.Writer(w, encode.Zstd)
 	if !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(limit.RetryAfter.Seconds())))
-		return nil, ingest.Refuse(http.StatusServiceUnavailable, "busy: every compression slot is taken; retry later")
+		return nil, wire.Refuse(http.StatusServiceUnavailable, "busy: every compression slot is taken; retry later")
 	}
 	return zw, nil
 }

@@ -18,6 +18,7 @@ import (
 	"largo"
 	"largo/disk"
 	"largo/encode"
+	"largo/gate"
 	"largo/sidecar"
 )
 
@@ -62,8 +63,8 @@ func newCompressFixture(t *testing.T, enc *encode.Encoders) *compressFixture {
 // precompress does when it writes them.
 func recordSidecars(t testing.TB, h *Handler, names ...string) {
 	t.Helper()
-	ctx := context.Background()
-	st := h.cfg.Store.(largo.StateKeeper).State()
+	ctx := gate.With(context.Background(), gate.Server())
+	st := h.cfg.State
 	for _, name := range names {
 		base, _, ok := encode.SidecarBase(name)
 		if !ok {

@@ -12,6 +12,7 @@ import (
 	"largo/auth"
 	"largo/gate"
 	"largo/ingest"
+	"largo/wire"
 )
 
 // WebDAV serves the DAV methods at the files' URLs (package dav). GET,
@@ -168,11 +169,11 @@ func (h *Handler) davNeeds(r *http.Request, name string, perm auth.Perm) error {
 	return check(auth.Delete, dst, true)
 }
 
-var errOverwrite = ingest.Refuse(http.StatusBadRequest, "bad Overwrite header: T or F")
+var errOverwrite = wire.Refuse(http.StatusBadRequest, "bad Overwrite header: T or F")
 
-var errIntoItself = ingest.Refuse(http.StatusForbidden, "Destination is the source or inside it")
+var errIntoItself = wire.Refuse(http.StatusForbidden, "Destination is the source or inside it")
 
-var errDestination = ingest.Refuse(http.StatusBadRequest, "bad Destination header: an absolute URL or path on this server")
+var errDestination = wire.Refuse(http.StatusBadRequest, "bad Destination header: an absolute URL or path on this server")
 
 // destination returns the store name of a COPY's or MOVE's Destination.
 func destination(r *http.Request) (string, error) {
@@ -181,7 +182,7 @@ func destination(r *http.Request) (string, error) {
 		return "", errDestination
 	}
 	if u.Host != "" && !strings.EqualFold(u.Host, r.Host) {
-		return "", ingest.Refuse(http.StatusBadGateway, "Destination on another server")
+		return "", wire.Refuse(http.StatusBadGateway, "Destination on another server")
 	}
 	return largo.ParseName(u.Path)
 }

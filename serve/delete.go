@@ -8,6 +8,7 @@ import (
 	"largo"
 	"largo/encode"
 	"largo/ingest"
+	"largo/wire"
 )
 
 // remove answers DELETE: a file, or a folder when it is empty or the
@@ -17,14 +18,16 @@ import (
 // holds needs the permission to delete everything below it (403 when a
 // rule below takes it away). 204 on success.
 func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) error {
-	cond, err := ingest.Condition(r.Header)
+	cond, err := wire.Condition(r.Header)
 	if err != nil {
 		return err
 	}
-	if cond, err = h.cfg.Writes.Unmodified(r.Context(), r.Header, name, cond); err != nil {
-		return err
+	if since, ok := wire.UnmodifiedSince(r.Header); ok {
+		if cond, err = h.cfg.Writes.Unmodified(r.Context(), name, since, cond); err != nil {
+			return err
+		}
 	}
-	rm, err := h.cfg.Writes.CheckRemove(r.Context(), name, cond, ingest.LockTokens(r.Header))
+	rm, err := h.cfg.Writes.CheckRemove(r.Context(), name, cond, wire.LockTokens(r.Header))
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"largo/ingest"
+	"largo/wire"
 )
 
 // readMethods are the methods the file tree answers without writes.
@@ -16,13 +16,13 @@ type methodError struct{ allow string }
 func (e *methodError) Error() string { return "method not allowed" }
 
 // status returns the status and reason for err: a method the resource
-// does not allow, else the row of the one status table (ingest.Status).
+// does not allow, else the row of the one status table (wire.Status).
 func status(err error) (int, string) {
 	var me *methodError
 	if errors.As(err, &me) {
 		return http.StatusMethodNotAllowed, "method not allowed"
 	}
-	return ingest.Status(err)
+	return wire.Status(err)
 }
 
 // allowed returns the Allow header for a methodError.

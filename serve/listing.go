@@ -15,10 +15,10 @@ import (
 	"largo/auth"
 	"largo/encode"
 	"largo/gate"
-	"largo/ingest"
 	"largo/limit"
 	"largo/listing"
 	"largo/ui"
+	"largo/wire"
 )
 
 // Entry is one item of a folder listing, as the JSON listing shows it.
@@ -126,7 +126,7 @@ func busy(w http.ResponseWriter, err error) error {
 		return err
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(int(limit.RetryAfter.Seconds())))
-	return ingest.Refuse(http.StatusServiceUnavailable, "busy: too many large listings at once; retry later")
+	return wire.Refuse(http.StatusServiceUnavailable, "busy: too many large listings at once; retry later")
 }
 
 // viewOrder is the order of a page's view, over listing items.

@@ -5,8 +5,9 @@ import (
 	"net/url"
 	"strings"
 
+	"largo/wire"
+
 	"largo"
-	"largo/ingest"
 )
 
 // Signing in from a browser uses the browser's own Basic auth: a page's
@@ -24,10 +25,10 @@ import (
 
 // Refusals of the sign-in route.
 var (
-	errSignIn      = ingest.Refuse(http.StatusUnauthorized, "sign in with a user name and a password (or any name and a token)")
-	errNoUsers     = ingest.Refuse(http.StatusNotFound, "this server has no users: there is nothing to sign in to")
-	errShareLogin  = ingest.Refuse(http.StatusForbidden, "a share link does not sign in: open the server's own pages")
-	errLoginTarget = ingest.Refuse(http.StatusBadRequest, "login: the page to return to must be a path on this server")
+	errSignIn      = wire.Refuse(http.StatusUnauthorized, "sign in with a user name and a password (or any name and a token)")
+	errNoUsers     = wire.Refuse(http.StatusNotFound, "this server has no users: there is nothing to sign in to")
+	errShareLogin  = wire.Refuse(http.StatusForbidden, "a share link does not sign in: open the server's own pages")
+	errLoginTarget = wire.Refuse(http.StatusBadRequest, "login: the page to return to must be a path on this server")
 )
 
 // login answers a GET or HEAD of a folder with ?login=PATH: 401 with the

@@ -13,6 +13,7 @@ import (
 
 	"largo"
 	"largo/ingest"
+	"largo/wire"
 )
 
 // Form limits: the fields that are not files are small by nature.
@@ -42,12 +43,12 @@ type Stored struct {
 // to every file. A failure ends the request; the files stored before it
 // stay.
 func (h *Handler) postForm(w http.ResponseWriter, r *http.Request, folder string) error {
-	cond, err := ingest.Condition(r.Header)
+	cond, err := wire.Condition(r.Header)
 	if err != nil {
 		return err
 	}
 	if cond.IfMatch != "" {
-		return fmt.Errorf("If-Match on a form of several files: %w", ingest.ErrBadCondition)
+		return fmt.Errorf("If-Match on a form of several files: %w", wire.ErrBadCondition)
 	}
 	ctx := r.Context()
 	// The form's length bounds its files: refused at once when the space
@@ -104,7 +105,7 @@ func (h *Handler) storePart(r *http.Request, folder string, part io.Reader, file
 	if err != nil {
 		return Stored{}, err
 	}
-	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: -1, Cond: cond, Tokens: ingest.LockTokens(r.Header)})
+	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: -1, Cond: cond, Tokens: wire.LockTokens(r.Header)})
 	if err != nil {
 		return Stored{}, err
 	}
@@ -130,7 +131,7 @@ func (h *Handler) storePart(r *http.Request, folder string, part io.Reader, file
 // and the pipeline's pass, what the multipart reader says of the syntax
 // is errBadForm.
 func formErr(err error) error {
-	if errors.Is(err, ingest.ErrBodyTimeout) || errors.Is(err, ingest.ErrBodyIncomplete) || errors.Is(err, largo.ErrTooLarge) || errors.Is(err, largo.ErrNoSpace) {
+	if errors.Is(err, largo.ErrBodyTimeout) || errors.Is(err, largo.ErrBodyIncomplete) || errors.Is(err, largo.ErrTooLarge) || errors.Is(err, largo.ErrNoSpace) {
 		return err
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "multipart") {

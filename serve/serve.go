@@ -62,7 +62,7 @@
 // DELETE stay this package's, and Finder's companion files are taken and
 // dropped.
 //
-// Handlers return errors; one table (ingest.Status, shared by every write
+// Handlers return errors; one table (wire.Status, shared by every write
 // protocol) turns them into statuses, and the client sees a one-line
 // reason while the log sees the cause.
 package serve
@@ -88,6 +88,7 @@ import (
 	"largo/sidecar"
 	"largo/transfer"
 	"largo/ui"
+	"largo/wire"
 )
 
 // Prefix is the reserved path prefix of largo's own endpoints. It can never
@@ -494,9 +495,9 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if code >= 500 {
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	var de *ingest.DigestError
+	var de *largo.DigestError
 	if errors.As(err, &de) {
-		w.Header().Set("Repr-Digest", de.Digest())
+		w.Header().Set("Repr-Digest", wire.FormatDigest(de.SHA256))
 	}
 	switch code {
 	case http.StatusMethodNotAllowed:

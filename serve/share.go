@@ -11,7 +11,7 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/gate"
-	"largo/ingest"
+	"largo/wire"
 )
 
 // SharePath is where a signed-in user asks for a share link: POST with
@@ -86,7 +86,7 @@ func parseShareForm(w http.ResponseWriter, r *http.Request) error {
 		err = r.ParseForm()
 	}
 	if err != nil {
-		return ingest.Refuse(http.StatusBadRequest, "bad form")
+		return wire.Refuse(http.StatusBadRequest, "bad form")
 	}
 	return nil
 }
@@ -95,7 +95,7 @@ func parseShareForm(w http.ResponseWriter, r *http.Request) error {
 func shareLife(r *http.Request) (time.Duration, error) {
 	life, err := time.ParseDuration(r.PostForm.Get("expires"))
 	if err != nil || life <= 0 || life > maxShareLife {
-		return 0, ingest.Refuse(http.StatusBadRequest, "expires: a duration such as 24h, at most 90 days")
+		return 0, wire.Refuse(http.StatusBadRequest, "expires: a duration such as 24h, at most 90 days")
 	}
 	return life, nil
 }
@@ -116,7 +116,7 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 	}
 	name, err := largo.ParseName("/" + strings.TrimPrefix(r.PostForm.Get("path"), "/"))
 	if err != nil || largo.Reserved(name) {
-		return ingest.Refuse(http.StatusBadRequest, "path: not a path this server serves")
+		return wire.Refuse(http.StatusBadRequest, "path: not a path this server serves")
 	}
 	life, err := shareLife(r)
 	if err != nil {
@@ -125,7 +125,7 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 	l := gate.Link{Path: name, Maker: user, Expires: h.cfg.Now().Add(life)}
 	if v := r.PostForm.Get("max_upload"); v != "" {
 		if l.MaxUpload, err = largo.ParseSize(v); err != nil || l.MaxUpload <= 0 {
-			return ingest.Refuse(http.StatusBadRequest, "max_upload: a size such as 100MB")
+			return wire.Refuse(http.StatusBadRequest, "max_upload: a size such as 100MB")
 		}
 	}
 	ctx := r.Context()
@@ -135,7 +135,7 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch {
 	case r.PostForm.Get("write") != "" && !in.IsDir:
-		return ingest.Refuse(http.StatusBadRequest, "a drop box is a folder")
+		return wire.Refuse(http.StatusBadRequest, "a drop box is a folder")
 	case r.PostForm.Get("write") != "":
 		l.Kind = gate.LinkDrop
 		err = h.gate.Check(ctx, auth.Write, largo.Join(name, gate.NewName), false)
@@ -149,17 +149,17 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 		err = h.gate.Check(ctx, auth.Read|auth.List, name, true)
 	}
 	if errors.Is(err, largo.ErrPermission) || errors.Is(err, largo.ErrUnauthorized) {
-		return ingest.Refuse(http.StatusForbidden, "you may only share what you may do yourself")
+		return wire.Refuse(http.StatusForbidden, "you may only share what you may do yourself")
 	}
 	if err != nil {
 		return err
 	}
 	if l.Kind != gate.LinkDrop && l.MaxUpload != 0 {
-		return ingest.Refuse(http.StatusBadRequest, "max_upload: only a drop box takes uploads")
+		return wire.Refuse(http.StatusBadRequest, "max_upload: only a drop box takes uploads")
 	}
 	_, made, err := h.gate.Links().Make(ctx, l, r.PostForm.Get("password"))
 	if errors.Is(err, gate.ErrShortPassword) {
-		return ingest.Refuse(http.StatusBadRequest, err.Error())
+		return wire.Refuse(http.StatusBadRequest, err.Error())
 	}
 	if err != nil {
 		return err

@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"io"
-	"largo/ingest"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"largo/ingest"
 )
 
 // TestUnreadBodies sends requests over a real connection whose bodies the

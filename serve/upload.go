@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"largo/ingest"
+	"largo/wire"
 )
 
 // put stores the body at name through the write pipeline: admitted before
@@ -17,19 +18,21 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error
 		// RFC 9110, 14.5: the body is likely a part mistaken for the whole.
 		return errPartialPut
 	}
-	cond, err := ingest.Condition(r.Header)
+	cond, err := wire.Condition(r.Header)
 	if err != nil {
 		return err
 	}
-	if cond, err = h.cfg.Writes.Unmodified(r.Context(), r.Header, name, cond); err != nil {
-		return err
+	if since, ok := wire.UnmodifiedSince(r.Header); ok {
+		if cond, err = h.cfg.Writes.Unmodified(r.Context(), name, since, cond); err != nil {
+			return err
+		}
 	}
-	want, err := ingest.Digest(r.Header)
+	want, err := wire.Digest(r.Header)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: r.ContentLength, Cond: cond, SHA256: want, Tokens: ingest.LockTokens(r.Header)})
+	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: r.ContentLength, Cond: cond, SHA256: want, Tokens: wire.LockTokens(r.Header)})
 	if err != nil {
 		return err
 	}
@@ -44,7 +47,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error
 	}
 	hdr := w.Header()
 	hdr.Set("ETag", res.Info.ETag)
-	hdr.Set("Repr-Digest", res.Digest())
+	hdr.Set("Repr-Digest", wire.FormatDigest(res.SHA256))
 	if res.Created {
 		hdr.Set("Location", r.URL.EscapedPath())
 		w.WriteHeader(http.StatusCreated)

@@ -8,8 +8,8 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/gate"
-	"largo/ingest"
 	"largo/transfer"
+	"largo/wire"
 )
 
 // ResumablePrefix is where Config.Resumable is mounted.
@@ -46,10 +46,10 @@ const writeMethods = readMethods + ", PUT, POST, DELETE"
 
 // Refusals of the write front end that are no store's.
 var (
-	errNotForm    = ingest.Refuse(http.StatusUnsupportedMediaType, "expected multipart/form-data")
-	errPartialPut = ingest.Refuse(http.StatusBadRequest, "Content-Range on a PUT: partial writes are not accepted; send the whole file, or resume through /_largo/uploads/ (tus)")
-	errBadForm    = ingest.Refuse(http.StatusBadRequest, "bad multipart form")
-	errIncomplete = ingest.Refuse(http.StatusBadRequest, "the request says its body is not the whole file (Upload-Complete: ?0 or Upload-Incomplete: ?1) in no resumable-upload version this server speaks: nothing stored; send the whole file, or resume with tus at "+ResumablePrefix)
+	errNotForm    = wire.Refuse(http.StatusUnsupportedMediaType, "expected multipart/form-data")
+	errPartialPut = wire.Refuse(http.StatusBadRequest, "Content-Range on a PUT: partial writes are not accepted; send the whole file, or resume through /_largo/uploads/ (tus)")
+	errBadForm    = wire.Refuse(http.StatusBadRequest, "bad multipart form")
+	errIncomplete = wire.Refuse(http.StatusBadRequest, "the request says its body is not the whole file (Upload-Complete: ?0 or Upload-Incomplete: ?1) in no resumable-upload version this server speaks: nothing stored; send the whole file, or resume with tus at "+ResumablePrefix)
 )
 
 // allow is the Allow header of the file tree.
@@ -111,7 +111,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) err
 	if h.cfg.DAV != nil {
 		// Lock tokens are read out of the If header: only out of one
 		// that says what its client meant.
-		if err := ingest.CheckIf(r.Header); err != nil {
+		if err := wire.CheckIf(r.Header); err != nil {
 			return err
 		}
 	}
@@ -122,7 +122,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) err
 		if h.cfg.Resumer != nil && h.cfg.Resumer.Takes(r) {
 			return h.resume(w, r, name)
 		}
-		if ingest.Incomplete(r.Header) {
+		if wire.Incomplete(r.Header) {
 			// A part stored as the whole would be data lost.
 			return errIncomplete
 		}

@@ -1,4 +1,4 @@
-package largo
+package wire
 
 import (
 	"bytes"

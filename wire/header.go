@@ -1,8 +1,6 @@
-package ingest
+package wire
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -31,36 +29,17 @@ func Condition(h http.Header) (largo.Condition, error) {
 	return c, nil
 }
 
-// Unmodified turns a write's If-Unmodified-Since (RFC 9110, 13.1.4)
-// into a condition the store applies atomically: when the request has no
-// If-Match and names a valid date, and a file is at name, the write
-// fails (ErrPrecondition) if the file was modified after the date, and
-// otherwise must find the file as it is now (If-Match of its ETag) when
-// it commits. A date that is no HTTP-date is ignored, as the RFC says; so
-// is a missing file, which has no date.
-func (p *Pipeline) Unmodified(ctx context.Context, h http.Header, name string, cond largo.Condition) (largo.Condition, error) {
+// UnmodifiedSince returns the date of a write's If-Unmodified-Since
+// (RFC 9110, 13.1.4), and whether it is to be evaluated: only without an
+// If-Match, and only when it is a valid HTTP-date (an invalid one is
+// ignored, as the RFC says).
+func UnmodifiedSince(h http.Header) (time.Time, bool) {
 	v := h.Get("If-Unmodified-Since")
-	if v == "" || cond.IfMatch != "" || h.Get("If-Match") != "" {
-		return cond, nil
+	if v == "" || h.Get("If-Match") != "" {
+		return time.Time{}, false
 	}
 	since, err := http.ParseTime(v)
-	if err != nil {
-		return cond, nil
-	}
-	in, err := p.cfg.Store.Stat(ctx, name)
-	switch {
-	case errors.Is(err, largo.ErrNotFound) || errors.Is(err, largo.ErrNotDir):
-		return cond, nil
-	case err != nil:
-		return cond, err
-	case in.IsDir || in.ModTime.IsZero():
-		return cond, nil
-	case in.ModTime.Truncate(time.Second).After(since):
-		return cond, fmt.Errorf("%s modified since %s: %w", name, v, largo.ErrPrecondition)
-	case in.ETag != "":
-		cond.IfMatch = in.ETag
-	}
-	return cond, nil
+	return since, err == nil
 }
 
 // Digest returns the SHA-256 a write must have according to its
@@ -68,7 +47,7 @@ func (p *Pipeline) Unmodified(ctx context.Context, h http.Header, name string, c
 // names sha-256. largo stores the bytes it receives as they are, so both
 // fields describe the same bytes; when both are sent they must agree.
 // Other algorithms are ignored, as RFC 9530 allows. Errors wrap
-// largo.ErrBadDigest.
+// ErrBadDigest.
 func Digest(h http.Header) ([]byte, error) {
 	var want []byte
 	for _, field := range []string{"Content-Digest", "Repr-Digest"} {
@@ -76,7 +55,7 @@ func Digest(h http.Header) ([]byte, error) {
 		if v == "" {
 			continue
 		}
-		sum, err := largo.ParseDigest(v)
+		sum, err := ParseDigest(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
@@ -84,7 +63,7 @@ func Digest(h http.Header) ([]byte, error) {
 			continue
 		}
 		if want != nil && string(want) != string(sum) {
-			return nil, fmt.Errorf("Content-Digest and Repr-Digest disagree: %w", largo.ErrBadDigest)
+			return nil, fmt.Errorf("Content-Digest and Repr-Digest disagree: %w", ErrBadDigest)
 		}
 		want = sum
 	}
@@ -98,10 +77,10 @@ func Digest(h http.Header) ([]byte, error) {
 // (a field of another value is ignored, as the draft asks).
 func UploadComplete(h http.Header) (complete, stated bool) {
 	if v := h.Values("Upload-Complete"); len(v) > 0 {
-		return largo.ParseBoolItem(strings.Join(v, ","))
+		return ParseBoolItem(strings.Join(v, ","))
 	}
 	if v := h.Values("Upload-Incomplete"); len(v) > 0 {
-		incomplete, ok := largo.ParseBoolItem(strings.Join(v, ","))
+		incomplete, ok := ParseBoolItem(strings.Join(v, ","))
 		return ok && !incomplete, ok
 	}
 	return false, false

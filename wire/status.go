@@ -1,0 +1,86 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"largo"
+)
+
+// StatusError is an error that carries its own status and reason: a
+// protocol's refusal that is no store's (a bad header, a missing
+// credential). Wrap it with %w to keep a cause.
+type StatusError struct {
+	Code   int
+	Reason string
+}
+
+func (e *StatusError) Error() string { return e.Reason }
+
+// Refuse returns a StatusError.
+func Refuse(code int, reason string) *StatusError { return &StatusError{Code: code, Reason: reason} }
+
+// ErrBadCondition: a condition a write cannot apply atomically (see
+// Condition).
+var ErrBadCondition = errors.New("unsupported condition")
+
+// statusTable maps each error kind to the status and the one-line reason
+// a client sees, whatever protocol it speaks. The first match wins.
+var statusTable = []struct {
+	err    error
+	code   int
+	reason string
+}{
+	{largo.ErrReservedName, http.StatusForbidden, "hidden or reserved name: not writable"},
+	{largo.ErrLocked, http.StatusLocked, "locked: another client holds a lock on this path; send its token in an If header"},
+	{largo.ErrMissingFolder, http.StatusConflict, "folder does not exist"},
+	{largo.ErrParentNotDir, http.StatusConflict, "a parent is a file, not a folder"},
+	{ErrBadDigest, http.StatusBadRequest, "invalid Content-Digest or Repr-Digest"},
+	{ErrBadCondition, http.StatusBadRequest, "unsupported condition: use If-None-Match: * or If-Match with one ETag"},
+	{largo.ErrCondUnsupported, http.StatusNotImplemented, "not supported: this store cannot apply If-None-Match or If-Match to a write atomically"},
+	{largo.ErrBodyTimeout, http.StatusRequestTimeout, "request body stalled"},
+	{largo.ErrBodyIncomplete, http.StatusBadRequest, "request body incomplete"},
+	{largo.ErrInvalidName, http.StatusBadRequest, "invalid path"},
+	{largo.ErrUnsafeName, http.StatusBadRequest, "name refused: it holds invisible or direction-changing characters, or an element ends with a dot or a space"},
+	{largo.ErrUnauthorized, http.StatusUnauthorized, "unauthorized: sign in (a user name and password, or a token as a bearer token or a basic-auth password)"},
+	{largo.ErrNotFound, http.StatusNotFound, "not found"},
+	{largo.ErrNotDir, http.StatusNotFound, "not found"},
+	{largo.ErrCreateOnly, http.StatusForbidden, "forbidden: a drop-box link only uploads new files into its folder"},
+	{largo.ErrPermission, http.StatusForbidden, "forbidden: not allowed on this path"},
+	{largo.ErrIsDir, http.StatusConflict, "is a folder"},
+	{largo.ErrExist, http.StatusConflict, "already exists"},
+	{largo.ErrNotEmpty, http.StatusConflict, "folder not empty"},
+	{largo.ErrPrecondition, http.StatusPreconditionFailed, "precondition failed"},
+	{largo.ErrTooLarge, http.StatusRequestEntityTooLarge, "too large: over the upload size limit"},
+	{largo.ErrNoSpace, http.StatusInsufficientStorage, "insufficient storage"},
+	{largo.ErrDigest, http.StatusBadRequest, "digest mismatch"},
+	{largo.ErrUnsupported, http.StatusNotImplemented, "not supported"},
+	{largo.ErrBusy, http.StatusServiceUnavailable, "busy: try again in a moment"},
+	{context.Canceled, 499, "client closed request"},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, "timed out"},
+}
+
+// Status returns the status and the one-line reason a client is answered
+// with for err. Reasons are fixed phrases, never the error's text, which
+// may hold local paths; a digest mismatch adds the digest computed.
+func Status(err error) (int, string) {
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.Code, se.Reason
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return http.StatusRequestEntityTooLarge, "too large: over the upload size limit"
+	}
+	for _, row := range statusTable {
+		if errors.Is(err, row.err) {
+			var de *largo.DigestError
+			if errors.As(err, &de) {
+				return row.code, row.reason + ": computed " + FormatDigest(de.SHA256)
+			}
+			return row.code, row.reason
+		}
+	}
+	return http.StatusInternalServerError, "internal error"
+}
