@@ -48,7 +48,7 @@ const leasePrefix = "uploads/leases/"
 // upload. It travels wrapped with tusLocked, the refusal tus answers.
 var errBusy = errors.New("another server is appending to this upload")
 
-var tusLocked = tusd.NewError("ERR_UPLOAD_LOCKED", "upload locked: another server is appending to it; retry after it ends", http.StatusLocked)
+var tusLocked = tusError("ERR_UPLOAD_LOCKED", "upload locked: another server is appending to it; retry after it ends", http.StatusLocked)
 
 // leases takes and renews the leases of one server. A nil *leases takes
 // none (a state area without conditional writes): appends are then

@@ -407,6 +407,9 @@ func tusCode(status int) string {
 func tusError(code, msg string, status int) tusd.Error {
 	e := tusd.NewError(code, msg, status)
 	e.HTTPResponse.Header = tusd.HTTPHeader{"Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store"}
+	// The body is the reason alone, as every other protocol's answer is;
+	// the code stays in the error, for tusd's log.
+	e.HTTPResponse.Body = msg + "\n"
 	return e
 }
 

@@ -1,10 +1,12 @@
 package resumable
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -104,7 +106,10 @@ func (f *fixture) create(t testing.TB, size int64, meta map[string]string, hdr .
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The body, read, stays readable for the caller.
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
 	return resp.Header.Get("Location"), resp
 }
 
@@ -207,8 +212,15 @@ func TestRefusedAtCreation(t *testing.T) {
 		{"missing folder", 10, map[string]string{"filename": "x", "folder": "nope"}, nil, 409},
 		{"under a file", 10, map[string]string{"filename": "x", "folder": "exists.txt"}, nil, 409},
 	} {
-		if _, resp := f.create(t, tt.size, tt.meta, tt.hdr...); resp.StatusCode != tt.code {
+		_, resp := f.create(t, tt.size, tt.meta, tt.hdr...)
+		if resp.StatusCode != tt.code {
 			t.Errorf("%s: %d; want %d", tt.name, resp.StatusCode, tt.code)
+		}
+		// The body is the table's reason, as a PUT's would be: no tus
+		// error code before it (but in tusd's own answers, as to a size
+		// over its Tus-Max-Size).
+		if body, _ := io.ReadAll(resp.Body); tt.name != "too large" && (len(body) == 0 || strings.HasPrefix(string(body), "ERR_")) {
+			t.Errorf("%s: body %q: want the reason alone", tt.name, body)
 		}
 	}
 	if n := f.stateFiles(t); n != 0 {
