@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -76,6 +77,9 @@ func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm 
 		if err := h.sameOrigin(r); err != nil {
 			return err
 		}
+	}
+	if err := h.ownDestination(r); err != nil {
+		return err
 	}
 	discarded := h.cfg.DAV.Discards(name) && (r.Method == "LOCK" || r.Method == "UNLOCK")
 	if largo.Reserved(name) && !discarded {
@@ -175,16 +179,51 @@ var errIntoItself = wire.Refuse(http.StatusForbidden, "Destination is the source
 
 var errDestination = wire.Refuse(http.StatusBadRequest, "bad Destination header: an absolute URL or path on this server")
 
-// destination returns the store name of a COPY's or MOVE's Destination.
+// destination returns the store name of a COPY's or MOVE's Destination,
+// which ownDestination made a path of this server.
 func destination(r *http.Request) (string, error) {
 	u, err := url.Parse(r.Header.Get("Destination"))
 	if err != nil || u.Path == "" {
 		return "", errDestination
 	}
 	if u.Host != "" && !strings.EqualFold(u.Host, r.Host) {
-		return "", wire.Refuse(http.StatusBadGateway, "Destination on another server")
+		return "", errOtherServer
 	}
 	return largo.ParseName(u.Path)
+}
+
+var errOtherServer = wire.Refuse(http.StatusBadGateway, "Destination on another server")
+
+// ownDestination makes a COPY's or MOVE's Destination that names this
+// server by another of its own names (localhost for 127.0.0.1: one of
+// Config.Hosts, on the port the request came to) a path, which both this
+// package and the protocol library read as this server's. Another host is
+// 502, as RFC 4918 says.
+func (h *Handler) ownDestination(r *http.Request) error {
+	d := r.Header.Get("Destination")
+	if d == "" {
+		return nil
+	}
+	u, err := url.Parse(d)
+	if err != nil || u.Host == "" || strings.EqualFold(u.Host, r.Host) {
+		return nil // a path, this very host, or destination's own refusal
+	}
+	if h.cfg.Hosts == nil || !hostIn(h.cfg.Hosts, u.Host) || port(u.Host, u.Scheme == "https") != port(r.Host, r.TLS != nil) {
+		return errOtherServer
+	}
+	r.Header.Set("Destination", (&url.URL{Path: u.Path, RawPath: u.RawPath}).EscapedPath())
+	return nil
+}
+
+// port returns the port of a Host, or the scheme's when it names none.
+func port(host string, https bool) string {
+	if _, p, err := net.SplitHostPort(host); err == nil {
+		return p
+	}
+	if https {
+		return "443"
+	}
+	return "80"
 }
 
 // discard takes a write of a companion file and keeps nothing: the body
