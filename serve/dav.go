@@ -208,15 +208,15 @@ func (h *Handler) ownDestination(r *http.Request) error {
 	if err != nil || u.Host == "" || strings.EqualFold(u.Host, r.Host) {
 		return nil // a path, this very host, or destination's own refusal
 	}
-	if h.cfg.Hosts == nil || !hostIn(h.cfg.Hosts, u.Host) || port(u.Host, u.Scheme == "https") != port(r.Host, r.TLS != nil) {
+	if h.cfg.Hosts == nil || !hostIn(h.cfg.Hosts, u.Host) || portOf(u.Host, u.Scheme == "https") != portOf(r.Host, r.TLS != nil) {
 		return errOtherServer
 	}
 	r.Header.Set("Destination", (&url.URL{Path: u.Path, RawPath: u.RawPath}).EscapedPath())
 	return nil
 }
 
-// port returns the port of a Host, or the scheme's when it names none.
-func port(host string, https bool) string {
+// portOf returns the port of a Host, or the scheme's when it names none.
+func portOf(host string, https bool) string {
 	if _, p, err := net.SplitHostPort(host); err == nil {
 		return p
 	}
