@@ -1,8 +1,6 @@
 package serve
 
 import (
-	"io"
-	"mime"
 	"net/http"
 	"path"
 	"strconv"
@@ -37,35 +35,8 @@ func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, for
 	if name != "" {
 		top = path.Base(name)
 	}
-	store := h.cfg.Store
-	entries := archive.Walk(r.Context(), store, name, top, h.cfg.Listing, func(dir string) func(largo.Info) bool { return h.sidecarFilter(r.Context(), dir) })
-	size, err := archive.Size(r.Context(), f, entries)
-	if err != nil {
-		return busy(w, err)
-	}
-	opt := archive.Options{TempDir: h.cfg.Listing.Dir}
-	if f == archive.TarZst && r.Method != http.MethodHead {
-		zw, err := h.zstdWriter(w)
-		if err != nil {
-			return err
-		}
-		defer zw.Abandon() // nothing, once the archive closed it
-		// A tar.zst has no length to hold it to: archive.Write sends it
-		// to w itself, the writer this compressor was made for.
-		opt.Compress = func(io.Writer) (io.WriteCloser, func(), error) { return zw, zw.Abandon, nil }
-	}
-	hdr := w.Header()
-	hdr.Set("Content-Type", f.ContentType())
-	hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": top + f.Ext()}))
-	hdr.Set("Cache-Control", "no-store")
-	if size >= 0 {
-		hdr.Set("Content-Length", itoa(size))
-	}
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		return nil
-	}
-	return archive.Write(r.Context(), w, f, entries, store, size, opt)
+	entries := archive.Walk(r.Context(), h.cfg.Store, name, top, h.cfg.Listing, func(dir string) func(largo.Info) bool { return h.sidecarFilter(r.Context(), dir) })
+	return h.sendArchive(w, r, f, top, entries)
 }
 
 // zstdWriter takes a compression slot for a tar.zst sent to w, from the

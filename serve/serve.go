@@ -339,6 +339,7 @@ func New(cfg Config) *Handler {
 	h.own.Handle("GET "+LinksPath, h.adapt(h.listLinks))
 	h.own.Handle("POST "+LinksPath+"{id}", h.adapt(h.changeLink))
 	h.own.Handle("DELETE "+LinksPath+"{id}", h.adapt(h.revokeLink))
+	h.manageRoutes()
 	h.own.Handle(Prefix, h.adapt(func(http.ResponseWriter, *http.Request) error {
 		return errNoEndpoint
 	}))

@@ -1,0 +1,241 @@
+package serve
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"largo"
+	"largo/auth"
+	"largo/encode"
+	"largo/limit"
+	"largo/ui"
+	"largo/wire"
+)
+
+// SearchPath finds names below a folder: GET with path (the folder's URL
+// path), q (text to find in names, without regard to case, as the page's
+// filter finds it) and limit (the most matches to send: DefaultSearchLimit
+// when absent, at most MaxSearchLimit). Without q, nothing is matched and
+// only the counts of the last line are sent: what a folder holds, which the
+// page tells before it removes one.
+//
+// The answer streams as JSON lines (application/x-ndjson), each sent as
+// it is found: a match,
+//
+//	{"href":"./sub/a%20b.txt","name":"sub/a b.txt","dir":false,"size":12,"modified":"2025-03-14T15:09:26Z"}
+//
+// where href is the match's URL relative to the folder's and name its
+// path below the folder as a page shows it (largo.EscapeName); now and
+// then a line of progress, {"searched":N}, the entries looked at so far;
+// and last
+//
+//	{"done":true,"files":F,"folders":D,"bytes":B,"matches":M,"more":false,"skipped":S}
+//
+// with the files, folders and bytes looked at, whether more matches were
+// left unsent past the limit (the walk stops there), and the folders not
+// searched (not listable, or deeper than maxSearchDepth). An error after
+// the answer began ends it with {"done":true,"error":"REASON",...}.
+//
+// The walk goes through the gated store, which lists only what the
+// requester may see; it goes depth-first, each folder's entries as the
+// store yields them, so it holds one listing's buffer per level, never a
+// folder's names or the matches, and takes searchMemory from the listings'
+// budget while it runs (503 with a Retry-After when the budget has none).
+// Folders reached through a symbolic link are not searched (they could
+// lead back up), nor are precompressed sidecars found.
+const SearchPath = Prefix + "search"
+
+// Bounds of a search: the matches it sends, the folders it goes down.
+const (
+	DefaultSearchLimit = 500
+	MaxSearchLimit     = 10000
+	maxSearchDepth     = 32
+	maxSearchText      = 256
+)
+
+// searchMemory is what a search takes from the listings' budget: the
+// listing buffers of its levels (a folder's store yields a few hundred
+// entries at a time) and its output buffer.
+const searchMemory = 1 << 20
+
+// searchProgress is how often a search that finds nothing says how far
+// it got.
+const searchProgress = 500 * time.Millisecond
+
+// match is a line of a search's answer.
+type match struct {
+	Href     string    `json:"href"`
+	Name     string    `json:"name"`
+	Dir      bool      `json:"dir"`
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified,omitzero"`
+}
+
+// searchEnd is the last line of a search's answer.
+type searchEnd struct {
+	Done    bool   `json:"done"`
+	Files   int64  `json:"files"`
+	Folders int64  `json:"folders"`
+	Bytes   int64  `json:"bytes"`
+	Matches int    `json:"matches"`
+	More    bool   `json:"more"`
+	Skipped int64  `json:"skipped"`
+	Error   string `json:"error,omitempty"`
+}
+
+// search answers SearchPath.
+func (h *Handler) search(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	name, err := largo.ParseName("/" + strings.TrimPrefix(q.Get("path"), "/"))
+	if err != nil || largo.Reserved(name) {
+		return wire.Refuse(http.StatusBadRequest, "path: not a path this server serves")
+	}
+	text := strings.TrimSpace(q.Get("q"))
+	if len(text) > maxSearchText {
+		return wire.Refuse(http.StatusBadRequest, "q: at most 256 bytes")
+	}
+	max := DefaultSearchLimit
+	if v := q.Get("limit"); v != "" {
+		if max, err = strconv.Atoi(v); err != nil || max < 1 || max > MaxSearchLimit {
+			return wire.Refuse(http.StatusBadRequest, "limit: a number from 1 to "+strconv.Itoa(MaxSearchLimit))
+		}
+	}
+	ctx := r.Context()
+	if err := h.gate.Check(ctx, auth.List, name, false); err != nil {
+		return err
+	}
+	in, err := h.cfg.Store.Stat(ctx, name)
+	if err != nil {
+		return err
+	}
+	if !in.IsDir {
+		return wire.Refuse(http.StatusBadRequest, "path: not a folder")
+	}
+	budget := h.cfg.Listing.Budget
+	if !budget.TryTake(searchMemory) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(limit.RetryAfter.Seconds())))
+		return wire.Refuse(http.StatusServiceUnavailable, "busy: too many searches and listings at once; retry later")
+	}
+	defer budget.Give(searchMemory)
+
+	hdr := w.Header()
+	hdr.Set("Content-Type", "application/x-ndjson")
+	hdr.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	f := &finder{h: h, ctx: ctx, out: bufio.NewWriterSize(w, 8<<10), rc: http.NewResponseController(w), limit: max}
+	if text != "" {
+		f.match = ui.View{Filter: text}.Matcher()
+	}
+	f.next = h.cfg.Now().Add(searchProgress)
+	_, err = f.walk(name, "", 0)
+	end := f.end
+	end.Done = true
+	if err != nil {
+		_, end.Error = status(err)
+	}
+	f.line(&end)
+	return nil // an error is told in the last line
+}
+
+// finder is one search's walk.
+type finder struct {
+	h     *Handler
+	ctx   context.Context
+	out   *bufio.Writer
+	rc    *http.ResponseController
+	match func(string) bool // nil: count only
+	limit int
+	end   searchEnd
+	seen  int64
+	next  time.Time // when progress is due
+}
+
+// walk searches the folder dir, whose path below the searched folder is
+// rel, and everything below it. stop reports that the search is over.
+func (f *finder) walk(dir, rel string, depth int) (stop bool, err error) {
+	for in, err := range f.h.cfg.Store.List(f.ctx, dir) {
+		if err != nil {
+			if depth == 0 {
+				return true, err
+			}
+			f.end.Skipped++ // a folder that may be seen but not listed
+			return false, nil
+		}
+		if err := f.ctx.Err(); err != nil {
+			return true, err
+		}
+		f.seen++
+		if !in.IsDir && f.h.hiddenSidecar(f.ctx, dir, in) {
+			continue
+		}
+		path := largo.Join(rel, in.Name)
+		if in.IsDir {
+			f.end.Folders++
+		} else {
+			f.end.Files++
+			f.end.Bytes += in.Size
+		}
+		if f.match != nil && f.match(in.Name) {
+			if f.end.Matches == f.limit {
+				f.end.More = true
+				return true, nil
+			}
+			f.end.Matches++
+			m := match{Href: ui.Href(path, in.IsDir), Name: largo.EscapeName(path), Dir: in.IsDir, Size: in.Size, Modified: in.ModTime}
+			if err := f.line(&m); err != nil {
+				return true, err
+			}
+		}
+		if f.seen%256 == 0 {
+			if now := f.h.cfg.Now(); now.After(f.next) {
+				f.next = now.Add(searchProgress)
+				if err := f.line(map[string]int64{"searched": f.seen}); err != nil {
+					return true, err
+				}
+			}
+		}
+		if !in.IsDir || in.Link {
+			continue // a linked folder could lead back up: a cycle
+		}
+		if depth+1 >= maxSearchDepth {
+			f.end.Skipped++
+			continue
+		}
+		if stop, err := f.walk(largo.Join(dir, in.Name), path, depth+1); stop {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// line sends one line of the answer, at once.
+func (f *finder) line(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	f.out.Write(b)
+	f.out.WriteByte('\n')
+	if err := f.out.Flush(); err != nil {
+		return err
+	}
+	return f.rc.Flush()
+}
+
+// hiddenSidecar reports whether the file in of the folder dir is a
+// precompressed sidecar that listings hide (see sidecarFilter), looking
+// its original up by name.
+func (h *Handler) hiddenSidecar(ctx context.Context, dir string, in largo.Info) bool {
+	base, _, ok := encode.SidecarBase(in.Name)
+	if !ok {
+		return false
+	}
+	orig, err := h.cfg.Store.Stat(ctx, largo.Join(dir, base))
+	return err == nil && !orig.IsDir && orig.Size >= encode.MinSize && sidecarType(contentType(orig)) &&
+		h.ownSidecar(ctx, largo.Join(dir, in.Name), in, orig)
+}

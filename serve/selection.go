@@ -1,0 +1,141 @@
+package serve
+
+import (
+	"io"
+	"iter"
+	"mime"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+
+	"largo"
+	"largo/archive"
+	"largo/wire"
+)
+
+// SelectionPath answers some entries of one folder as one archive, as
+// ?archive= answers the whole folder: GET, or POST with a form for
+// selections too long for a URL, with the fields dir (the folder's URL
+// path), format (zip, tar or tar.zst) and name (an entry of the folder,
+// repeated; at most maxSelection). The archive holds a folder named as
+// dir ("files" for the root) with the entries chosen in it, folders with
+// all they hold, in name order; every entry is read through the gated
+// store, and an entry the requester may not see is a 404 before the
+// first byte. Reading needs no same-origin check: a read changes nothing.
+const SelectionPath = Prefix + "archive"
+
+// Bounds of a selection: its entries, and the form that names them.
+const (
+	maxSelection     = 10000
+	maxSelectionForm = 4 << 20
+)
+
+// selection answers SelectionPath.
+func (h *Handler) selection(w http.ResponseWriter, r *http.Request) error {
+	if err := readForm(w, r, maxSelectionForm); err != nil {
+		return err
+	}
+	dir, err := largo.ParseName("/" + strings.TrimPrefix(r.Form.Get("dir"), "/"))
+	if err != nil || largo.Reserved(dir) {
+		return wire.Refuse(http.StatusBadRequest, "dir: not a path this server serves")
+	}
+	f, err := archive.ParseFormat(r.Form.Get("format"))
+	if err != nil {
+		return wire.Refuse(http.StatusBadRequest, err.Error())
+	}
+	names := slices.Clone(r.Form["name"])
+	switch {
+	case len(names) == 0:
+		return wire.Refuse(http.StatusBadRequest, "name: choose at least one entry")
+	case len(names) > maxSelection:
+		return wire.Refuse(http.StatusRequestEntityTooLarge, "name: at most 10000 entries at once")
+	}
+	for _, n := range names {
+		if elem, err := largo.ParseName("/" + n); err != nil || elem != n || strings.Contains(n, "/") {
+			return wire.Refuse(http.StatusBadRequest, "name: an entry of the folder, without a slash")
+		}
+	}
+	slices.Sort(names) // the order of a folder's archive: by name, byte by byte
+	names = slices.Compact(names)
+	top := rootArchiveName
+	if dir != "" {
+		top = path.Base(dir)
+	}
+	return h.sendArchive(w, r, f, top, h.selected(r, dir, top, names))
+}
+
+// selected yields the entries of the archive of names, entries of the
+// folder dir, under a folder named top.
+func (h *Handler) selected(r *http.Request, dir, top string, names []string) iter.Seq2[archive.Entry, error] {
+	ctx := r.Context()
+	store := h.cfg.Store
+	keep := func(d string) func(largo.Info) bool { return h.sidecarFilter(ctx, d) }
+	return func(yield func(archive.Entry, error) bool) {
+		in, err := store.Stat(ctx, dir)
+		if err != nil {
+			yield(archive.Entry{}, err)
+			return
+		}
+		if !yield(archive.Entry{Path: top + "/", Name: dir, Info: in}, nil) {
+			return
+		}
+		for _, n := range names {
+			name := largo.Join(dir, n)
+			if largo.Reserved(name) {
+				yield(archive.Entry{}, largo.ErrNotFound)
+				return
+			}
+			in, err := store.Stat(ctx, name)
+			if err != nil {
+				yield(archive.Entry{}, err)
+				return
+			}
+			if !in.IsDir {
+				if !yield(archive.Entry{Path: top + "/" + n, Name: name, Info: in}, nil) {
+					return
+				}
+				continue
+			}
+			for e, err := range archive.Walk(ctx, store, name, top+"/"+n, h.cfg.Listing, keep) {
+				if !yield(e, err) || err != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// sendArchive answers entries as one archive in format f, named top: its
+// length first where the format allows (so that a browser shows
+// progress), computed by a walk that reads no file; then the archive,
+// streamed. A failure after the first byte cuts the connection.
+func (h *Handler) sendArchive(w http.ResponseWriter, r *http.Request, f archive.Format, top string, entries iter.Seq2[archive.Entry, error]) error {
+	size, err := archive.Size(r.Context(), f, entries)
+	if err != nil {
+		return busy(w, err)
+	}
+	opt := archive.Options{TempDir: h.cfg.Listing.Dir}
+	if f == archive.TarZst && r.Method != http.MethodHead {
+		zw, err := h.zstdWriter(w)
+		if err != nil {
+			return err
+		}
+		defer zw.Abandon() // nothing, once the archive closed it
+		// A tar.zst has no length to hold it to: archive.Write sends it
+		// to w itself, the writer this compressor was made for.
+		opt.Compress = func(io.Writer) (io.WriteCloser, func(), error) { return zw, zw.Abandon, nil }
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", f.ContentType())
+	hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": top + f.Ext()}))
+	hdr.Set("Cache-Control", "no-store")
+	if size >= 0 {
+		hdr.Set("Content-Length", itoa(size))
+	}
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	return archive.Write(r.Context(), w, f, entries, h.cfg.Store, size, opt)
+}
