@@ -441,3 +441,22 @@ func TestStartUpSaysWhatIsOn(t *testing.T) {
 		return strings.Contains(log, "no rule") && strings.Contains(log, "writes off")
 	})
 }
+
+// TestPropfindIsARead: who may only write a folder learns nothing of
+// what is in it by PROPFIND: neither a file's size and dates nor the
+// folder's entries.
+func TestPropfindIsARead(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, g *target) {
+		s, _ := accessServer(t, g, "--webdav")
+		bot := []string{"Authorization", "Bearer " + botToken, "Depth", "0"}
+		for _, path := range []string{"inbox/old.txt", "inbox/", "inbox/missing.txt"} {
+			resp, body := send(t, "PROPFIND", s.URL+path, nil, 0, bot...)
+			if resp.StatusCode != 403 || strings.Contains(body, "getcontentlength") {
+				t.Errorf("PROPFIND /%s by who may only write there: %d %s", path, resp.StatusCode, body)
+			}
+		}
+		if resp, _ := send(t, "PUT", s.URL+"inbox/new.txt", strings.NewReader("n"), 1, "Authorization", "Bearer "+botToken); resp.StatusCode != 201 {
+			t.Errorf("the writer's PUT: %d", resp.StatusCode)
+		}
+	})
+}

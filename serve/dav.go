@@ -107,7 +107,8 @@ func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm 
 // needs; the store calls the method then makes are decided again, one by
 // one, but a method that acts on a whole folder must not stop half-way
 // for want of a permission it could have been refused for at once:
-//   - PROPFIND: a look at the name (its entries are filtered by the gate);
+//   - PROPFIND: list on a folder, read on a file (its entries are
+//     filtered by the gate);
 //   - PROPPATCH, MKCOL, UNLOCK: write on the name;
 //   - LOCK: write on the name, and below it unless Depth is 0;
 //   - COPY: read of the source, read and list of all below a folder, and
@@ -125,7 +126,20 @@ func (h *Handler) davNeeds(r *http.Request, name string, perm auth.Perm) error {
 	switch r.Method {
 	case "COPY", "MOVE":
 	case "PROPFIND":
-		return check(0, name, false)
+		// A read: of a folder, its listing; of a file, the file. First
+		// read or list at all (refused alike whether the name exists or
+		// not), then what it is decides which.
+		if err := check(auth.Read, name, false); err != nil && check(auth.List, name, false) != nil {
+			return err
+		}
+		in, err := h.cfg.Store.Stat(ctx, name)
+		if err != nil {
+			return err
+		}
+		if in.IsDir {
+			return check(auth.List, name, false)
+		}
+		return check(auth.Read, name, false)
 	case "LOCK":
 		return check(perm, name, strings.TrimSpace(r.Header.Get("Depth")) != "0")
 	default:
