@@ -1,0 +1,392 @@
+// Package pace shares bandwidth caps by key, so that a cap cannot be
+// bypassed by opening more connections: every transfer of one user, of
+// one client address, or through one share link draws on one token
+// bucket of that key, however many connections carry them. A transfer may
+// also have a bucket of its own (a cap per transfer). A transfer waits on
+// every bucket that applies to it, so the strictest governs.
+//
+// The buckets are golang.org/x/time/rate limiters counted in bytes. Each
+// holds about an eighth of a second of its rate (Quantum: at least 32 KiB,
+// at most 4 MiB), which is also the most a transfer asks for at once: a
+// download waits for a quantum's worth of tokens and then hands the
+// kernel that many bytes to send (sendfile stays on, nothing is copied),
+// and an upload, having read a quantum, waits for its tokens before it
+// reads on. Waiting for several buckets reserves the bytes in each at
+// once and sleeps for the longest delay, so the bytes are counted once in
+// every bucket and a bucket that is not the strictest is not made to wait
+// twice. The two directions are separate: a cap of 10 MB/s lets a user
+// download at 10 MB/s while uploading at 10 MB/s.
+//
+// The map of keys is bounded: a key is held while a transfer of it is in
+// flight, and an idle key whose bucket is full again (which is the same as
+// a new one) is forgotten when room is needed; when more than
+// Config.MaxKeys idle keys are still refilling, every idle key is
+// forgotten, which gives each at most one burst back. So a client with
+// many addresses cannot grow the map beyond twice the transfers in flight
+// (which the connection limits bound) and MaxKeys.
+package pace
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Kind is what a bucket is kept for.
+type Kind uint8
+
+// The kinds of bucket.
+const (
+	// Transfer is one request's own bucket, shared with nothing.
+	Transfer Kind = iota
+	// User is shared by every transfer of one signed-in user, and of the
+	// share links that user made.
+	User
+	// Address is shared by every transfer from one client address (an
+	// IPv6 /64 counts as one address).
+	Address
+	// Link is shared by every transfer through one share link.
+	Link
+)
+
+// Kinds lists every Kind, for metrics that want a series per kind from
+// the start.
+var Kinds = []Kind{Transfer, User, Address, Link}
+
+// String returns the kind's name, as metric labels and the log show it.
+func (k Kind) String() string {
+	switch k {
+	case Transfer:
+		return "transfer"
+	case User:
+		return "user"
+	case Address:
+		return "address"
+	case Link:
+		return "link"
+	}
+	return fmt.Sprintf("kind%d", uint8(k))
+}
+
+// Direction is which way the bytes of a transfer go.
+type Direction uint8
+
+// The directions, each with buckets of its own.
+const (
+	Send    Direction = iota // to the client: downloads
+	Receive                  // from the client: uploads
+)
+
+// Key names one shared bucket and says its rate.
+type Key struct {
+	Kind Kind
+	// Name is the user's name, the link's ID or the address (AddressName).
+	Name string
+	// Rate is the bucket's rate in bytes per second; zero or less caps
+	// nothing (the key is then ignored). A key's rate may change between
+	// transfers (an access file reloaded): the bucket takes the rate of
+	// the latest transfer that starts.
+	Rate int64
+}
+
+// AddressName returns the name of the bucket of a client address: an IPv4
+// address as it is, an IPv6 address as its /64 (a host is usually handed
+// a whole /64, so counting its addresses one by one would give it 2^64
+// buckets). An IPv4 address mapped into IPv6 is the IPv4 address.
+func AddressName(a netip.Addr) string {
+	a = a.Unmap()
+	if a.Is6() {
+		p, _ := a.WithZone("").Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
+
+// Bounds of a bucket's burst, which is also the largest wait.
+const (
+	minQuantum = 32 << 10
+	maxQuantum = 4 << 20
+)
+
+// DefaultMaxKeys is how many keys Limits keeps without a transfer in
+// flight, unless Config.MaxKeys says otherwise.
+const DefaultMaxKeys = 4096
+
+// Quantum returns the burst of a bucket of rate bytes per second, which is
+// the most one wait asks of it: an eighth of a second's worth, at least 32
+// KiB and at most 4 MiB.
+func Quantum(rate int64) int {
+	return int(min(max(rate/8, minQuantum), maxQuantum))
+}
+
+// Config configures Limits. The zero value caps nothing.
+type Config struct {
+	// Transfer, User, Address and Link are the default rates of each kind,
+	// in bytes per second; zero caps nothing. Callers read them with
+	// Default and may give a key another rate (a user's own, from the
+	// access file).
+	Transfer, User, Address, Link int64
+	// MaxKeys is how many keys are kept without a transfer in flight;
+	// zero means DefaultMaxKeys.
+	MaxKeys int
+	// Throttled, when set, is called after every wait that delayed a
+	// transfer, with how long it waited and the kind of the bucket that
+	// made it wait longest. It must be safe for concurrent use.
+	Throttled func(kind Kind, d time.Duration)
+	// Now is the clock; nil means time.Now. Waits sleep on real timers.
+	Now func() time.Time
+}
+
+// Limits holds the shared buckets. It is safe for concurrent use.
+type Limits struct {
+	cfg Config
+
+	mu      sync.Mutex
+	buckets map[bucketKey]*bucket
+	next    int // the map's size at which idle keys are swept
+}
+
+type bucketKey struct {
+	kind Kind
+	dir  Direction
+	name string
+}
+
+// bucket is a shared bucket and the transfers holding it.
+type bucket struct {
+	lim  *rate.Limiter
+	rate int64
+	held int // transfers in flight; guarded by Limits.mu
+}
+
+// New returns the Limits of cfg.
+func New(cfg Config) *Limits {
+	if cfg.MaxKeys <= 0 {
+		cfg.MaxKeys = DefaultMaxKeys
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Limits{cfg: cfg, buckets: map[bucketKey]*bucket{}, next: cfg.MaxKeys}
+}
+
+// Default returns the default rate of kind, in bytes per second (zero:
+// none).
+func (l *Limits) Default(kind Kind) int64 {
+	switch kind {
+	case Transfer:
+		return l.cfg.Transfer
+	case User:
+		return l.cfg.User
+	case Address:
+		return l.cfg.Address
+	case Link:
+		return l.cfg.Link
+	}
+	return 0
+}
+
+// Keys returns how many keys are held now, in flight or idle.
+func (l *Limits) Keys() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets)
+}
+
+// maxKeysOfTransfer bounds the keys one transfer waits on: its own, and
+// one of each shared kind, a link's holder also waiting on its maker's.
+const maxKeysOfTransfer = 5
+
+// Start returns the Pacer of a transfer in direction dir that waits on the
+// shared buckets of keys (those with a rate) and, when Config.Transfer
+// is set, on a bucket of its own; nil when none applies. Close the Pacer
+// when the transfer ends.
+func (l *Limits) Start(dir Direction, keys ...Key) *Pacer {
+	if l == nil {
+		return nil
+	}
+	p := &Pacer{l: l, quantum: maxQuantum}
+	if r := l.cfg.Transfer; r > 0 {
+		p.add(Transfer, rate.NewLimiter(rate.Limit(r), Quantum(r)), nil)
+	}
+	shared := false
+	for _, k := range keys {
+		shared = shared || k.Rate > 0 && k.Kind != Transfer
+	}
+	if shared {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		now := l.cfg.Now()
+		for _, k := range keys {
+			if k.Rate <= 0 || k.Kind == Transfer || p.n == maxKeysOfTransfer {
+				continue
+			}
+			b := l.hold(bucketKey{k.Kind, dir, k.Name}, k.Rate, now)
+			if slices.Contains(p.held[:p.n], b) {
+				b.held-- // one key given twice: its bucket counts once
+				continue
+			}
+			p.add(k.Kind, b.lim, b)
+		}
+	}
+	if p.n == 0 {
+		return nil
+	}
+	return p
+}
+
+// hold returns the bucket of k at rate, made if there is none, with one
+// more transfer holding it. l.mu is held.
+func (l *Limits) hold(k bucketKey, r int64, now time.Time) *bucket {
+	b := l.buckets[k]
+	switch {
+	case b == nil:
+		if len(l.buckets) >= l.next {
+			l.sweep(now)
+		}
+		b = &bucket{lim: rate.NewLimiter(rate.Limit(r), Quantum(r)), rate: r}
+		l.buckets[k] = b
+	case b.rate != r:
+		b.lim.SetLimitAt(now, rate.Limit(r))
+		b.lim.SetBurstAt(now, Quantum(r))
+		b.rate = r
+	}
+	b.held++
+	return b
+}
+
+// sweep forgets the idle keys whose bucket is full (a new one would be the
+// same), and when more than Config.MaxKeys idle keys are left (in debt),
+// every idle key. The next sweep comes when the map has doubled, so that
+// a map held full by transfers in flight is not swept at every new key:
+// the map holds at most twice the keys in flight and Config.MaxKeys.
+// l.mu is held.
+func (l *Limits) sweep(now time.Time) {
+	idle := 0
+	for k, b := range l.buckets {
+		switch {
+		case b.held > 0:
+		case b.lim.TokensAt(now) >= float64(b.lim.Burst()):
+			delete(l.buckets, k)
+		default:
+			idle++
+		}
+	}
+	if idle > l.cfg.MaxKeys {
+		for k, b := range l.buckets {
+			if b.held == 0 {
+				delete(l.buckets, k)
+			}
+		}
+	}
+	l.next = max(l.cfg.MaxKeys, 2*len(l.buckets))
+}
+
+// release lets go of the buckets p held.
+func (l *Limits) release(p *Pacer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, b := range p.held[:p.n] {
+		if b != nil {
+			b.held--
+		}
+	}
+}
+
+// Pacer paces one transfer in one direction by the buckets that apply to
+// it. Wait is called by one goroutine at a time; Close may be called from
+// another once the transfer is over.
+type Pacer struct {
+	l       *Limits
+	n       int
+	lims    [maxKeysOfTransfer]*rate.Limiter
+	kinds   [maxKeysOfTransfer]Kind
+	held    [maxKeysOfTransfer]*bucket // nil for the transfer's own
+	quantum int
+	timer   *time.Timer
+	once    sync.Once
+}
+
+func (p *Pacer) add(kind Kind, lim *rate.Limiter, b *bucket) {
+	p.lims[p.n], p.kinds[p.n], p.held[p.n] = lim, kind, b
+	p.quantum = min(p.quantum, lim.Burst())
+	p.n++
+}
+
+// Quantum returns the most bytes one Wait waits for at once: a transfer
+// that sends no more than this after each Wait is paced smoothly.
+func (p *Pacer) Quantum() int { return p.quantum }
+
+// Wait blocks until n more bytes may go, by every bucket of the transfer,
+// or until ctx is done (then it returns ctx's error, and the bytes not
+// yet waited for are given back). It returns how long it waited.
+func (p *Pacer) Wait(ctx context.Context, n int) (time.Duration, error) {
+	var waited time.Duration
+	for n > 0 {
+		k := n
+		for _, lim := range p.lims[:p.n] {
+			k = min(k, lim.Burst()) // a rate reloaded meanwhile may have shrunk it
+		}
+		rs, delay, kind := p.reserve(p.l.cfg.Now(), k)
+		if delay > 0 {
+			start := time.Now()
+			if err := p.sleep(ctx, delay); err != nil {
+				at := p.l.cfg.Now()
+				for _, r := range rs[:p.n] {
+					r.CancelAt(at)
+				}
+				return waited, err
+			}
+			d := time.Since(start)
+			waited += d
+			if p.l.cfg.Throttled != nil {
+				p.l.cfg.Throttled(kind, d)
+			}
+		}
+		n -= k
+	}
+	return waited, nil
+}
+
+// reserve takes n bytes (at most every bucket's burst) from every bucket
+// at now, and returns the reservations, the longest delay and the kind of
+// the bucket that asks for it.
+func (p *Pacer) reserve(now time.Time, n int) (rs [maxKeysOfTransfer]*rate.Reservation, delay time.Duration, kind Kind) {
+	for i, lim := range p.lims[:p.n] {
+		rs[i] = lim.ReserveN(now, n)
+		if d := rs[i].DelayFrom(now); d > delay {
+			delay, kind = d, p.kinds[i]
+		}
+	}
+	return rs, delay, kind
+}
+
+// sleep waits for d or for ctx, on one timer per Pacer.
+func (p *Pacer) sleep(ctx context.Context, d time.Duration) error {
+	if p.timer == nil {
+		p.timer = time.NewTimer(d)
+	} else {
+		p.timer.Reset(d)
+	}
+	select {
+	case <-p.timer.C:
+		return nil
+	case <-ctx.Done():
+		p.timer.Stop()
+		return ctx.Err()
+	}
+}
+
+// Close ends the transfer: its shared buckets may be forgotten once they
+// are full again. Closing twice, or a nil Pacer, does nothing.
+func (p *Pacer) Close() {
+	if p == nil {
+		return
+	}
+	p.once.Do(func() { p.l.release(p) })
+}
