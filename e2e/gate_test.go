@@ -460,3 +460,41 @@ func TestPropfindIsARead(t *testing.T) {
 		}
 	})
 }
+
+// TestDropBoxCapped: a write through a drop box stores at most the
+// server's cap for links, or the link's own when smaller: refused before
+// the body when it says more, cut when it sends more; nothing is left.
+func TestDropBoxCapped(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, g *target) {
+		g.seed(t, "inbox/old.txt", "o")
+		s := g.serve(t, "--link-max-upload", "4KiB")
+		drop := shareLink(t, g, s, "/inbox", "--write", "--expires", "1h")
+		small := shareLink(t, g, s, "/inbox", "--write", "--expires", "1h", "--max-upload", "1KiB")
+		big := strings.Repeat("x", 8<<10)
+		for _, tt := range []struct {
+			link, name string
+			size       int64 // -1: chunked
+			body       string
+			code       int
+		}{
+			{drop, "ok.bin", 3 << 10, big[:3<<10], 201},
+			{drop, "announced.bin", int64(len(big)), big, 413},
+			{drop, "chunked.bin", -1, big, 413},
+			{small, "small-ok.bin", 512, big[:512], 201},
+			{small, "small-over.bin", 2 << 10, big[:2<<10], 413},
+		} {
+			resp, body := send(t, "PUT", tt.link+tt.name, strings.NewReader(tt.body), tt.size)
+			if resp.StatusCode != tt.code {
+				t.Errorf("PUT %s of %d bytes: %d %s; want %d", tt.name, len(tt.body), resp.StatusCode, body, tt.code)
+			}
+			if tt.code != 201 {
+				absent(t, g.dir, "inbox/"+tt.name)
+			}
+		}
+		g.clean(t)
+		// The owner of the server is not capped by the links' cap.
+		if resp, _ := send(t, "PUT", s.URL+"inbox/mine.bin", strings.NewReader(big), int64(len(big)), bearer...); resp.StatusCode != 201 {
+			t.Errorf("the token's PUT over the links' cap: %d", resp.StatusCode)
+		}
+	})
+}
