@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -41,6 +42,10 @@ type Body struct {
 	err   error
 	eof   bool
 	dirty bool // a deadline is set on the connection
+
+	pacer    Pacer           // paces the reads, when Pace set one
+	pctx     context.Context // ends the Pacer's waits
+	throttle throttle        // time waited for pacer
 }
 
 var _ io.ReadCloser = (*Body)(nil)
@@ -53,10 +58,14 @@ func NewBody(w http.ResponseWriter, body io.ReadCloser, opt BodyOptions) *Body {
 	return &Body{body: body, rc: http.NewResponseController(w), opt: opt, start: opt.Now()}
 }
 
-// Read implements io.Reader.
+// Read implements io.Reader. A paced Body (Pace) reads at most the
+// Pacer's quantum and waits for the bytes it read before it returns them.
 func (b *Body) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
+	}
+	if b.pacer != nil {
+		p = p[:min(len(p), max(b.pacer.Quantum(), 1))]
 	}
 	b.extend()
 	n, err := b.body.Read(p)
@@ -64,6 +73,11 @@ func (b *Body) Read(p []byte) (int, error) {
 		b.read.Add(int64(n))
 		if b.opt.Received != nil {
 			b.opt.Received(int64(n))
+		}
+		if b.pacer != nil {
+			if werr := b.throttle.wait(b.pctx, b.pacer, n, b.opt.Now); werr != nil && err == nil {
+				err = werr
+			}
 		}
 	}
 	if err == nil {
@@ -103,7 +117,8 @@ func (b *Body) clear() {
 }
 
 func (b *Body) checkRate() error {
-	if belowRate(b.opt.MinRate, b.opt.IdleTimeout, b.opt.Now().Sub(b.start), b.read.Load()) {
+	now := b.opt.Now()
+	if belowRate(b.opt.MinRate, b.opt.IdleTimeout, now.Sub(b.start)-b.throttle.at(now), b.read.Load()) {
 		return ErrTooSlow
 	}
 	return nil

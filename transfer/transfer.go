@@ -22,6 +22,12 @@
 // net/http, on the connection itself, saved about 8 KiB of resident
 // memory per download in flight, and was dropped: docs/BENCHMARKS.md).
 //
+// A Response may be paced to a bandwidth cap (Pace, with a Pacer of
+// package pace): each segment then waits for its bytes' worth of tokens
+// and is no larger than the Pacer's quantum, and is still sent by
+// sendfile, so a cap costs no copy. The time spent waiting is the
+// server's, and the minimum rate is reckoned without it.
+//
 // Body is the same for the other direction: it wraps a request body, moves
 // the connection's read deadline as bytes arrive, counts them and says how
 // the upload ended.
@@ -118,6 +124,10 @@ type Response struct {
 	body  *Body           // the request's body, when Body made it
 	http1 bool            // the request came over HTTP/1.x
 	ctx   context.Context // the request's, when Body made it
+
+	out      Pacer           // paces the body, when Pace set one
+	pctx     context.Context // ends the Pacer's waits
+	throttle throttle        // time waited for out
 }
 
 // NewResponse wraps w.
@@ -167,7 +177,8 @@ func (r *Response) answer(code int) {
 	}
 }
 
-// Write implements http.ResponseWriter, extending the write deadline first.
+// Write implements http.ResponseWriter, extending the write deadline first
+// (and, when paced, in pieces each after its wait: see Pacer).
 func (r *Response) Write(p []byte) (int, error) {
 	if r.err != nil {
 		return 0, r.err
@@ -175,6 +186,14 @@ func (r *Response) Write(p []byte) (int, error) {
 	if r.status == 0 {
 		r.answer(http.StatusOK)
 	}
+	if r.out != nil && len(p) > 0 {
+		return r.pacedWrite(p)
+	}
+	return r.write(p)
+}
+
+// write writes p, extending the write deadline first.
+func (r *Response) write(p []byte) (int, error) {
 	r.extend()
 	n, err := r.rw.Write(p)
 	r.count(int64(n))
@@ -197,6 +216,9 @@ func (r *Response) Write(p []byte) (int, error) {
 // timer, no goroutine while it sleeps) and extends the deadline whenever the
 // offset moved: a client is cut only after at least seven eighths of an idle
 // timeout without taking a byte, however slowly it reads.
+//
+// A paced Response (Pace) waits for each segment's bytes before it hands
+// them to sendfile, and cuts its segments to the Pacer's quantum.
 func (r *Response) ReadFrom(src io.Reader) (int64, error) {
 	if r.err != nil {
 		return 0, r.err
@@ -222,6 +244,13 @@ func (r *Response) ReadFrom(src io.Reader) (int64, error) {
 	var total int64
 	for remain > 0 {
 		seg := min(segment, remain)
+		if r.out != nil {
+			seg = min(seg, int64(max(r.out.Quantum(), 1)))
+			if err := r.pace(int(seg)); err != nil {
+				r.fail(err)
+				break
+			}
+		}
 		r.extend()
 		n, err := rf.ReadFrom(&io.LimitedReader{R: inner, N: seg})
 		total += n
@@ -335,7 +364,7 @@ func (r *Response) setDeadline(t time.Time) {
 
 // checkRate enforces MinRate once its grace period is over.
 func (r *Response) checkRate() error {
-	if belowRate(r.opt.MinRate, r.opt.IdleTimeout, r.opt.Now().Sub(r.start), r.written.Load()) {
+	if belowRate(r.opt.MinRate, r.opt.IdleTimeout, r.clientTime(r.opt.Now()), r.written.Load()) {
 		return ErrTooSlow
 	}
 	return nil

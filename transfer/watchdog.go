@@ -73,7 +73,7 @@ func (w *watchdog) tick() {
 // in flight, averages less than MinRate after the grace period.
 func (w *watchdog) belowRate(pos int64) bool {
 	o := w.r.opt
-	return belowRate(o.MinRate, o.IdleTimeout, o.Now().Sub(w.r.start), w.startWritten+pos-w.startPos)
+	return belowRate(o.MinRate, o.IdleTimeout, w.r.clientTime(o.Now()), w.startWritten+pos-w.startPos)
 }
 
 // tooSlow reports whether the watchdog cut the transfer for its rate; a
