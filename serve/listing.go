@@ -106,7 +106,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 	defer page.Close()
 	rows := func(yield func(ui.Entry, error) bool) {
 		for in, err := range page.All() {
-			if !yield(ui.Entry{Name: in.Name, Dir: in.IsDir, Size: in.Size, Modified: in.ModTime}, err) {
+			if !yield(ui.Entry{Name: in.Name, Dir: in.IsDir, Size: in.Size, Modified: in.ModTime, ETag: in.ETag}, err) {
 				return
 			}
 		}
@@ -154,6 +154,22 @@ func (h *Handler) folderPage(r *http.Request, name string) ui.Folder {
 	f.User, f.May, f.SignIn = h.signedIn(r, name)
 	if f.User != "" && h.gate.Links() != nil && h.gate.Check(ctx, auth.Read|auth.List, name, false) == nil {
 		f.Share = &ui.Share{Endpoint: SharePath, Write: f.Upload != nil}
+	}
+	if viewOf(r) == nil {
+		// The file manager, on the server's own pages (a share link's
+		// reaches no route of the reserved prefix): what may be done
+		// with each entry is asked when needed (MayPath).
+		m := &ui.Manage{May: MayPath, Archive: SelectionPath, Search: SearchPath}
+		if h.cfg.Writes != nil {
+			m.Move = MovePath
+			if h.gate.Check(ctx, auth.Write, largo.Join(name, gate.NewName), false) == nil {
+				m.Mkdir = MkdirPath
+			}
+		}
+		if f.User != "" && h.gate.Links() != nil {
+			m.Share, m.Links = SharePath, LinksPath
+		}
+		f.Manage = m
 	}
 	return f
 }

@@ -20,6 +20,9 @@ type Entry struct {
 	Dir      bool
 	Size     int64
 	Modified time.Time
+	// ETag is a file's, as listed: the page's changes to the file are
+	// made on condition that it still has it (If-Match). "" for none.
+	ETag string
 }
 
 // Upload describes the upload area of a page whose requester may write
@@ -36,6 +39,31 @@ type Share struct {
 	Endpoint string
 	// Write offers a drop box too: the visitor may write here.
 	Write bool
+}
+
+// Manage describes the file management a page offers its visitor: a
+// checkbox on each row, and for a selection or one entry, an archive of
+// it, a move, a removal; a new folder; share links. Its script asks the
+// server (May) what the visitor may do with each entry before it shows
+// an action; what they may do in the folder itself is known when the
+// page is rendered. Endpoints are URL paths; "" leaves their actions
+// out.
+type Manage struct {
+	// May answers what may be done with entries (see serve.MayPath).
+	May string
+	// Archive answers a selection as one archive (serve.SelectionPath).
+	Archive string
+	// Move moves and renames (serve.MovePath); "" when writes are off.
+	Move string
+	// Mkdir makes folders (serve.MkdirPath); "" when the visitor may
+	// make none here.
+	Mkdir string
+	// Search finds names below the folder (serve.SearchPath).
+	Search string
+	// Share makes share links of entries, and Links lists and revokes
+	// the visitor's (serve.SharePath, serve.LinksPath); "" when links
+	// are off or nobody is signed in.
+	Share, Links string
 }
 
 // Folder is what a folder page shows.
@@ -61,6 +89,9 @@ type Folder struct {
 	// Share, when set, offers the signed-in visitor a form that makes a
 	// share link to this folder.
 	Share *Share
+	// Manage, when set, offers the file management it describes; nil
+	// (a share link's page) offers only previews and downloads.
+	Manage *Manage
 	// SignIn is the URL of the "Sign in" link shown to an anonymous
 	// visitor where signing in could allow more; "" shows none.
 	SignIn string
@@ -108,6 +139,7 @@ func (u *UI) FolderRows(w io.Writer, f Folder, total int, shown iter.Seq2[Entry,
 		}
 		sum.add(e)
 		r.set(e)
+		r.Picks = p.Manage != nil
 		if err := page.ExecuteTemplate(w, "row", &r); err != nil {
 			return err
 		}
@@ -140,6 +172,8 @@ type page struct {
 	May      string // "read, list and write"
 	SignIn   string
 	Share    *Share
+	Manage   *Manage
+	Span     int // the table's columns, for a row that spans them
 	Nonce    string
 }
 
@@ -156,9 +190,10 @@ type column struct {
 }
 
 type row struct {
-	Name, Href, Size, Modified, ISO, Stamp string
-	Dir                                    bool
-	Bytes                                  int64
+	Name, Href, Size, Modified, ISO, Stamp, ETag string
+	Dir                                          bool
+	Bytes                                        int64
+	Picks                                        bool // a checkbox to select the row
 }
 
 // set fills r with e, formatted.
@@ -167,6 +202,9 @@ func (r *row) set(e Entry) {
 	// invisible characters, bytes that are not UTF-8) is shown escaped;
 	// its link still names the file itself.
 	*r = row{Name: largo.EscapeName(e.Name), Href: Href(e.Name, e.Dir), Dir: e.Dir, Bytes: e.Size}
+	if !e.Dir {
+		r.ETag = e.ETag
+	}
 	if !e.Modified.IsZero() { // a bucket's folders have no time
 		r.Modified = FormatTime(e.Modified)
 		r.ISO = e.Modified.UTC().Format(time.RFC3339)
@@ -181,7 +219,10 @@ type archiveLink struct{ Format, Href string }
 
 // newPage prepares what f shows above and below the rows.
 func newPage(f Folder) page {
-	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != f.Root, User: f.User, May: sentence(f.May), Nonce: f.Nonce, Share: f.Share}
+	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != f.Root, User: f.User, May: sentence(f.May), Nonce: f.Nonce, Share: f.Share, Manage: f.Manage, Span: 4}
+	if f.Manage != nil {
+		p.Span = 5
+	}
 	if f.User == "" {
 		p.SignIn = f.SignIn
 	}

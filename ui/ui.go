@@ -2,9 +2,11 @@
 // the server from an embedded template so that browsing, sorting and
 // filtering work without JavaScript, and the static assets that enhance it
 // (a style sheet with light and dark themes, and ES modules for live
-// sorting and filtering, keyboard navigation, and resumable uploads over
-// tus 1.0). Everything is embedded in the binary and written by hand: no
-// CDN, no build step.
+// sorting and filtering, keyboard navigation, resumable uploads over
+// tus 1.0, and a file manager: selections, moves, renames, removals, new
+// folders, share links, previews and a search below the folder).
+// Everything is embedded in the binary and written by hand: no CDN, no
+// build step.
 //
 // Assets are served at Base + VERSION + "/" + NAME, where VERSION is a hash
 // of all the assets' contents. A page names the set it was rendered with,
@@ -16,10 +18,17 @@
 // nothing), and sent compressed to such clients.
 //
 // Pages carry the policy CSP returns: no inline script or style, no
-// frames, no plugins, images and connections only from largo's own
+// plugins, images, media, frames and connections only from largo's own
 // origin, and scripts and style sheets only from the elements the page
 // itself was rendered with. Every name on a page goes through
-// html/template's escaping.
+// html/template's escaping, and the page's script writes names only as
+// text. A preview never makes a file part of the page: images and media
+// play in the browser's own elements, text is read (its first MiB) and
+// shown as text, and a PDF opens in a frame of the browser's own viewer,
+// the file sent under its own policy, sandbox, which gives it an origin
+// of its own and runs no script in it. (A frame's sandbox attribute
+// would do the same for any file, but the browser then refuses to show
+// a PDF at all.)
 //
 // Scripts are allowed by a nonce, not by origin: 'self' would also allow
 // any .js file a user uploads to the server, which then runs with the
@@ -69,10 +78,13 @@ import (
 
 // CSP returns the Content-Security-Policy of a page rendered with nonce
 // (see Folder.Nonce): only the page's own elements load scripts and style
-// sheets.
+// sheets; images, audio, video and frames come from the server itself,
+// for previews (a frame shows a PDF in the browser's own viewer; the
+// file is served under its own policy, sandbox, so nothing in it runs
+// as the server's origin).
 func CSP(nonce string) string {
 	return "default-src 'none'; script-src 'nonce-" + nonce + "'; style-src 'nonce-" + nonce + "'; img-src 'self'; " +
-		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+		"media-src 'self'; frame-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 }
 
 // Nonce returns a new nonce for one page: 128 bits from crypto/rand, in

@@ -2,7 +2,8 @@
 // it sorted and filtered as the query asked; here sorting and filtering
 // happen without a round trip (the URL follows, so a reload or a shared
 // link shows the same view), the arrow keys move through the rows, and
-// refresh() re-reads the folder's JSON listing after uploads.
+// refresh() re-reads the folder's JSON listing after uploads and changes,
+// telling whoever asked (onRefresh) once the rows are new.
 
 import { compareKeys, formatSize, formatTime, nameKey } from "./format.js";
 
@@ -58,9 +59,29 @@ export class Listing {
 			dir: tr.hasAttribute("data-dir"),
 			size: Number(tr.dataset.size),
 			modified: stamp(tr.dataset.modified),
+			etag: tr.dataset.etag || "",
 			tr,
 		}));
 		this.sorted = { sort: this.view.sort, desc: this.view.desc }; // as the server sent them
+		// picks: the rows have a checkbox (the page manages files).
+		this.picks = this.table.querySelector("th.pick") !== null;
+		this.refreshed = [];
+	}
+
+	// onRefresh calls f after each refresh, once the rows are new.
+	onRefresh(f) {
+		this.refreshed.push(f);
+	}
+
+	// rowOf returns the row of an element inside it, or undefined.
+	rowOf(el) {
+		const tr = el?.closest?.("tr[data-name]");
+		return tr ? this.rows.find((r) => r.tr === tr) : undefined;
+	}
+
+	// shown returns the rows shown, in their order.
+	shown() {
+		return Array.from(this.body.querySelectorAll("tr[data-name]:not([hidden])"), (tr) => this.rowOf(tr));
 	}
 
 	// init wires the headers, the filter box and the keys.
@@ -183,6 +204,7 @@ export class Listing {
 		}
 		for (const th of this.table.tHead.rows[0].cells) {
 			const a = th.querySelector("a[data-sort]");
+			if (!a) continue; // the columns of the checkboxes and the menus
 			const key = a.dataset.sort;
 			if (key === sort) th.setAttribute("aria-sort", desc ? LABELS.descending : LABELS.ascending);
 			else th.removeAttribute("aria-sort");
@@ -209,26 +231,44 @@ export class Listing {
 		const focused = document.activeElement?.closest?.("tr[data-name]")?.dataset.name;
 		for (const r of this.rows) r.tr.remove();
 		this.rows = listing.entries.map((e) => {
-			const r = { name: e.name, key: nameKey(e.name), lower: e.name.toLowerCase(), dir: e.dir, size: e.size, modified: stamp(e.modified) };
-			r.tr = row(r, e.modified ? new Date(e.modified) : null);
+			const r = { name: e.name, key: nameKey(e.name), lower: e.name.toLowerCase(), dir: e.dir, size: e.size, modified: stamp(e.modified), etag: e.etag || "" };
+			r.tr = row(r, e.modified ? new Date(e.modified) : null, this.picks);
 			return r;
 		});
 		this.sorted = null;
 		this.apply();
+		for (const f of this.refreshed) f();
 		if (focused !== undefined) {
-			this.rows.find((r) => r.name === focused)?.tr.querySelector("a").focus();
+			this.rows.find((r) => r.name === focused)?.tr.querySelector("td.name a").focus();
 		}
+	}
+
+	// focusName focuses the link of the row named name, if shown.
+	focusName(name) {
+		const r = this.rows.find((r) => r.name === name && !r.tr.hidden);
+		r?.tr.querySelector("td.name a").focus();
+		return r !== undefined;
 	}
 }
 
-// row builds a table row like the server's; modified is a Date or null.
-function row(r, modified) {
+// row builds a table row like the server's; modified is a Date or null;
+// picks adds the checkbox that selects it.
+function row(r, modified, picks) {
 	const tr = document.createElement("tr");
 	tr.dataset.name = r.name;
 	tr.dataset.size = String(r.size);
 	const iso = modified ? modified.toISOString().replace(/\.\d{3}Z$/, "Z") : "";
 	tr.dataset.modified = iso;
+	if (r.etag && !r.dir) tr.dataset.etag = r.etag;
 	if (r.dir) tr.setAttribute("data-dir", "");
+	if (picks) {
+		const pick = tr.insertCell();
+		pick.className = "pick";
+		const box = document.createElement("input");
+		box.type = "checkbox";
+		box.setAttribute("aria-label", `Select ${r.name}`);
+		pick.append(box);
+	}
 	const name = tr.insertCell();
 	name.className = "name";
 	const a = document.createElement("a");
@@ -247,5 +287,14 @@ function row(r, modified) {
 		time.textContent = formatTime(modified);
 		mod.append(time);
 	}
+	const act = tr.insertCell();
+	act.className = "act";
+	const menu = document.createElement("button");
+	menu.type = "button";
+	menu.className = "row-menu";
+	menu.setAttribute("aria-haspopup", "menu");
+	menu.setAttribute("aria-label", `Actions: ${r.name}`);
+	menu.textContent = "⋯";
+	act.append(menu);
 	return tr;
 }
