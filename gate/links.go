@@ -53,6 +53,11 @@ type Link struct {
 	// MaxUpload, for a drop box, is the largest file it takes, in bytes;
 	// zero means the server's default for links (Config.LinkMaxUpload).
 	MaxUpload int64 `json:"max_upload,omitempty"`
+	// MaxRate is the link's bandwidth cap, in bytes per second each way,
+	// shared by every transfer through it; zero means the server's
+	// default for links. Where the server has a default, the lower of
+	// the two governs: a link cannot lift its server's cap.
+	MaxRate int64 `json:"max_rate,omitempty"`
 }
 
 // grants returns the permissions l's scope gives on name, before its
