@@ -12,6 +12,7 @@ package metrics
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -32,6 +33,8 @@ type Metrics struct {
 	pending       prometheus.Gauge
 
 	compressed *prometheus.CounterVec
+
+	throttled *prometheus.CounterVec
 }
 
 // New creates the collectors and registers them, with the process and Go
@@ -72,6 +75,10 @@ func New(reg *prometheus.Registry, outcomes []string) *Metrics {
 			Name: "largo_compressed_responses_total",
 			Help: "Responses sent compressed, by coding and source (sidecar or dynamic); source refused counts those sent uncompressed because every compression slot was taken.",
 		}, []string{"coding", "source"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "largo_throttled_seconds_total",
+			Help: "Time transfers waited for a bandwidth cap, summed over transfers, by the kind of cap that held them longest (transfer, user, address, link).",
+		}, []string{"key"}),
 	}
 	// The known outcomes' counters are resolved once: the map is only
 	// read after New, and a lookup in it is cheaper than the vector's
@@ -86,7 +93,7 @@ func New(reg *prometheus.Registry, outcomes []string) *Metrics {
 		collectors.NewGoCollector(),
 		m.active, m.bytesSent, m.transfers, m.panics,
 		m.bytesReceived, m.uploads, m.pending,
-		m.compressed,
+		m.compressed, m.throttled,
 	)
 	return m
 }
@@ -127,4 +134,11 @@ func (m *Metrics) PendingBytes(delta int64) { m.pending.Add(float64(delta)) }
 // Compressed implements serve.CompressionObserver.
 func (m *Metrics) Compressed(coding, source string) {
 	m.compressed.WithLabelValues(coding, source).Inc()
+}
+
+// Throttled adds d to the time transfers waited for a bandwidth cap of
+// kind (package pace's Config.Throttled, by the kind's name). A d of zero
+// makes the kind's series exist before its first wait.
+func (m *Metrics) Throttled(kind string, d time.Duration) {
+	m.throttled.WithLabelValues(kind).Add(d.Seconds())
 }

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -22,6 +23,9 @@ func TestMetrics(t *testing.T) {
 	m.Compressed("zstd", "dynamic")
 	m.Compressed("zstd", "dynamic")
 	m.Compressed("br", "refused")
+	m.Throttled("address", 1500*time.Millisecond)
+	m.Throttled("address", 500*time.Millisecond)
+	m.Throttled("link", 0)
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	b, _ := io.ReadAll(rec.Body)
@@ -35,6 +39,8 @@ func TestMetrics(t *testing.T) {
 		"largo_panics_total 1",
 		`largo_compressed_responses_total{coding="zstd",source="dynamic"} 2`,
 		`largo_compressed_responses_total{coding="br",source="refused"} 1`,
+		`largo_throttled_seconds_total{key="address"} 2`,
+		`largo_throttled_seconds_total{key="link"} 0`,
 		"process_resident_memory_bytes",
 		"go_goroutines",
 	} {
