@@ -1,0 +1,224 @@
+package digests
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"largo"
+)
+
+// Hashing files that arrived another way (copied onto the disk, put into
+// the bucket directly) is the one place a file is read to learn its
+// digest: never on a request's path, always at a capped rate, and only
+// for files with no record of their current version.
+
+// Event is what Hash tells of one file.
+type Event struct {
+	// Name is the file's name in the store.
+	Name string
+	// Size is its size.
+	Size int64
+	// SHA256 is its digest, when it was hashed or already recorded.
+	SHA256 []byte
+	// Fresh reports that a digest of its current version was recorded
+	// already: it was not read.
+	Fresh bool
+	// Err is why it got no digest: it could not be read or recorded, or
+	// it changed while it was read (ErrChanged).
+	Err error
+}
+
+// ErrChanged is a file that changed while it was hashed: its digest
+// would describe no version of it, and is not recorded.
+var ErrChanged = errors.New("changed while it was read")
+
+// Summary counts what Hash did.
+type Summary struct {
+	Hashed, Fresh, Failed int
+	// Bytes is what was read.
+	Bytes int64
+}
+
+// HashOptions govern Hash.
+type HashOptions struct {
+	// Rate caps the bytes read per second, all files together; zero
+	// means no cap.
+	Rate int64
+	// Force hashes files whose current version has a record already.
+	Force bool
+	// Event, when not nil, is told of each file.
+	Event func(Event)
+}
+
+// Hash records the digest of the file name, or of every file below the
+// folder name ("" is the whole store), that has none for its current
+// version, by reading it from st (unguarded: the keeper's own store)
+// within the rate. A file is recorded only if it has the same ETag after
+// it was read as before. Links to folders are not followed. It stops at
+// the first error that is not one file's (the store, ctx).
+func (k *Keeper) Hash(ctx context.Context, name string, opt HashOptions) (Summary, error) {
+	var sum Summary
+	if k == nil || k.state == nil || k.store == nil {
+		return sum, fmt.Errorf("digests: %w: the store keeps no records", largo.ErrUnsupported)
+	}
+	h := &hasher{k: k, opt: opt}
+	if opt.Rate > 0 {
+		burst := int(min(max(opt.Rate/8, 64<<10), 4<<20))
+		h.lim = rate.NewLimiter(rate.Limit(opt.Rate), burst)
+		h.chunk = min(256<<10, burst)
+	}
+	in, err := k.store.Stat(ctx, name)
+	if err != nil {
+		return sum, err
+	}
+	if !in.IsDir {
+		h.file(ctx, name, &sum)
+		return sum, ctx.Err()
+	}
+	for rel := range files(ctx, k.store, name, "") {
+		if ctx.Err() != nil {
+			break
+		}
+		h.file(ctx, largo.Join(name, rel), &sum)
+	}
+	return sum, ctx.Err()
+}
+
+// hasher reads files for Hash.
+type hasher struct {
+	k     *Keeper
+	opt   HashOptions
+	lim   *rate.Limiter // nil: no cap
+	chunk int
+	buf   []byte
+}
+
+// file hashes one file, unless its version is recorded, and tells.
+func (h *hasher) file(ctx context.Context, name string, s *Summary) {
+	ev := h.hash(ctx, name, s)
+	switch {
+	case ev.Err != nil && ctx.Err() != nil:
+		return // stopped, not failed
+	case ev.Err != nil:
+		s.Failed++
+	case ev.Fresh:
+		s.Fresh++
+	default:
+		s.Hashed++
+	}
+	if h.opt.Event != nil {
+		h.opt.Event(ev)
+	}
+}
+
+func (h *hasher) hash(ctx context.Context, name string, s *Summary) Event {
+	k := h.k
+	ev := Event{Name: name}
+	f, err := k.store.Open(ctx, name)
+	if err != nil {
+		ev.Err = err
+		return ev
+	}
+	defer f.Close()
+	in := f.Info()
+	ev.Size = in.Size
+	if in.ETag == "" {
+		ev.Err = fmt.Errorf("%s: the store gives it no ETag to record its digest with: %w", name, largo.ErrUnsupported)
+		return ev
+	}
+	if !h.opt.Force {
+		if sum, err := k.read(ctx, name, in.ETag); err == nil && sum != nil {
+			ev.SHA256, ev.Fresh = sum, true
+			return ev
+		}
+	}
+	sha := sha256.New()
+	n, err := h.copy(ctx, sha, f)
+	s.Bytes += n
+	if err != nil {
+		ev.Err = fmt.Errorf("reading %s: %w", name, err)
+		return ev
+	}
+	if n != in.Size {
+		ev.Err = fmt.Errorf("%s: %w (%d bytes read of %d)", name, ErrChanged, n, in.Size)
+		return ev
+	}
+	now, err := k.store.Stat(ctx, name)
+	if err != nil || now.ETag != in.ETag {
+		ev.Err = fmt.Errorf("%s: %w", name, ErrChanged)
+		return ev
+	}
+	ev.SHA256 = sha.Sum(nil)
+	if err := Put(ctx, k.state, name, in.ETag, ev.SHA256); err != nil {
+		ev.Err = fmt.Errorf("recording the digest of %s: %w", name, err)
+		return ev
+	}
+	k.keep(name, entry{etag: in.ETag, sum: ev.SHA256, at: k.now()})
+	return ev
+}
+
+// copy reads r into w within the rate.
+func (h *hasher) copy(ctx context.Context, w io.Writer, r io.Reader) (int64, error) {
+	if h.buf == nil {
+		h.buf = make([]byte, 256<<10)
+	}
+	if h.lim == nil {
+		return io.CopyBuffer(w, onlyReader{r}, h.buf)
+	}
+	var total int64
+	for {
+		if err := h.lim.WaitN(ctx, h.chunk); err != nil {
+			return total, err
+		}
+		n, err := io.ReadFull(r, h.buf[:h.chunk])
+		w.Write(h.buf[:n])
+		total += int64(n)
+		switch {
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			return total, nil
+		case err != nil:
+			return total, err
+		}
+	}
+}
+
+// onlyReader hides a reader's WriterTo, so that io.CopyBuffer reads
+// through the buffer it is given.
+type onlyReader struct{ io.Reader }
+
+// Scan runs Hash over the whole store now and then every period, within
+// the rate, until ctx is done, and logs what it did: the server's
+// background pass over files that arrived another way.
+func (k *Keeper) Scan(ctx context.Context, period time.Duration, rate int64, log *slog.Logger) {
+	if log == nil {
+		log = k.log
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		start := k.now()
+		s, err := k.Hash(ctx, "", HashOptions{Rate: rate, Event: func(ev Event) {
+			if ev.Err != nil {
+				log.Warn("hashing a file", "name", ev.Name, "err", ev.Err)
+			}
+		}})
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("hashing the files without a digest", "err", err)
+		case s.Hashed > 0 || s.Failed > 0:
+			log.Info("hashed the files without a digest", "hashed", s.Hashed, "failed", s.Failed, "fresh", s.Fresh, "bytes", s.Bytes, "took", k.now().Sub(start).Round(time.Millisecond))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
