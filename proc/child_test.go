@@ -43,6 +43,7 @@ func TestMain(m *testing.M) {
 //	drop          free what touch allocated, and give it back to the system
 //	burn MS       run on the CPU until its own CPU time rose by MS ms
 //	cpu           answer its CPU time, user and system, in nanoseconds
+//	name S        call itself S (its comm, in /proc/PID/stat)
 //	limit N       set its soft limit of open descriptors to N
 //	spawn         start another child, wait until it takes commands, and
 //	              answer its PID
@@ -110,6 +111,10 @@ func runChild(in io.Reader, out io.Writer) int {
 			}
 		case "cpu":
 			answer = strconv.FormatInt(int64(cpuTime()), 10)
+		case "name":
+			if os.WriteFile("/proc/self/comm", []byte(arg), 0) != nil {
+				return 1
+			}
 		case "limit":
 			var lim syscall.Rlimit
 			if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) != nil {
@@ -285,6 +290,7 @@ func TestChildMemory(t *testing.T) {
 // times are each cut to.
 func TestChildCPU(t *testing.T) {
 	c := startChild(t)
+	c.do(t, "name a) (b) c") // the name may hold what ends it
 	c.do(t, "burn 200")
 	before, _ := strconv.ParseInt(c.do(t, "cpu"), 10, 64)
 	st, err := ReadStat(c.pid)

@@ -60,17 +60,16 @@ func TCPConnsTo(pid, port int) ([]TCPConn, error) {
 
 // socketInodes returns the inodes of the sockets pid has open.
 func socketInodes(pid int) (map[string]bool, error) {
-	dir := filepath.Join(Root, strconv.Itoa(pid), "fd")
-	ents, err := os.ReadDir(dir)
+	p, err := open(pid)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := p.FileDescriptorTargets()
 	if err != nil {
 		return nil, err
 	}
 	inodes := map[string]bool{}
-	for _, e := range ents {
-		target, err := os.Readlink(filepath.Join(dir, e.Name()))
-		if err != nil {
-			continue // closed while we looked
-		}
+	for _, target := range targets { // "" for one closed while we looked
 		if ino, ok := strings.CutPrefix(target, "socket:["); ok {
 			inodes[strings.TrimSuffix(ino, "]")] = true
 		}

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -47,28 +46,6 @@ func TestPeakBetween(t *testing.T) {
 	}
 }
 
-func TestParseIO(t *testing.T) {
-	in := "rchar: 123\nwchar: 45\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 0\n"
-	io, err := parseIO([]byte(in))
-	if err != nil || io != (IO{RChar: 123, WChar: 45, ReadBytes: 4096, WriteBytes: 8192}) {
-		t.Fatalf("parseIO = %+v, %v", io, err)
-	}
-	if _, err := parseIO([]byte("rchar: 1\n")); err == nil {
-		t.Error("parseIO accepted a partial file")
-	}
-}
-
-func TestParseStat(t *testing.T) {
-	in := "4242 (a (weird) name) S 17 4242 4242 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 4 0 1000 0 0\n"
-	st, err := parseStat([]byte(in))
-	if err != nil || st.PPID != 17 || st.CPU != 3*time.Second {
-		t.Fatalf("parseStat = %+v, %v", st, err)
-	}
-	if _, err := parseStat([]byte("1 (x) S 2")); err == nil {
-		t.Error("parseStat accepted a short line")
-	}
-}
-
 func TestSelf(t *testing.T) {
 	pid := os.Getpid()
 	m, err := ReadMemory(pid)
@@ -100,22 +77,6 @@ func TestSelf(t *testing.T) {
 	}
 }
 
-func TestParseMaxOpenFiles(t *testing.T) {
-	const limits = "Limit                     Soft Limit           Hard Limit           Units     \n" +
-		"Max cpu time              unlimited            unlimited            seconds   \n" +
-		"Max open files            1024                 524288               files     \n"
-	if n, err := parseMaxOpenFiles([]byte(limits)); err != nil || n != 1024 {
-		t.Errorf("parse = %d, %v; want 1024", n, err)
-	}
-	unl := strings.Replace(limits, "1024 ", "unlimited", 1)
-	if n, err := parseMaxOpenFiles([]byte(unl)); err != nil || n != -1 {
-		t.Errorf("parse unlimited = %d, %v; want -1", n, err)
-	}
-	if _, err := parseMaxOpenFiles([]byte("Max cpu time unlimited\n")); err == nil {
-		t.Error("no line: want an error")
-	}
-}
-
 // TestTree starts a shell with two sleeping children and sums its tree.
 func TestTree(t *testing.T) {
 	cmd := exec.Command("sh", "-c", "sleep 30 & sleep 30 & wait")
@@ -139,21 +100,6 @@ func TestTree(t *testing.T) {
 	}
 	if _, err := Tree(1 << 30); err == nil {
 		t.Fatal("Tree of a missing process succeeded")
-	}
-}
-
-func TestParseMemTotal(t *testing.T) {
-	n, err := parseMemTotal([]byte("MemTotal:       24683520 kB\nMemFree:        1 kB\n"))
-	if err != nil || n != 24683520<<10 {
-		t.Fatalf("parseMemTotal = %d, %v", n, err)
-	}
-	for _, bad := range []string{"MemFree: 1 kB\n", "MemTotal: 12 MB\n", "MemTotal: -1 kB\n", "MemTotal: x kB\n"} {
-		if _, err := parseMemTotal([]byte(bad)); err == nil {
-			t.Errorf("parseMemTotal(%q) accepted", bad)
-		}
-	}
-	if n, err := MemTotal(); err != nil || n < 64<<20 {
-		t.Fatalf("MemTotal = %d, %v", n, err)
 	}
 }
 
