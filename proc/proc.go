@@ -15,7 +15,7 @@
 //   - /proc/PID/status, read by ReadMemory, is the lab's hot path: read
 //     every 50 ms for every process of a server's tree. procfs parses each
 //     of its fifty-odd lines, Cpus_allowed_list and capabilities included,
-//     where ReadMemory looks for two: 113 allocations a read against 14,
+//     where ReadMemory looks for two: 122 allocations a read against 14,
 //     for the same time (BenchmarkReadMemory). procfs also reads a status
 //     without VmRSS (a zombie, a kernel thread) as no memory at all, which
 //     ReadMemory reports as an error.
