@@ -25,6 +25,11 @@
 //   - locks (Config.Guard): a name another client has locked (WebDAV's
 //     LOCK) refuses every write and removal, whatever protocol carries
 //     it, unless the request presents the lock's token (423 otherwise);
+//   - digests (Config.Digests): every committed file's SHA-256 is kept
+//     with the version it belongs to, whatever protocol carried it; a
+//     copy made by the store carries its source's, a rename (Renamed) or
+//     a move by copies carries the moved files', a removal (Forget)
+//     drops the file's;
 //   - one table from error to HTTP status and reason (Status), which every
 //     front end uses: package serve answers with it, package resumable
 //     turns it into tus errors.
@@ -68,6 +73,25 @@ type Guard interface {
 	Forget(ctx context.Context, name string)
 }
 
+// Digests keeps the SHA-256 of each committed file with the version
+// (ETag) it belongs to (package digests). A failure to keep one fails no
+// write: the implementation logs it. Implementations must be safe for
+// concurrent use.
+type Digests interface {
+	// Record keeps sum as the SHA-256 of the version in of the file
+	// name, just committed.
+	Record(ctx context.Context, name string, in largo.Info, sum []byte)
+	// Recorded returns the SHA-256 kept for the version etag of the file
+	// name, or nil.
+	Recorded(ctx context.Context, name, etag string) []byte
+	// Renamed carries what is kept of from, a file or a folder with all
+	// below it, to to, where a rename just put it.
+	Renamed(ctx context.Context, from, to string)
+	// Forget drops what is kept of the file name, just removed or moved
+	// away.
+	Forget(ctx context.Context, name string)
+}
+
 // Config configures a Pipeline. Only Store is required; the zero value of
 // every other field means no limit.
 type Config struct {
@@ -88,6 +112,8 @@ type Config struct {
 	// Guard refuses writes to locked names and forgets removed ones; nil
 	// means no locks.
 	Guard Guard
+	// Digests keeps the SHA-256 of each committed file; nil keeps none.
+	Digests Digests
 	// Now is the clock of the promises of space; nil means time.Now.
 	Now func() time.Time
 }
@@ -216,10 +242,22 @@ func (p *Pipeline) CheckRemove(ctx context.Context, name string, cond largo.Cond
 	return rm, p.checkCond(cond)
 }
 
-// Forget tells the Guard that name is gone.
+// Forget tells the Guard that name is gone, and drops its digest.
 func (p *Pipeline) Forget(ctx context.Context, name string) {
 	if p.cfg.Guard != nil {
 		p.cfg.Guard.Forget(ctx, name)
+	}
+	if p.cfg.Digests != nil {
+		p.cfg.Digests.Forget(ctx, name)
+	}
+}
+
+// Renamed tells the pipeline that the store renamed from (a file, or a
+// folder with all below it) to to (largo.Renamer): the digests go along.
+// A move by copies (MoveByCopy) needs no telling.
+func (p *Pipeline) Renamed(ctx context.Context, from, to string) {
+	if p.cfg.Digests != nil {
+		p.cfg.Digests.Renamed(ctx, from, to)
 	}
 }
 

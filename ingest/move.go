@@ -38,7 +38,13 @@ func (p *Pipeline) MoveByCopy(ctx context.Context, view largo.Store, from, to st
 		if err := p.copyFile(ctx, view, from, to, in.Size, tokens); err != nil {
 			return err
 		}
-		return rm.Remove(ctx, from, largo.RemoveOptions{Condition: largo.Condition{IfMatch: in.ETag}})
+		if err := rm.Remove(ctx, from, largo.RemoveOptions{Condition: largo.Condition{IfMatch: in.ETag}}); err != nil {
+			return err
+		}
+		if p.cfg.Digests != nil {
+			p.cfg.Digests.Forget(ctx, from) // the copy carries it
+		}
+		return nil
 	}
 	if dm, ok := p.cfg.Store.(largo.DirMaker); ok {
 		if err := dm.MakeDir(ctx, to); err != nil && !errors.Is(err, largo.ErrExist) && !errors.Is(err, largo.ErrUnsupported) {

@@ -150,7 +150,8 @@ func hashStaged(ctx context.Context, s Staged) ([]byte, error) {
 // itself (largo.Copier: in-kernel on a folder, server-side on a bucket)
 // without its bytes passing through the pipeline: t is admitted like any
 // write (the name, locks, conditions, the size, t.Size, against the limit
-// and the free space). The Write takes no bytes: Commit or Abort it. A
+// and the free space). The Write takes no bytes: Commit or Abort it; the
+// copy carries the source's recorded digest (Config.Digests). A
 // store without largo.Copier refuses it with ErrUnsupported, and the
 // caller copies through Begin.
 func (p *Pipeline) BeginCopy(ctx context.Context, t Target, src string) (*Write, error) {
@@ -164,9 +165,15 @@ func (p *Pipeline) BeginCopy(ctx context.Context, t Target, src string) (*Write,
 	if _, _, err := p.room(ctx, t.Name, t.Size, false); err != nil {
 		return nil, err
 	}
+	var srcETag string // the version copied, whose digest the copy carries
+	if p.cfg.Digests != nil {
+		if in, err := p.cfg.Store.Stat(ctx, src); err == nil && !in.IsDir {
+			srcETag = in.ETag
+		}
+	}
 	u, err := cp.Copy(ctx, t.Name, src, largo.CreateOptions{Size: t.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
 	if err != nil {
 		return nil, CondErr(targetErr(err), t.Cond)
 	}
-	return &Write{p: p, t: t, u: u, n: max(t.Size, 0), copied: true}, nil
+	return &Write{p: p, t: t, u: u, n: max(t.Size, 0), copied: true, src: src, srcETag: srcETag}, nil
 }

@@ -30,6 +30,9 @@ type Write struct {
 	sp      *spool.Writer
 	ended   bool
 	copied  bool // a copy made by the store: no bytes, no hash
+	// src and srcETag are the source of a copy made by the store, and
+	// its version when the copy began: its digest is the copy's.
+	src, srcETag string
 }
 
 // Begin admits t and opens the store's upload. Its announced size, if
@@ -144,7 +147,8 @@ type Result struct {
 	Info largo.Info
 	// Created reports that no file was there before.
 	Created bool
-	// SHA256 is the SHA-256 of its bytes.
+	// SHA256 is the SHA-256 of its bytes; for a copy made by the store,
+	// its source's recorded one, or nil when none was.
 	SHA256 []byte
 }
 
@@ -169,7 +173,29 @@ func (w *Write) Commit(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, CondErr(targetErr(err), w.t.Cond)
 	}
+	if d := w.p.cfg.Digests; d != nil {
+		if w.copied {
+			sum = w.copiedSum(ctx)
+		}
+		if sum != nil {
+			d.Record(ctx, w.t.Name, in, sum)
+		}
+	}
 	return Result{Info: in, Created: created, SHA256: sum}, nil
+}
+
+// copiedSum returns the digest of a copy made by the store: its source's,
+// when one is recorded for the version the source had when the copy
+// began and still has now (so that it is the version copied).
+func (w *Write) copiedSum(ctx context.Context) []byte {
+	if w.srcETag == "" {
+		return nil
+	}
+	in, err := w.p.cfg.Store.Stat(ctx, w.src)
+	if err != nil || in.ETag != w.srcETag {
+		return nil
+	}
+	return w.p.cfg.Digests.Recorded(ctx, w.src, w.srcETag)
 }
 
 // SHA256 returns the SHA-256 of the bytes received so far; nil for a
