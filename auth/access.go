@@ -36,6 +36,10 @@ type Access struct {
 	// hashing holds a slot per password hash being checked: each takes
 	// tens of milliseconds and, for argon2id, tens of MiB.
 	hashing chan struct{}
+
+	// members are the groups a trusted proxy named for its users, which
+	// the policy in force judges by.
+	members memberships
 }
 
 type cached struct {
@@ -63,8 +67,16 @@ func New(p *Policy, now func() time.Time) *Access {
 	}
 	a := &Access{now: now, cache: map[[32]byte]cached{}, failures: map[string]*rate.Limiter{},
 		hashing: make(chan struct{}, max(1, runtime.NumCPU()))}
-	a.policy.Store(p)
+	a.policy.Store(a.adopt(p))
 	return a
+}
+
+// adopt returns the policy a judges by: p, with the groups a trusted
+// proxy named for its users.
+func (a *Access) adopt(p *Policy) *Policy {
+	q := *p
+	q.proxied = &a.members
+	return &q
 }
 
 // Now returns the time on the Access's clock.
@@ -77,7 +89,7 @@ func (a *Access) Policy() *Policy { return a.policy.Load() }
 // forgets the cached sign-ins (a removed user or a changed password must
 // not outlive the reload).
 func (a *Access) Reload(p *Policy) {
-	a.policy.Store(p)
+	a.policy.Store(a.adopt(p))
 	a.mu.Lock()
 	clear(a.cache)
 	a.mu.Unlock()
@@ -92,6 +104,9 @@ var (
 	// ErrBusy: every slot for checking a password was taken for longer
 	// than a sign-in waits (503).
 	ErrBusy = errors.New("busy checking passwords")
+	// ErrNotAUser: a trusted proxy signed in a name that is no user of
+	// the policy (403: signing in again changes nothing).
+	ErrNotAUser = errors.New("the proxy in front signed in a user this server does not know")
 )
 
 // Identify returns the user a request's credential names: "" for none
@@ -102,7 +117,17 @@ var (
 // password sign in with the user's password. Under a policy without
 // users every request is anonymous, whatever it carries. Only the header
 // is read.
+//
+// A request that a trusted proxy names a user for (Proxies.Resolve) is
+// that user's, signed in by the proxy, with no password: its
+// Authorization is not read at all (identity proxies pass their own
+// credentials on in it). The name must be a user's of the policy
+// (Policy.Knows), else ErrNotAUser; the groups the proxy names become the
+// user's (see memberships).
 func (a *Access) Identify(r *http.Request) (string, error) {
+	if v := viaOf(r); v != nil && v.user != "" {
+		return a.proxied(v)
+	}
 	h := r.Header.Get("Authorization")
 	if h == "" || len(a.Policy().users) == 0 {
 		return "", nil // nobody to sign in as: every request is anonymous
@@ -116,6 +141,17 @@ func (a *Access) Identify(r *http.Request) (string, error) {
 		a.failed(client)
 	}
 	return user, err
+}
+
+// proxied returns the user a trusted proxy signed in.
+func (a *Access) proxied(v *via) (string, error) {
+	if !validUser(v.user) || !a.Policy().Knows(v.user) {
+		return "", ErrNotAUser
+	}
+	if v.grouped {
+		a.members.set(v.user, v.groups)
+	}
+	return v.user, nil
 }
 
 // Attempt refuses, with ErrTooManyFailures, a client that has no failed
@@ -318,7 +354,8 @@ func (a *Access) limiter(client string, now time.Time) *rate.Limiter {
 // seconds: when the client has one try back.
 const RetryAfter = "1"
 
-// clientAddr is the address failures are counted by: the client's IP.
+// clientAddr is the address failures are counted by: the client's IP
+// (behind a trusted proxy, the one the proxy names: see Proxies).
 func clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

@@ -24,11 +24,20 @@ type Policy struct {
 	// ShareKey signs share links; nil means the caller finds one (the
 	// store's state area).
 	ShareKey []byte
+	// anyUser: a trusted proxy may sign in users the file does not list.
+	anyUser bool
+	// groups: some rule names a group, so a user's groups are looked up.
+	groups bool
+	// proxied are the groups a trusted proxy named for its users, kept by
+	// the Access the policy is in force in (nil: none).
+	proxied *memberships
 }
 
 type user struct {
 	name     string
-	password *hash // nil: no password sign-in
+	password *hash    // nil: no password sign-in
+	groups   []string // the groups the access file puts the user in
+	proxy    bool     // signs in only through a trusted proxy
 }
 
 // file is the access file's form, in TOML:
@@ -37,6 +46,7 @@ type user struct {
 //	name = "alice"
 //	password = "$argon2id$v=19$m=65536,t=3,p=4$..."   # from largo passwd
 //	tokens = ["a-long-random-token"]                 # bearer tokens
+//	groups = ["admins"]
 //
 //	[[rule]]
 //	path = "/"
@@ -45,16 +55,23 @@ type user struct {
 //
 //	[[rule]]
 //	path = "/backups"
-//	users = ["alice"]
+//	users = ["alice", "group:admins"]
 //	allow = ["all"]
 //
 //	[share]
 //	key_file = "/etc/largo/share.key"   # else kept in the store's state area
+//
+//	[proxy]            # users sign in through a trusted proxy (--identity-header)
+//	users = "listed"   # only the users above (the default), or "any" name
+//
+// With a [proxy] table, a user may have neither password nor tokens: they
+// sign in only through the proxy.
 type file struct {
 	User []struct {
 		Name     string   `toml:"name"`
 		Password string   `toml:"password"`
 		Tokens   []string `toml:"tokens"`
+		Groups   []string `toml:"groups"`
 	} `toml:"user"`
 	Rule []struct {
 		Path  string   `toml:"path"`
@@ -65,7 +82,16 @@ type file struct {
 		Key     string `toml:"key"`
 		KeyFile string `toml:"key_file"`
 	} `toml:"share"`
+	Proxy struct {
+		Users string `toml:"users"`
+	} `toml:"proxy"`
 }
+
+// The values of the access file's proxy.users.
+const (
+	proxyListed = "listed"
+	proxyAny    = "any"
+)
 
 // LoadFile reads an access file. Every mistake in it is an error that
 // names the entry, never a secret.
@@ -79,6 +105,14 @@ func LoadFile(path string) (*Policy, error) {
 		return nil, fmt.Errorf("access file %s: unknown key %s", path, und[0])
 	}
 	p := &Policy{users: map[string]user{}, tokens: map[[32]byte]string{}}
+	proxy := md.IsDefined("proxy")
+	switch f.Proxy.Users {
+	case "", proxyListed:
+	case proxyAny:
+		p.anyUser = true
+	default:
+		return nil, fmt.Errorf("access file %s: proxy: users = %q: %q or %q", path, f.Proxy.Users, proxyListed, proxyAny)
+	}
 	for i, u := range f.User {
 		where := fmt.Sprintf("access file %s: user %d (%s)", path, i+1, u.Name)
 		if u.Name == "" || u.Name == Anonymous || u.Name == Everyone || strings.ContainsAny(u.Name, ":\x00") {
@@ -95,9 +129,19 @@ func LoadFile(path string) (*Policy, error) {
 			}
 			us.password = &h
 		}
-		if us.password == nil && len(u.Tokens) == 0 {
-			return nil, fmt.Errorf("%s: give a password hash or tokens", where)
+		switch {
+		case us.password != nil || len(u.Tokens) > 0:
+		case proxy:
+			us.proxy = true
+		default:
+			return nil, fmt.Errorf("%s: give a password hash or tokens (or a [proxy] table, for users who sign in only through a trusted proxy)", where)
 		}
+		for _, g := range u.Groups {
+			if !validGroup(g) {
+				return nil, fmt.Errorf("%s: group %q: a group needs a name, without a colon, a comma or a bar", where, g)
+			}
+		}
+		us.groups = u.Groups
 		for _, t := range u.Tokens {
 			if len(t) < 16 {
 				return nil, fmt.Errorf("%s: a token must be at least 16 characters", where)
@@ -121,7 +165,14 @@ func LoadFile(path string) (*Policy, error) {
 			return nil, fmt.Errorf("%s: name its users (or \"*\" for everyone)", where)
 		}
 		for _, u := range r.Users {
-			if _, ok := p.users[u]; !ok && u != Anonymous && u != Everyone {
+			if g, ok := strings.CutPrefix(u, GroupPrefix); ok {
+				if !validGroup(g) {
+					return nil, fmt.Errorf("%s: group %q: a group needs a name, without a colon, a comma or a bar", where, g)
+				}
+				p.groups = true
+				continue
+			}
+			if _, ok := p.users[u]; !ok && u != Anonymous && u != Everyone && !(p.anyUser && validUser(u)) {
 				return nil, fmt.Errorf("%s: no user %q", where, u)
 			}
 		}
@@ -193,22 +244,43 @@ func OneUser(token string, open bool) *Policy {
 	return p
 }
 
-// Allowed returns what user ("" for no credential) may do on name.
-func (p *Policy) Allowed(user, name string) Perm { return p.rules.Allowed(user, name) }
+// Allowed returns what user ("" for no credential) may do on name, by
+// the rules that name the user, their groups, or everyone.
+func (p *Policy) Allowed(user, name string) Perm {
+	m := p.member(user)
+	return p.rules.allowed(&m, name)
+}
 
 // AllowedBelow returns what user ("" for no credential) may do on name
 // and everything below it (see Rules.AllowedBelow).
-func (p *Policy) AllowedBelow(user, name string) Perm { return p.rules.AllowedBelow(user, name) }
+func (p *Policy) AllowedBelow(user, name string) Perm {
+	m := p.member(user)
+	return p.rules.allowedBelow(&m, name)
+}
+
+// member returns who the rules are asked about for user: with the
+// groups the access file and a trusted proxy put them in, when a rule
+// names a group.
+func (p *Policy) member(user string) member {
+	m := member{name: user}
+	if user == "" {
+		m.name = Anonymous
+		return m
+	}
+	if p.groups {
+		m.file = p.users[user].groups
+		m.proxy = p.proxied.of(user)
+	}
+	return m
+}
 
 // ReadsAll reports whether user ("" for no credential) may read and list
 // every name: no listing or archive needs filtering for them.
 func (p *Policy) ReadsAll(user string) bool {
-	if user == "" {
-		user = Anonymous
-	}
+	m := p.member(user)
 	root := false
 	for _, r := range p.rules {
-		if r.rank(user) < 0 {
+		if r.rank(&m) < 0 {
 			continue
 		}
 		if r.Allow&(Read|List) != Read|List {
@@ -219,11 +291,29 @@ func (p *Policy) ReadsAll(user string) bool {
 	return root
 }
 
-// Knows reports whether name is one of the policy's users.
+// Knows reports whether name is one of the policy's users: one the
+// access file lists, or, when its proxy table lets a trusted proxy sign
+// in any name, any name a user may have.
 func (p *Policy) Knows(name string) bool {
 	_, ok := p.users[name]
-	return ok
+	return ok || p.anyUser && validUser(name)
 }
+
+// ProxyOnly returns how many users have neither a password nor a token:
+// they sign in only through a trusted proxy.
+func (p *Policy) ProxyOnly() int {
+	n := 0
+	for _, u := range p.users {
+		if u.proxy {
+			n++
+		}
+	}
+	return n
+}
+
+// AnyProxyUser reports whether a trusted proxy may sign in users the
+// access file does not list.
+func (p *Policy) AnyProxyUser() bool { return p.anyUser }
 
 // Rules returns how many rules the policy has.
 func (p *Policy) Rules() int { return len(p.rules) }

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"largo"
@@ -64,6 +65,11 @@ const (
 	Anonymous = "anonymous"
 	// Everyone is every requester, signed in or not.
 	Everyone = "*"
+	// GroupPrefix begins a rule's name for a group: "group:admins" is
+	// every member of admins. A user's groups are those the access file
+	// gives them and those a trusted proxy names (proxy.go). A user's
+	// name never holds a colon, so the two cannot be confused.
+	GroupPrefix = "group:"
 )
 
 // Rule grants permissions on a path and everything below it.
@@ -71,8 +77,8 @@ type Rule struct {
 	// Path is a store name ("" for the root): the rule covers it and
 	// every name below it.
 	Path string
-	// Users are the user names the rule applies to, Anonymous, or
-	// Everyone.
+	// Users are the user names the rule applies to, Anonymous,
+	// Everyone, or groups (GroupPrefix and the group's name).
 	Users []string
 	// Allow is what the rule grants; zero denies.
 	Allow Perm
@@ -83,17 +89,45 @@ func (r Rule) covers(name string) bool {
 	return largo.Within(r.Path, name)
 }
 
-// rank orders the rules that cover one name for one user: the longest
-// path wins, and at equal length a rule that names the user beats one for
-// Everyone. -1: the rule does not apply to user.
-func (r Rule) rank(user string) int {
+// Ranks of the rules that cover one name, for one user: the longest
+// path wins, and at one path a rule that names the user beats one that
+// names a group of theirs, which beats one for Everyone.
+const (
+	rankEveryone = iota
+	rankGroup
+	rankUser
+	rankLevels
+)
+
+// member is who a rule is asked about: a user's name ("anonymous" for no
+// credential) and the groups they are in, from the access file and
+// from a trusted proxy.
+type member struct {
+	name        string
+	file, proxy []string
+}
+
+// in reports whether m is in group g.
+func (m *member) in(g string) bool {
+	return slices.Contains(m.file, g) || slices.Contains(m.proxy, g)
+}
+
+// rank orders the rules that cover one name for m (see rankUser); -1:
+// the rule does not apply to m.
+func (r Rule) rank(m *member) int {
 	best := -1
 	for _, u := range r.Users {
+		level := -1
 		switch {
-		case u == user:
-			best = 2*len(r.Path) + 1
-		case u == Everyone && best < 0:
-			best = 2 * len(r.Path)
+		case u == m.name:
+			level = rankUser
+		case u == Everyone:
+			level = rankEveryone
+		case len(u) > len(GroupPrefix) && u[:len(GroupPrefix)] == GroupPrefix && m.in(u[len(GroupPrefix):]):
+			level = rankGroup
+		}
+		if level >= 0 {
+			best = max(best, rankLevels*len(r.Path)+level)
 		}
 	}
 	return best
@@ -105,18 +139,29 @@ type Rules []Rule
 
 // Allowed returns what user ("" or Anonymous: no credential) may do on
 // name: the permissions of the rule with the longest path that covers
-// name and applies to user; none when no rule does.
+// name and applies to user; none when no rule does. Rules asked this
+// way know no groups: a Policy's Allowed does.
 func (rs Rules) Allowed(user, name string) Perm {
-	if user == "" {
-		user = Anonymous
+	return rs.allowed(&member{name: user}, name)
+}
+
+// allowed is Allowed for m. At one path, a rule naming m beats rules
+// naming m's groups, which beat a rule for Everyone; the rules of
+// several of m's groups at one path add up.
+func (rs Rules) allowed(m *member, name string) Perm {
+	if m.name == "" {
+		m.name = Anonymous
 	}
 	best, perm := -1, Perm(0)
 	for _, r := range rs {
 		if !r.covers(name) {
 			continue
 		}
-		if k := r.rank(user); k > best {
+		switch k := r.rank(m); {
+		case k > best:
 			best, perm = k, r.Allow
+		case k == best && k%rankLevels == rankGroup:
+			perm |= r.Allow
 		}
 	}
 	return perm
@@ -129,10 +174,15 @@ func (rs Rules) Allowed(user, name string) Perm {
 // are not each asked; a rule below that denies it refuses the request,
 // whether or not anything exists at the rule's path.
 func (rs Rules) AllowedBelow(user, name string) Perm {
-	perm := rs.Allowed(user, name)
+	return rs.allowedBelow(&member{name: user}, name)
+}
+
+// allowedBelow is AllowedBelow for m.
+func (rs Rules) allowedBelow(m *member, name string) Perm {
+	perm := rs.allowed(m, name)
 	for _, r := range rs {
 		if largo.Below(name, r.Path) {
-			perm &= rs.Allowed(user, r.Path)
+			perm &= rs.allowed(m, r.Path)
 		}
 	}
 	return perm
