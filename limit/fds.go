@@ -68,7 +68,7 @@ func (l *Listener) shed() bool {
 // that sends nothing must not hold the loop.
 func answerNow(c net.Conn, cfg Config) {
 	if cfg.Answer503 {
-		answer503(c, cfg.RetryAfter, 200*time.Millisecond)
+		answer503(c, nil, cfg.RetryAfter, 200*time.Millisecond)
 		return
 	}
 	c.Close()

@@ -3,6 +3,12 @@
 // is turned away before it costs a goroutine in the HTTP server, a buffer
 // or a file.
 //
+// Behind a proxy every connection comes from the proxy's address, so a
+// cap per address would cap everyone at once: connections from trusted
+// proxies (Config.Trusted) count only against the total, and a proxy
+// that names each connection's client in a PROXY protocol header
+// (proxy.go) has the connection counted for that client.
+//
 // A refused plain-HTTP connection is answered, when cheap enough, with a
 // minimal "503 Service Unavailable" and a Retry-After header by a small,
 // bounded pool of goroutines; past that bound, or on a TLS listener, it is
@@ -20,6 +26,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -45,6 +52,27 @@ type Config struct {
 	// discards what its client still sends after the server is done with
 	// it, before it closes; zero means it closes at once.
 	Linger time.Duration
+
+	// Trusted are the networks of trusted proxies. A proxy's connection
+	// carries the requests of many clients in turn, so it is not counted
+	// against PerIP, only against Max; which client sent a request is the
+	// HTTP server's to learn, from the proxy's fields.
+	Trusted []netip.Prefix
+	// ProxyHeader reads a PROXY protocol header (version 1 or 2) at the
+	// start of a connection from a Trusted address, when it begins with
+	// one: the connection's RemoteAddr is then the client the header
+	// names, and the connection is counted against PerIP for that client.
+	// A header of the LOCAL command, or of no internet address, leaves
+	// the proxy's own. From any other address no header is read: it
+	// reaches the server as the connection's first bytes, which an HTTP
+	// server refuses.
+	ProxyHeader bool
+	// HeaderTimeout bounds the wait for a PROXY header; zero means ten
+	// seconds.
+	HeaderTimeout time.Duration
+	// BadHeader, when set, is called for a connection from a trusted
+	// proxy whose PROXY header is malformed, or late: it is closed.
+	BadHeader func(remote net.Addr, err error)
 }
 
 // maxLingerBytes bounds what one lingering connection discards: a client
@@ -74,6 +102,9 @@ func Wrap(l net.Listener, cfg Config) *Listener {
 	if cfg.RetryAfter <= 0 {
 		cfg.RetryAfter = 5 * time.Second
 	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = 10 * time.Second
+	}
 	ll := &Listener{Listener: l, cfg: cfg, answering: make(chan struct{}, maxAnswering), byIP: map[string]int{}}
 	ll.spare.take()
 	return ll
@@ -98,15 +129,37 @@ func (l *Listener) Accept() (net.Conn, error) {
 			}
 			return nil, err
 		}
-		ip := hostOf(c.RemoteAddr())
+		ip, trusted := hostOf(c.RemoteAddr()), l.trusts(c.RemoteAddr())
+		if trusted {
+			ip = "" // a proxy's: not counted per address
+		}
 		if l.acquire(ip) {
-			return &conn{Conn: c, linger: l.cfg.Linger, release: func() { l.release(ip) }}, nil
+			cc := &conn{Conn: c, l: l, ip: ip, linger: l.cfg.Linger}
+			if trusted && l.cfg.ProxyHeader {
+				cc.hello = &hello{}
+			}
+			return cc, nil
 		}
 		if l.cfg.Refused != nil {
 			l.cfg.Refused(c.RemoteAddr())
 		}
 		l.refuse(c)
 	}
+}
+
+// trusts reports whether a is a trusted proxy's address.
+func (l *Listener) trusts(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok || len(l.cfg.Trusted) == 0 {
+		return false
+	}
+	ip := ta.AddrPort().Addr().Unmap().WithZone("")
+	for _, n := range l.cfg.Trusted {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // Open returns the number of connections held now.
@@ -116,26 +169,52 @@ func (l *Listener) Open() int {
 	return l.total
 }
 
+// acquire takes a place for a connection from ip ("": one not counted
+// per address), if the caps leave one.
 func (l *Listener) acquire(ip string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cfg.Max > 0 && l.total >= l.cfg.Max {
 		return false
 	}
-	if l.cfg.PerIP > 0 && l.byIP[ip] >= l.cfg.PerIP {
+	if ip != "" && l.cfg.PerIP > 0 && l.byIP[ip] >= l.cfg.PerIP {
 		return false
 	}
 	l.total++
-	l.byIP[ip]++
+	if ip != "" {
+		l.byIP[ip]++
+	}
 	return true
 }
 
-func (l *Listener) release(ip string) {
+// adopt counts c, a proxy's connection so far counted only in the total,
+// for the client ip its PROXY header named. It reports false when that
+// client has no place left; a connection already closed is left alone.
+func (l *Listener) adopt(c *conn, ip string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.released {
+		return true
+	}
+	if l.cfg.PerIP > 0 && l.byIP[ip] >= l.cfg.PerIP {
+		return false
+	}
+	l.byIP[ip]++
+	c.ip = ip
+	return true
+}
+
+// release frees c's place.
+func (l *Listener) release(c *conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total--
-	if l.byIP[ip]--; l.byIP[ip] <= 0 {
-		delete(l.byIP, ip)
+	c.released = true
+	if c.ip == "" {
+		return
+	}
+	if l.byIP[c.ip]--; l.byIP[c.ip] <= 0 {
+		delete(l.byIP, c.ip)
 	}
 }
 
@@ -154,21 +233,21 @@ func (l *Listener) refuse(c net.Conn) {
 	}
 	go func() {
 		defer func() { <-l.answering }()
-		answer503(c, l.cfg.RetryAfter, 2*time.Second)
+		answer503(c, nil, l.cfg.RetryAfter, 2*time.Second)
 	}()
 }
 
 // answer503 reads the request head for at most wait, so that closing
 // does not reset the connection under the client's feet, and answers 503.
-func answer503(c net.Conn, retry, wait time.Duration) {
+// head is what was read of it already.
+func answer503(c net.Conn, head []byte, retry, wait time.Duration) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(wait))
 	buf := make([]byte, 4096)
-	var head []byte
-	for len(head) < 16<<10 {
+	for len(head) < 16<<10 && !bytes.Contains(head, []byte("\r\n\r\n")) {
 		n, err := c.Read(buf)
 		head = append(head, buf[:n]...)
-		if bytes.Contains(head, []byte("\r\n\r\n")) || err != nil {
+		if err != nil {
 			break
 		}
 	}
@@ -198,10 +277,17 @@ func hostOf(a net.Addr) string {
 // conn is an accepted connection that frees its place when closed.
 type conn struct {
 	net.Conn
+	l         *Listener
 	once      sync.Once
-	release   func()
 	linger    time.Duration
 	lingering atomic.Bool
+	// hello reads a trusted proxy's PROXY header, nil for a connection
+	// that may send none (proxy.go).
+	hello *hello
+
+	// Under l.mu:
+	ip       string // the address the connection is counted for, "" none
+	released bool   // its place is freed
 }
 
 // Linger asks c to linger when it is closed: to shut its sending side,
@@ -218,7 +304,7 @@ func (c *conn) Close() error {
 		c.discard()
 	}
 	err := c.Conn.Close()
-	c.once.Do(c.release)
+	c.once.Do(func() { c.l.release(c) })
 	return err
 }
 
