@@ -19,8 +19,10 @@ import (
 // of a body is read: the request's Host (a loopback server answers only
 // loopback names and Config.Hosts, which is what defeats DNS rebinding),
 // its credential (Config.Access: 401 with a challenge when wrong, 429
-// after too many failures) or its share link, and a browser's origin for
-// writes (cross-site writes are refused). The principal found travels in
+// after too many failures; or the user a trusted proxy signed in, 403
+// when that is no user of the policy: see auth.Proxies) or its share
+// link, and a browser's origin for writes (cross-site writes are
+// refused). The principal found travels in
 // the request's context (package gate), and what it may do is decided at
 // the store's door, by the gate, on every store call; a handler that must
 // refuse before it reads a body asks the gate's Check, the same decision.
@@ -32,6 +34,7 @@ var (
 	errCrossSite   = wire.Refuse(http.StatusForbidden, "cross-site write refused: send writes from this server's own pages")
 	errLinkPass    = wire.Refuse(http.StatusUnauthorized, "this share link needs its password: send it as the password of basic auth (any user name)")
 	errBusySignIn  = wire.Refuse(http.StatusServiceUnavailable, "busy checking passwords: try again in a moment")
+	errNotAUser    = wire.Refuse(http.StatusForbidden, auth.ErrNotAUser.Error())
 )
 
 // linkView is how a request through a share link sees the store: from
@@ -74,6 +77,8 @@ func (h *Handler) guard(r *http.Request) (*http.Request, error) {
 		return r, errTooMany
 	case errors.Is(err, auth.ErrBusy):
 		return r, errBusySignIn
+	case errors.Is(err, auth.ErrNotAUser):
+		return r, errNotAUser
 	case err != nil:
 		return r, fmt.Errorf("%w: %w", err, largo.ErrUnauthorized)
 	}
