@@ -38,6 +38,8 @@ type user struct {
 	password *hash    // nil: no password sign-in
 	groups   []string // the groups the access file puts the user in
 	proxy    bool     // signs in only through a trusted proxy
+	rate     int64    // bytes per second; see Policy.Rate
+	hasRate  bool     // the access file gives a rate
 }
 
 // file is the access file's form, in TOML:
@@ -47,6 +49,9 @@ type user struct {
 //	password = "$argon2id$v=19$m=65536,t=3,p=4$..."   # from largo passwd
 //	tokens = ["a-long-random-token"]                 # bearer tokens
 //	groups = ["admins"]
+//	rate = "10MB"      # bandwidth cap, bytes per second each way, all of the
+//	                   # user's transfers together ("0": none, whatever
+//	                   # --rate-per-user says)
 //
 //	[[rule]]
 //	path = "/"
@@ -72,6 +77,7 @@ type file struct {
 		Password string   `toml:"password"`
 		Tokens   []string `toml:"tokens"`
 		Groups   []string `toml:"groups"`
+		Rate     *string  `toml:"rate"`
 	} `toml:"user"`
 	Rule []struct {
 		Path  string   `toml:"path"`
@@ -142,6 +148,12 @@ func LoadFile(path string) (*Policy, error) {
 			}
 		}
 		us.groups = u.Groups
+		if u.Rate != nil {
+			if us.rate, err = largo.ParseSize(*u.Rate); err != nil {
+				return nil, fmt.Errorf("%s: rate: %v", where, err)
+			}
+			us.hasRate = true
+		}
 		for _, t := range u.Tokens {
 			if len(t) < 16 {
 				return nil, fmt.Errorf("%s: a token must be at least 16 characters", where)
@@ -289,6 +301,15 @@ func (p *Policy) ReadsAll(user string) bool {
 		root = root || r.Path == ""
 	}
 	return root
+}
+
+// Rate returns the bandwidth cap the access file gives user, in bytes per
+// second each way, shared by all of the user's transfers (zero: none),
+// and whether it gives one; without one, the server's default for users
+// applies.
+func (p *Policy) Rate(user string) (rate int64, ok bool) {
+	u, ok := p.users[user]
+	return u.rate, ok && u.hasRate
 }
 
 // Knows reports whether name is one of the policy's users: one the
