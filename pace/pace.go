@@ -324,9 +324,8 @@ func (p *Pacer) Quantum() int { return p.quantum }
 
 // Wait blocks until n more bytes may go, by every bucket of the transfer,
 // or until ctx is done (then it returns ctx's error, and the bytes not
-// yet waited for are given back). It returns how long it waited.
-func (p *Pacer) Wait(ctx context.Context, n int) (time.Duration, error) {
-	var waited time.Duration
+// yet waited for are given back).
+func (p *Pacer) Wait(ctx context.Context, n int) error {
 	for n > 0 {
 		k := n
 		for _, lim := range p.lims[:p.n] {
@@ -340,17 +339,15 @@ func (p *Pacer) Wait(ctx context.Context, n int) (time.Duration, error) {
 				for _, r := range rs[:p.n] {
 					r.CancelAt(at)
 				}
-				return waited, err
+				return err
 			}
-			d := time.Since(start)
-			waited += d
 			if p.l.cfg.Throttled != nil {
-				p.l.cfg.Throttled(kind, d)
+				p.l.cfg.Throttled(kind, time.Since(start))
 			}
 		}
 		n -= k
 	}
-	return waited, nil
+	return nil
 }
 
 // reserve takes n bytes (at most every bucket's burst) from every bucket

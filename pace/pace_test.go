@@ -188,7 +188,7 @@ func TestWait(t *testing.T) {
 			p := l.Start(Send, key)
 			defer p.Close()
 			for sent := 0; sent < total/4; sent += 50_000 {
-				if _, err := p.Wait(context.Background(), 50_000); err != nil {
+				if err := p.Wait(context.Background(), 50_000); err != nil {
 					t.Error(err)
 				}
 			}
@@ -212,13 +212,12 @@ func TestWaitLarge(t *testing.T) {
 	p := l.Start(Send, Key{Kind: Link, Name: "L", Rate: 64 << 20})
 	defer p.Close()
 	start := time.Now()
-	waited, err := p.Wait(context.Background(), 12<<20)
-	if err != nil {
+	if err := p.Wait(context.Background(), 12<<20); err != nil {
 		t.Fatal(err)
 	}
 	least := time.Duration(float64(12<<20-Quantum(64<<20)) / (64 << 20) * float64(time.Second))
-	if took := time.Since(start); took < least || waited < least-10*time.Millisecond {
-		t.Errorf("12 MiB at 64 MiB/s: took %s, waited %s; at least %s", took, waited, least)
+	if took := time.Since(start); took < least {
+		t.Errorf("12 MiB at 64 MiB/s took %s; at least %s", took, least)
 	}
 }
 
@@ -230,14 +229,13 @@ func TestWaitCancelled(t *testing.T) {
 	key := Key{Kind: User, Name: "carol", Rate: minQuantum} // a quantum a second
 	p := l.Start(Send, key)
 	defer p.Close()
-	if _, err := p.Wait(context.Background(), minQuantum); err != nil {
+	if err := p.Wait(context.Background(), minQuantum); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := p.Wait(ctx, minQuantum) // a second, on the test's frozen clock
-		done <- err
+		done <- p.Wait(ctx, minQuantum) // a second, on the test's frozen clock
 	}()
 	cancel()
 	select {
