@@ -49,3 +49,24 @@ func ParseDigest(v string) ([]byte, error) {
 func FormatDigest(sum []byte) string {
 	return "sha-256=:" + base64.StdEncoding.EncodeToString(sum) + ":"
 }
+
+// WantsSHA256 reads a Want-Repr-Digest or Want-Content-Digest field (RFC
+// 9530, section 4: a dictionary of algorithms, each with a preference
+// from 1 to 10, or 0 for not acceptable) and reports whether a sha-256
+// digest may be sent: unless the field gives sha-256 the preference 0. A
+// field that names other algorithms only still lets it be sent (the
+// sender may send one it supports), and one that cannot be read says
+// nothing.
+func WantsSHA256(v string) bool {
+	for item := range strings.SplitSeq(v, ",") {
+		key, val, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || strings.TrimSpace(key) != "sha-256" {
+			continue
+		}
+		val, _, _ = strings.Cut(val, ";")
+		if strings.TrimSpace(val) == "0" {
+			return false
+		}
+	}
+	return true
+}

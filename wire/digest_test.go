@@ -43,3 +43,21 @@ func FuzzParseDigest(f *testing.F) {
 		}
 	})
 }
+
+func TestWantsSHA256(t *testing.T) {
+	for v, want := range map[string]bool{
+		"":                      true,
+		"sha-256=10":            true,
+		"sha-256=1, sha-512=10": true,
+		"sha-512=3":             true,
+		"sha-256=0":             false,
+		"sha-512=10, sha-256=0": false,
+		" sha-256 = 0 ;x":       false,
+		"sha-256=0.5":           true,
+		"not a dictionary":      true,
+	} {
+		if got := WantsSHA256(v); got != want {
+			t.Errorf("%q: %v; want %v", v, got, want)
+		}
+	}
+}
