@@ -338,6 +338,7 @@ func (fsys *fileSystem) Rename(ctx context.Context, oldPath, newPath string) err
 	if rn, ok := fsys.h.cfg.Store.(largo.Renamer); ok {
 		err := rn.Rename(ctx, from, to)
 		if err == nil {
+			pl.Renamed(ctx, from, to) // the digests go along
 			return moveProps(ctx, st, from, to)
 		}
 		if !errors.Is(err, largo.ErrUnsupported) {

@@ -167,6 +167,8 @@ func (h *Handler) serveSidecar(w http.ResponseWriter, r *http.Request, name stri
 	// errors.
 	hdr.Set("Content-Length", strconv.FormatInt(sin.Size, 10))
 	h.comp.Compressed(string(c), "sidecar")
+	// The representation sent is the sidecar's bytes: its own digest.
+	w = h.reprDigest(w, r, encode.Sidecar(name, c), sin.ETag)
 	return true, serveBody(w, r, name, sin.ModTime, sf)
 }
 

@@ -25,6 +25,11 @@ const maxRanges = 64
 // once it may be seen.
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error {
 	f, err := h.cfg.Store.Open(r.Context(), name)
+	if errors.Is(err, largo.ErrNotFound) && isSums(name) && !strings.HasSuffix(r.URL.Path, "/") {
+		if done, err := h.serveSums(w, r, parent(name)); done {
+			return err
+		}
+	}
 	if r.URL.Query().Has("login") && (errors.Is(err, largo.ErrIsDir) || errors.Is(err, largo.ErrUnauthorized)) {
 		// Signing in from a folder, or from one its visitor may not see
 		// yet: the challenge, then back.
@@ -84,6 +89,7 @@ func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name stri
 	}
 	if in.ETag != "" {
 		hdr.Set("ETag", in.ETag)
+		w = h.reprDigest(w, r, name, in.ETag)
 	}
 	return serveBody(w, r, in.Name, in.ModTime, f)
 }

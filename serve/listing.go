@@ -28,6 +28,9 @@ type Entry struct {
 	Size     int64     `json:"size"`
 	Modified time.Time `json:"modified,omitzero"` // absent for folders of object stores
 	ETag     string    `json:"etag,omitempty"`
+	// SHA256 is the file's digest in hexadecimal, when one is recorded
+	// for its version (package digests).
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // Listing is a folder's JSON listing.
@@ -85,7 +88,8 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 		if name == "" {
 			path = "/"
 		}
-		if err := writeListing(bw, path, sorted.All(), h.sidecarFilter(r.Context(), name)); err != nil {
+		digest := func(in *largo.Info) string { return h.listDigest(r.Context(), name, in) }
+		if err := writeListing(bw, path, sorted.All(), h.sidecarFilter(r.Context(), name), digest); err != nil {
 			return err
 		}
 		return bw.Flush()

@@ -26,7 +26,8 @@ import (
 // line tools (grep, head); indentation cost a third of the bytes. The
 // fields are those of Entry, in its order, with its omissions: no
 // "modified" for a zero time (a bucket's folders), no "etag" when there
-// is none. Strings are escaped exactly as encoding/json escapes them, so
+// is none, no "sha256" (a file's digest, in hexadecimal) when none is
+// recorded for its version. Strings are escaped exactly as encoding/json escapes them, so
 // a client decoding the listing sees the same values as before:
 // <, > and & as \u003c, \u003e and \u0026, U+2028 and U+2029 as escapes,
 // control bytes as \n, \t... or \u00XX, and every byte that is not part
@@ -34,8 +35,9 @@ import (
 // bytes replaced; a client cannot ask for it by that name, as before).
 
 // writeListing writes the JSON listing of the folder at path with the
-// entries keep accepts, as they come.
-func writeListing(w *bufio.Writer, path string, entries iter.Seq2[largo.Info, error], keep func(largo.Info) bool) error {
+// entries keep accepts, as they come; digest, when not nil, gives each
+// file's SHA-256 in hexadecimal ("" for none), listed as "sha256".
+func writeListing(w *bufio.Writer, path string, entries iter.Seq2[largo.Info, error], keep func(largo.Info) bool, digest func(*largo.Info) string) error {
 	b := make([]byte, 0, 512)
 	b = append(b, `{"path":`...)
 	b = appendJSONString(b, path)
@@ -54,6 +56,13 @@ func writeListing(w *bufio.Writer, path string, entries iter.Seq2[largo.Info, er
 		n++
 		b = append(b, '\n')
 		b = appendEntry(b, &in)
+		if digest != nil {
+			if sum := digest(&in); sum != "" {
+				b = append(b[:len(b)-1], `,"sha256":"`...)
+				b = append(b, sum...)
+				b = append(b, '"', '}')
+			}
+		}
 		if _, err := w.Write(b); err != nil {
 			return err // the client is gone: stop merging for nobody
 		}

@@ -3,6 +3,8 @@ package serve
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -31,6 +33,16 @@ var oddNames = []string{
 	"ends in a cut rune \xf0\x9f\x8e",
 }
 
+// testDigest is the digest the listings of these tests give a file: one
+// for every file of an odd size.
+func testDigest(in *largo.Info) string {
+	if in.IsDir || in.Size%2 == 0 {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(in.Name))
+	return hex.EncodeToString(sum[:])
+}
+
 // jsonListing writes the listing of infos at path and returns it.
 func jsonListing(t *testing.T, path string, infos []largo.Info, keep func(largo.Info) bool) string {
 	t.Helper()
@@ -43,7 +55,7 @@ func jsonListing(t *testing.T, path string, infos []largo.Info, keep func(largo.
 			}
 		}
 	}
-	if err := writeListing(w, path, seq, keep); err != nil {
+	if err := writeListing(w, path, seq, keep, testDigest); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Flush(); err != nil {
@@ -111,7 +123,7 @@ func TestListingJSON(t *testing.T) {
 		p, _ := json.Marshal(c.path)
 		wantBytes := `{"path":` + string(p) + `,"entries":[`
 		for i, in := range c.infos {
-			e := Entry{Name: in.Name, Dir: in.IsDir, Size: in.Size, Modified: in.ModTime.UTC(), ETag: in.ETag}
+			e := Entry{Name: in.Name, Dir: in.IsDir, Size: in.Size, Modified: in.ModTime.UTC(), ETag: in.ETag, SHA256: testDigest(&in)}
 			want.Entries = append(want.Entries, e)
 			b, _ := json.Marshal(e)
 			if i > 0 {
@@ -191,7 +203,7 @@ func TestListingJSONKeep(t *testing.T) {
 		}
 	}
 	w := bufio.NewWriter(&bytes.Buffer{})
-	if err := writeListing(w, "/", seq, func(largo.Info) bool { return true }); !errors.Is(err, boom) {
+	if err := writeListing(w, "/", seq, func(largo.Info) bool { return true }, nil); !errors.Is(err, boom) {
 		t.Errorf("a listing that fails: %v, want %v", err, boom)
 	}
 }
@@ -215,7 +227,7 @@ func BenchmarkListingJSON(b *testing.B) {
 	var n countWriter
 	w := bufio.NewWriterSize(&n, 32<<10)
 	for b.Loop() {
-		if err := writeListing(w, "/", seq, all); err != nil {
+		if err := writeListing(w, "/", seq, all, nil); err != nil {
 			b.Fatal(err)
 		}
 		w.Flush()

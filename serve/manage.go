@@ -192,8 +192,11 @@ func (h *Handler) move(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	err = store.(largo.Renamer).Rename(ctx, from, to) // a *gate.Store renames, or says it cannot
-	if errors.Is(err, largo.ErrUnsupported) {
-		err = pl.MoveByCopy(ctx, store, from, to, nil)
+	switch {
+	case errors.Is(err, largo.ErrUnsupported):
+		err = pl.MoveByCopy(ctx, store, from, to, nil) // the copies carry the digests
+	case err == nil:
+		pl.Renamed(ctx, from, to) // the digests go along
 	}
 	if err != nil {
 		return err

@@ -80,6 +80,7 @@ import (
 
 	"largo"
 	"largo/auth"
+	"largo/digests"
 	"largo/encode"
 	"largo/gate"
 	"largo/ingest"
@@ -164,6 +165,13 @@ type Config struct {
 	// they and NAME keep the ETags recorded (package sidecar): anything
 	// else is a file of its own, served, listed and archived as such.
 	AnySidecars bool
+	// Digests answers the SHA-256 recorded for each file's version
+	// (package digests): Repr-Digest on downloads, SHA256SUMS, the JSON
+	// listing's "sha256". Give it the keeper the write pipeline records
+	// through (ingest.Config.Digests), so that a digest recorded here is
+	// served at once; nil means one of State's own, which finds a record
+	// written by another keeper once its negative answers expire.
+	Digests *digests.Keeper
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -244,6 +252,8 @@ type Handler struct {
 	// sidecars answers, from a bounded cache, which files are recorded
 	// sidecars (unused with Config.AnySidecars).
 	sidecars *sidecar.Checker
+	// digests answers the digests of files' versions.
+	digests *digests.Keeper
 	// gate decides every store call (cfg.Store is its store).
 	gate *gate.Gate
 }
@@ -302,6 +312,10 @@ func New(cfg Config) *Handler {
 		}
 	}
 	h.sidecars = sidecar.NewChecker(h.cfg.State, sidecar.Options{Now: h.cfg.Now})
+	h.digests = h.cfg.Digests
+	if h.digests == nil {
+		h.digests = digests.New(h.cfg.State, digests.Options{Now: h.cfg.Now, Logger: h.log})
+	}
 	h.ui = ui.New(UIPrefix)
 	h.own = http.NewServeMux()
 	h.own.Handle("GET "+UIPrefix, h.adapt(h.ui.Asset))
