@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"largo"
+	"largo/digests"
 	"largo/encode"
 	"largo/ingest"
 	"largo/precompress"
@@ -144,8 +145,13 @@ func runPrecompress(ctx context.Context, e *env, cfg *precompressConfig) error {
 	if cfg.level.value != "max" {
 		level, _ = encode.ParseLevel(cfg.level.value) // a choice already
 	}
+	icfg := ingest.Config{Store: store}
+	if sk, ok := store.(largo.StateKeeper); ok {
+		// Sidecars are files too: each gets its digest, as every write.
+		icfg.Digests = digests.New(sk.State(), digests.Options{Store: store})
+	}
 	pcfg := precompress.Config{
-		Writes:      ingest.New(ingest.Config{Store: store}),
+		Writes:      ingest.New(icfg),
 		Jobs:        cfg.jobs,
 		Level:       level,
 		MediaType:   serve.MediaType,

@@ -56,6 +56,7 @@ type serveConfig struct {
 	compressLevel choiceValue
 	compressMax   int
 	sidecars      choiceValue
+	digestRate    perSecondValue
 	listingMemory sizeValue
 	listingBudget sizeValue
 	listingTemp   string
@@ -277,6 +278,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.listingMemory, "listing-memory", "most memory one folder listing sorts in (each folder of an archive too); a larger folder spills sorted runs to --listing-temp-dir (at least 256KiB)")
 	f.Var(&cfg.listingBudget, "listing-budget", "most memory all listings and archives sort in together; beyond it they get 503 with Retry-After (at least --listing-memory)")
 	f.StringVar(&cfg.listingTemp, "listing-temp-dir", "", "folder of the sorted runs of large listings, on a disk, not a tmpfs (default: the system's temporary folder)")
+	addDigestFlags(f, &cfg.digestRate)
 	f.Var(&cfg.sidecars, "sidecars", "which NAME.zst, NAME.br, NAME.gz are sent as NAME's encoding: recorded (those largo precompress wrote, while unchanged) or any (any not older than NAME, as nginx's gzip_static)")
 	f.BoolVar(&cfg.upload, "upload", false, "accept writes (PUT, multipart POST, DELETE, tus uploads at /_largo/uploads/), each with the token (with --access, the access file's rules decide writes instead)")
 	f.StringVar(&cfg.token, "token", "", "the token writes must carry (default: generated with --upload and printed once)")
@@ -515,6 +517,7 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	// kept for the server's own housekeeping (sweeps, records).
 	gated := g.Store(st)
 	hcfg.Gate, hcfg.Store = g, gated
+	keeper := setUpDigests(ctx, logger, int64(cfg.digestRate.sizeValue), st, hcfg)
 	if cfg.access.accessFile != "" {
 		go reloadAccess(ctx, e, logger, cfg.access.accessFile, hcfg.Access)
 	}
@@ -549,6 +552,9 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 		Reserve:  int64(cfg.reserve),
 		NoMkdir:  cfg.noMkdir,
 		Observer: m,
+	}
+	if keeper != nil {
+		icfg.Digests = keeper
 	}
 	if locks != nil {
 		icfg.Guard = locks
