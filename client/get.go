@@ -30,8 +30,13 @@ type Result struct {
 	// UpToDate is true when there was nothing to do: the local file already
 	// matches the remote one (a download), or the upload had finished.
 	UpToDate bool
-	// Verified names the digest the content was checked against, if any.
+	// Verified names the digest the content was checked against
+	// ("sha-256=:...:"), or is "" when the server sent none: the bytes
+	// were then checked against the length alone.
 	Verified string
+	// Aside is where the bytes of a download that did not match the
+	// server's digest were kept (FILE.bad), for a look; "" otherwise.
+	Aside string
 }
 
 // Target is the local path of a download of rawURL: the last element of the
@@ -344,13 +349,21 @@ func (s *stream) verify() step {
 }
 
 // mismatch is the step after content did not match the server's digest:
-// the part file is removed; a resumed download is fetched again from zero,
-// once; otherwise the error ends it.
+// a resumed download is fetched again from zero, once (its part may hold
+// bytes of another version); otherwise the error ends it, and the bytes
+// received are kept aside as FILE.bad, never at FILE.
 func (d *download) mismatch(err error) step {
-	removePart(d.part)
 	if !d.res.Resumed {
-		return stopped(err)
+		os.Remove(statePath(d.part))
+		bad := d.path + ".bad"
+		if rerr := os.Rename(d.part, bad); rerr != nil {
+			os.Remove(d.part)
+			return stopped(fmt.Errorf("%w (the bytes received could not be kept aside: %v)", err, rerr))
+		}
+		d.res.Aside = bad
+		return stopped(fmt.Errorf("%w; the bytes received are kept aside as %s", err, bad))
 	}
+	removePart(d.part)
 	do := fetchStream
 	if d.c.Segments > 1 {
 		do = fetchSegments

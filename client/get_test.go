@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"strings"
 	"path/filepath"
 	"testing"
 	"time"
@@ -56,6 +57,10 @@ func TestGetDigestMismatch(t *testing.T) {
 	}
 	if exists(out) || exists(out+".part") || exists(out+".part.json") {
 		t.Error("a file is left after a digest mismatch")
+	}
+	// The bytes received are kept aside, and the error says where.
+	if b, err2 := os.ReadFile(out + ".bad"); err2 != nil || len(b) != 1<<20 || !strings.Contains(err.Error(), out+".bad") {
+		t.Errorf("kept aside: %d bytes, %v; error %v", len(b), err2, err)
 	}
 	if f.requests.Load() != 1 {
 		t.Errorf("%d requests; a mismatch on a fresh download is not retried", f.requests.Load())

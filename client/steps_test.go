@@ -108,16 +108,23 @@ func TestFromZeroOnce(t *testing.T) {
 }
 
 // TestMismatchFresh: content that does not match the digest of a download
-// that did not resume is an error at once, not a new download.
+// that did not resume is an error at once, not a new download, and its
+// bytes are kept aside as FILE.bad, never at FILE.
 func TestMismatchFresh(t *testing.T) {
 	d, _ := testDownload(t, "http://127.0.0.1/f.bin")
 	os.WriteFile(d.part, []byte("bad"), 0o644)
 	why := errors.New("digest mismatch")
-	if next := d.mismatch(why); next.do != stop || next.err != why {
+	if next := d.mismatch(why); next.do != stop || !errors.Is(next.err, why) || !strings.Contains(next.err.Error(), d.path+".bad") {
 		t.Fatalf("mismatch of a fresh download: %+v", next)
 	}
 	if _, err := os.Stat(d.part); !os.IsNotExist(err) {
 		t.Errorf("part file kept: %v", err)
+	}
+	if b, err := os.ReadFile(d.path + ".bad"); string(b) != "bad" || d.res.Aside != d.path+".bad" {
+		t.Errorf("kept aside: %q, %v; Result.Aside %q", b, err, d.res.Aside)
+	}
+	if _, err := os.Stat(d.path); !os.IsNotExist(err) {
+		t.Errorf("the target exists: %v", err)
 	}
 }
 

@@ -22,6 +22,10 @@ type TreeResult struct {
 	Failed   int   // files that failed
 	Bytes    int64 // bytes of the files transferred or in place
 	Moved    int64 // bytes moved over the network
+	// Verified counts the files downloaded in this run that were checked
+	// against the server's digest; the others had none to check (files
+	// already in place were checked when they were downloaded).
+	Verified int
 }
 
 func (t *TreeResult) add(r Result) {
@@ -31,6 +35,9 @@ func (t *TreeResult) add(r Result) {
 		t.UpToDate++
 	} else {
 		t.Files++
+	}
+	if r.Verified != "" && !r.UpToDate {
+		t.Verified++
 	}
 }
 

@@ -119,15 +119,21 @@ func summary(verb string, r client.Result, took time.Duration) string {
 	}
 	if r.Verified != "" {
 		alg, _, _ := strings.Cut(r.Verified, "=")
-		s += ", verified (" + alg + ")"
+		s += ", verified against the server's " + alg
+	} else if verb == "saved" {
+		s += ", not verified: the server sent no digest (its length was checked)"
 	}
 	return s
 }
 
 // treeSummary is the line printed when a folder transfer ends.
 func treeSummary(verb string, t client.TreeResult, took time.Duration) string {
-	return fmt.Sprintf("%s %d files (%d already in place, %d failed): %s, %s moved in %s", verb, t.Files, t.UpToDate, t.Failed,
+	s := fmt.Sprintf("%s %d files (%d already in place, %d failed): %s, %s moved in %s", verb, t.Files, t.UpToDate, t.Failed,
 		largo.FormatSize(t.Bytes), largo.FormatSize(t.Moved), took.Round(10*time.Millisecond))
+	if t.Files > 0 && strings.HasPrefix(verb, "downloaded") {
+		s += fmt.Sprintf("; %d of %d verified against the server's digest", t.Verified, t.Files)
+	}
+	return s
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
