@@ -5,8 +5,8 @@ import (
 	"errors"
 	"net/http"
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
