@@ -141,10 +141,7 @@ func (x *IETF) Limits() string {
 // Target returns the file a PUT to name, or a POST to the folder name,
 // that Takes took will store, read as Create reads it.
 func (x *IETF) Target(r *http.Request, name string) (string, error) {
-	if r.Method != http.MethodPost {
-		return name, nil
-	}
-	return postTarget(r, name, tusd.MetaData{})
+	return requestTarget(r, name, tusd.MetaData{})
 }
 
 // Create serves a PUT to name, or a POST to the folder name, that Takes
@@ -169,10 +166,8 @@ func (x *IETF) Create(w http.ResponseWriter, r *http.Request, name string) error
 		return err
 	}
 	meta := tusd.MetaData{keyProtocol: "ietf", keyVersion: v.String(), keyOwner: owner}
-	if r.Method == http.MethodPost {
-		if name, err = postTarget(r, name, meta); err != nil {
-			return err
-		}
+	if name, err = requestTarget(r, name, meta); err != nil {
+		return err
 	}
 	meta[KeyFilename] = name
 	length, err := uploadLength(r.Header, r.ContentLength, 0, complete)
@@ -259,20 +254,22 @@ func (x *IETF) target(r *http.Request, name string, length int64, complete bool,
 	return t, nil
 }
 
-// postTarget returns the file a POST to folder creates, named by its
-// Content-Disposition filename (the draft's way), else by the filename,
-// under an optional folder, of tus-style Upload-Metadata (tus-js-client's
-// way, whose sha256 it also keeps in meta).
-func postTarget(r *http.Request, folder string, meta tusd.MetaData) (string, error) {
+// requestTarget returns the file an IETF creation request writes, named
+// the protocol's way: a PUT by its URL, the file name; a POST to the
+// folder name by its Content-Disposition filename (the draft's way), else
+// by tus-style Upload-Metadata (tus-js-client's way, whose sha256 it also
+// keeps in meta). Either way the name is targetName's.
+func requestTarget(r *http.Request, name string, meta tusd.MetaData) (string, error) {
+	if r.Method != http.MethodPost {
+		return targetName("", name)
+	}
 	var rel string
 	if _, params, err := mime.ParseMediaType(r.Header.Get("Content-Disposition")); err == nil {
 		rel = params["filename"]
 	}
 	if rel == "" {
 		m := tusd.ParseMetadataHeader(r.Header.Get("Upload-Metadata"))
-		if m[KeyFilename] != "" {
-			rel = largo.Join(strings.Trim(m[KeyFolder], "/"), m[KeyFilename])
-		}
+		rel = metadataName(m)
 		if m[KeySHA256] != "" {
 			meta[KeySHA256] = m[KeySHA256]
 		}
@@ -280,11 +277,7 @@ func postTarget(r *http.Request, folder string, meta tusd.MetaData) (string, err
 	if rel == "" {
 		return "", errNoFilename
 	}
-	name, err := largo.ParseName("/" + largo.Join(folder, rel))
-	if err != nil {
-		return "", err
-	}
-	return name, ingest.CheckName(name)
+	return targetName(name, rel)
 }
 
 // uploadLength returns the upload's length as a request states it (-1:

@@ -260,19 +260,47 @@ var (
 	errBadSHA256        = wire.Refuse(http.StatusBadRequest, "sha256 metadata must be 64 hex digits or base64 of 32 bytes")
 )
 
-// parseTarget reads an upload's metadata into the write it asks for:
-// where, under which condition, with which digest. Size is left unknown.
-func parseTarget(meta tusd.MetaData) (ingest.Target, error) {
-	t := ingest.Target{Size: -1}
-	filename := meta[KeyFilename]
-	if filename == "" {
-		return t, errFilenameRequired
-	}
-	name, err := largo.ParseName("/" + largo.Join(strings.Trim(meta[KeyFolder], "/"), filename))
+// targetName returns the file an upload writes: rel, a relative name
+// that may hold slashes, under the folder dir ("" for the root), read as
+// a request's path is read (largo.ParseName) and held to the write
+// pipeline's policy of names (ingest.CheckName). Each protocol names its
+// target its own way (tus by metadata, an IETF PUT by its URL, an IETF
+// POST by a filename under the folder of its URL: see requestTarget);
+// every way ends here, so that one name is taken or refused alike
+// whichever way it came.
+func targetName(dir, rel string) (string, error) {
+	name, err := largo.ParseName("/" + largo.Join(dir, rel))
 	if err != nil {
-		return t, err
+		return "", err
 	}
 	if err := ingest.CheckName(name); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// metadataName returns the relative name tus-style metadata gives a
+// file: its filename, under its folder if it names one; "" if it names
+// no file.
+func metadataName(meta tusd.MetaData) string {
+	if meta[KeyFilename] == "" {
+		return ""
+	}
+	return largo.Join(strings.Trim(meta[KeyFolder], "/"), meta[KeyFilename])
+}
+
+// parseTarget reads an upload's metadata into the write it asks for:
+// where (metadataName, targetName), under which condition, with which
+// digest. Size is left unknown. Uploads of both protocols are placed as
+// it reads them.
+func parseTarget(meta tusd.MetaData) (ingest.Target, error) {
+	t := ingest.Target{Size: -1}
+	rel := metadataName(meta)
+	if rel == "" {
+		return t, errFilenameRequired
+	}
+	name, err := targetName("", rel)
+	if err != nil {
 		return t, err
 	}
 	t.Name = name
