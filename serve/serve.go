@@ -86,6 +86,7 @@ import (
 	"largo/ingest"
 	"largo/limit"
 	"largo/listing"
+	"largo/pace"
 	"largo/sidecar"
 	"largo/transfer"
 	"largo/ui"
@@ -146,6 +147,9 @@ type Config struct {
 	// MinRate, in bytes per second, cuts a client slower than this on
 	// average once the first IdleTimeout has passed. Zero means none.
 	MinRate int64
+	// Rates caps bandwidth, shared by key: per transfer, user, client
+	// address and share link (pace.go). Nil caps nothing.
+	Rates *pace.Limits
 	// Listing bounds the memory of folder listings: each holds at most
 	// Listing.Max (listing.DefaultMax when zero) and all together at most
 	// Listing.Budget, beyond which a listing is answered 503 with a
@@ -459,6 +463,7 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 		h.fail(tw, r, err)
 		return
 	}
+	defer h.pace(tw, r)()
 	if !strings.HasPrefix(r.URL.Path, ResumablePrefix) && h.cors(tw, r) {
 		return // a preflight, answered (tusd answers its own)
 	}

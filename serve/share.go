@@ -17,9 +17,11 @@ import (
 // SharePath is where a signed-in user asks for a share link: POST with
 // the form fields (URL-encoded or multipart) path, expires (a duration
 // such as 24h, at most maxShareLife), write (a drop box), password
-// (optional, at least auth.MinLinkPassword characters) and max_upload (a
-// drop box's largest file, such as 100MB). The answer is the link, as
-// LinksPath lists it.
+// (optional, at least auth.MinLinkPassword characters), max_upload (a
+// drop box's largest file, such as 100MB) and max_rate (the link's
+// bandwidth cap in bytes per second each way, shared by every transfer
+// through it, such as 5MB; the server's --rate-per-link still governs
+// when lower). The answer is the link, as LinksPath lists it.
 const SharePath = Prefix + "share"
 
 // LinksPath is where a signed-in user manages the links they made: GET
@@ -45,13 +47,14 @@ type LinkInfo struct {
 	Expired   bool      `json:"expired,omitempty"`
 	Password  bool      `json:"password,omitempty"`
 	MaxUpload int64     `json:"max_upload,omitempty"`
+	MaxRate   int64     `json:"max_rate,omitempty"`
 }
 
 func (h *Handler) linkInfo(l *gate.Link) LinkInfo {
 	return LinkInfo{
 		ID: l.ID, URL: l.URLPath(h.gate.Links().Token(l)), Kind: string(l.Kind), Path: "/" + l.Path,
 		Created: l.Created, Expires: l.Expires, Expired: !h.cfg.Now().Before(l.Expires),
-		Password: l.Password != "", MaxUpload: l.MaxUpload,
+		Password: l.Password != "", MaxUpload: l.MaxUpload, MaxRate: l.MaxRate,
 	}
 }
 
@@ -126,6 +129,11 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 	if v := r.PostForm.Get("max_upload"); v != "" {
 		if l.MaxUpload, err = largo.ParseSize(v); err != nil || l.MaxUpload <= 0 {
 			return wire.Refuse(http.StatusBadRequest, "max_upload: a size such as 100MB")
+		}
+	}
+	if v := r.PostForm.Get("max_rate"); v != "" {
+		if l.MaxRate, err = largo.ParseSize(v); err != nil || l.MaxRate <= 0 {
+			return wire.Refuse(http.StatusBadRequest, "max_rate: bytes per second, such as 5MB")
 		}
 	}
 	ctx := r.Context()

@@ -46,6 +46,7 @@ type serveConfig struct {
 	adminListen   string
 	idleTimeout   time.Duration
 	minRate       sizeValue
+	rates         rateFlags
 	maxConns      int
 	maxConnsPerIP int
 	drainTimeout  time.Duration
@@ -223,6 +224,13 @@ the store, so instances on one bucket share them. A DELETE of a folder then
 removes all it holds, as WebDAV asks. Finder's ._NAME and .DS_Store files are
 accepted and discarded. See docs/webdav.md.
 
+Bandwidth caps (--rate per transfer; --rate-per-user, --rate-per-address and
+--rate-per-link, shared by every connection of their user, client address or
+share link; a user's rate in the access file; a share link's max rate) hold
+downloads and uploads alike, each direction on its own, so that opening more
+connections gets a client no more; the strictest cap that applies governs,
+and a capped download is still sent by sendfile. See docs/serving.md.
+
 largo's own endpoints live under /_largo/: healthz, readyz and metrics.
 Once it accepts connections, largo writes one JSON line on standard output
 for programs that start it: {"msg":"largo ready","url":URL,"addr":HOST:PORT}
@@ -266,6 +274,10 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.StringVar(&cfg.adminListen, "admin-listen", "", "separate address for metrics and pprof (default none: metrics at /_largo/metrics, no pprof)")
 	f.DurationVar(&cfg.idleTimeout, "idle-timeout", 60*time.Second, "cut a client that takes or sends no bytes for this long, and close idle keep-alive connections")
 	f.Var(&cfg.minRate, "min-rate", "cut a client that sends or takes fewer than this many bytes per second on average, counted after the first idle timeout (0: no minimum); a body trickled a byte now and then cannot hold its connection")
+	f.Var(&cfg.rates.transfer, "rate", "cap each transfer at this many bytes per second, each way, such as 5MB (0: no cap)")
+	f.Var(&cfg.rates.user, "rate-per-user", "cap all transfers of one signed-in user together, and of the share links that user made, at this many bytes per second each way, however many connections carry them; a user's rate in the access file replaces it (0: no cap)")
+	f.Var(&cfg.rates.address, "rate-per-address", "cap all transfers from one client address together (an IPv6 /64 counts as one) at this many bytes per second each way, however many connections carry them (0: no cap)")
+	f.Var(&cfg.rates.link, "rate-per-link", "cap all transfers through one share link together at this many bytes per second each way; a link made with a lower max rate keeps its own (0: no cap of the server's)")
 	f.IntVar(&cfg.maxConns, "max-conns", 10000, "most connections held at once; beyond it clients get 503 (0: no limit)")
 	f.IntVar(&cfg.maxConnsPerIP, "max-conns-per-ip", defaultMaxConnsPerIP, "most connections held at once from one client address, so that one address cannot take every slot (0: no limit; behind a proxy all clients share its address: raise it or give 0)")
 	f.DurationVar(&cfg.drainTimeout, "drain-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long transfers in flight may finish before they are cut")
@@ -416,6 +428,7 @@ func handlerConfig(cfg *serveConfig, store largo.Store, m *metrics.Metrics, logg
 		Metrics:     m.Handler(),
 		IdleTimeout: cfg.idleTimeout,
 		MinRate:     int64(cfg.minRate),
+		Rates:       cfg.rates.limits(m),
 	}
 	if cfg.adminListen != "" {
 		hcfg.Metrics = nil // on the admin listener instead

@@ -23,6 +23,7 @@ type shareConfig struct {
 	password  bool
 	as        string
 	maxUpload sizeValue
+	maxRate   sizeValue
 	list      bool
 	revoke    string
 	extend    string
@@ -50,7 +51,8 @@ bounded by its scope alone.
 --write makes a drop box instead: the link uploads new files into the
 folder PATH, at most --max-upload each, and never reads, lists or replaces
 anything. --password asks for a password the link will need too (at least
-8 characters; sent as the password of basic auth, with any user name).`,
+8 characters; sent as the password of basic auth, with any user name).
+--max-rate caps the bandwidth of everyone using the link together.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runShare(cmd, e, cfg, args)
@@ -67,6 +69,7 @@ anything. --password asks for a password the link will need too (at least
 	f.BoolVar(&cfg.password, "password", false, "ask for a password the link will need too")
 	f.StringVar(&cfg.as, "as", "", "the user of the access file the link answers to (default: the operator)")
 	f.Var(&cfg.maxUpload, "max-upload", "with --write: the largest file the drop box takes, such as 1GiB (default: the server's --link-max-upload)")
+	f.Var(&cfg.maxRate, "max-rate", "the link's bandwidth cap, shared by every transfer through it, in bytes per second each way, such as 5MB (default: the server's --rate-per-link, which also governs when lower)")
 	f.BoolVar(&cfg.list, "list", false, "list the links (with --as, those USER made)")
 	f.StringVar(&cfg.revoke, "revoke", "", "revoke the link with this ID")
 	f.StringVar(&cfg.extend, "extend", "", "give the link with this ID --expires more, from now")
@@ -152,7 +155,7 @@ func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, lin
 	case !cfg.write && cfg.maxUpload != 0:
 		return usageErr(errors.New("--max-upload goes with --write: only a drop box takes uploads"))
 	}
-	l := gate.Link{Path: name, Maker: cfg.as, Expires: time.Now().Add(cfg.expires), MaxUpload: int64(cfg.maxUpload)}
+	l := gate.Link{Path: name, Maker: cfg.as, Expires: time.Now().Add(cfg.expires), MaxUpload: int64(cfg.maxUpload), MaxRate: int64(cfg.maxRate)}
 	switch {
 	case cfg.write:
 		l.Kind = gate.LinkDrop
