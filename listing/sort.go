@@ -2,13 +2,16 @@ package listing
 
 import (
 	"bufio"
+	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"os"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"largo"
@@ -17,27 +20,51 @@ import (
 // Sizes of the Sorter's memory.
 const (
 	chunkSize = 64 << 10  // an arena chunk; also the longest record
+	maxChunks = 1 << 16   // the most chunks an offset can name
 	step      = 256 << 10 // what is taken from the budget at a time
 	runBuffer = 16 << 10  // the read buffer of one run while merging, and the spill writer's
 	maxFanIn  = 128       // most runs merged at once
 	minFanIn  = 2
 	firstOffs = 1024 // the first capacity of the index
+	entSize   = int(unsafe.Sizeof(ent{}))
 )
+
+// ent is the index entry of a record in the arena: where it is, and what
+// a NameOrder compares first, the leading bytes of its name and whether
+// it is a folder, so that most comparisons read neither record.
+type ent struct {
+	key uint64 // the name's first 8 bytes, big-endian, zero-padded
+	off uint32 // chunk<<16 | offset
+	dir uint32 // 1 for a folder
+}
+
+// nameKey returns the first 8 bytes of name as a number that orders as
+// they do: names whose keys differ are ordered by their keys; names
+// whose keys are equal must be compared whole.
+func nameKey(name string) uint64 {
+	var b [8]byte
+	copy(b[:], name)
+	return binary.BigEndian.Uint64(b[:])
+}
 
 // Sorter collects entries and gives them back in order. Make one with
 // Config.NewSorter, Add every entry, then range over All once, and Close
 // it (Close may come at any time, and more than once).
 type Sorter struct {
-	cfg  Config
-	cmp  Compare
-	max  int64
-	held int64 // taken from the budget
+	cfg   Config
+	order Order
+	names NameOrder // the order, when it is a NameOrder
+	byKey bool      // order is names: compare the index, not the records
+	max   int64
+	held  int64 // taken from the budget
 
-	chunks  [][]byte // the arena; chunks[:used] hold records
-	used    int
-	offs    []uint32 // chunk<<16 | offset, of every record in the arena
-	offsMem []byte   // the memory of offs
-	n       int      // entries added
+	arena  []byte   // reserved for the records, touched as chunks are used
+	chunks [][]byte // slices of arena; chunks[:used] hold records
+	used   int
+	idx    []ent  // every record in the arena
+	idxMem []byte // reserved for idx
+	n      int    // entries added
+	a, b   Item   // the two items a comparison decodes
 
 	spill *os.File
 	w     *bufio.Writer
@@ -51,18 +78,25 @@ type Sorter struct {
 // run is a sorted run in the spill file.
 type run struct{ off, len int64 }
 
-// NewSorter returns a Sorter ordering by cmp, holding the first step of
-// its memory; ErrBusy when the budget has none left.
-func (c Config) NewSorter(cmp Compare) (*Sorter, error) {
+// NewSorter returns a Sorter ordering by order, holding the first step
+// of its memory; ErrBusy when the budget has none left.
+func (c Config) NewSorter(order Order) (*Sorter, error) {
 	most := c.Max
 	if most <= 0 {
 		most = DefaultMax
 	}
-	s := &Sorter{cfg: c, cmp: cmp, max: max(most, step)}
+	s := &Sorter{cfg: c, max: max(most, step)}
+	s.setOrder(order)
 	if !s.take(step) {
 		return nil, ErrBusy
 	}
 	return s, nil
+}
+
+// setOrder makes order the order of s.
+func (s *Sorter) setOrder(order Order) {
+	s.order = order
+	s.names, s.byKey = order.(NameOrder)
 }
 
 // take grows what s holds to at least n bytes, in steps, within its
@@ -83,7 +117,7 @@ func (s *Sorter) take(n int64) bool {
 
 // footprint is the memory s holds in buffers now.
 func (s *Sorter) footprint() int64 {
-	n := int64(len(s.chunks))*chunkSize + int64(cap(s.offs))*4
+	n := int64(len(s.chunks))*chunkSize + int64(cap(s.idx))*int64(entSize)
 	if s.w != nil {
 		n += runBuffer
 	}
@@ -116,7 +150,11 @@ func (s *Sorter) Add(in largo.Info) error {
 	c := s.used - 1
 	off := len(s.chunks[c])
 	s.chunks[c] = appendRecord(s.chunks[c], &in)
-	s.offs = append(s.offs, uint32(c)<<16|uint32(off))
+	e := ent{key: nameKey(in.Name), off: uint32(c)<<16 | uint32(off)}
+	if in.IsDir {
+		e.dir = 1
+	}
+	s.idx = append(s.idx, e)
 	s.n++
 	return nil
 }
@@ -124,12 +162,12 @@ func (s *Sorter) Add(in largo.Info) error {
 // room makes room for a record of need bytes and one more index slot,
 // within the memory s may hold; false when a run must be spilled first.
 func (s *Sorter) room(need int) bool {
-	if len(s.offs) == cap(s.offs) {
-		grown := max(firstOffs, 2*cap(s.offs))
-		if !s.take(s.footprint() + int64(grown-cap(s.offs))*4) {
+	if len(s.idx) == cap(s.idx) {
+		grown := max(firstOffs, 2*cap(s.idx))
+		if int(s.max) < grown*entSize || !s.take(s.footprint()+int64(grown-cap(s.idx))*int64(entSize)) {
 			return false
 		}
-		s.growOffs(grown)
+		s.growIndex(grown)
 	}
 	if s.used > 0 && len(s.chunks[s.used-1])+need <= chunkSize {
 		return true
@@ -139,37 +177,39 @@ func (s *Sorter) room(need int) bool {
 		s.used++
 		return true
 	}
-	if len(s.chunks) >= 1<<16 || !s.take(s.footprint()+chunkSize) {
+	if s.arena == nil {
+		s.arena = alloc(int(min(s.max, maxChunks*chunkSize)+chunkSize-1) / chunkSize * chunkSize)
+	}
+	at := len(s.chunks) * chunkSize
+	if at+chunkSize > len(s.arena) || !s.take(s.footprint()+chunkSize) {
 		return false
 	}
-	s.chunks = append(s.chunks, alloc(chunkSize)[:0])
+	s.chunks = append(s.chunks, s.arena[at:at:at+chunkSize])
 	s.used++
 	return true
 }
 
-// growOffs gives the index a capacity of n entries.
-func (s *Sorter) growOffs(n int) {
-	mem := alloc(n * 4)
-	offs := unsafe.Slice((*uint32)(unsafe.Pointer(&mem[0])), n)[:len(s.offs)]
-	copy(offs, s.offs)
-	if s.offsMem != nil {
-		free(s.offsMem)
+// growIndex gives the index a capacity of n entries, in its reserved
+// memory of s.max bytes, which must hold them.
+func (s *Sorter) growIndex(n int) {
+	if s.idxMem == nil {
+		s.idxMem = alloc(int(s.max))
 	}
-	s.offs, s.offsMem = offs, mem
+	s.idx = unsafe.Slice((*ent)(unsafe.Pointer(&s.idxMem[0])), n)[:len(s.idx)]
 }
 
 // freeMemory gives the arena and the index back to the system.
 func (s *Sorter) freeMemory() {
-	for _, c := range s.chunks {
-		free(c)
+	if s.arena != nil {
+		free(s.arena)
 	}
-	if s.offsMem != nil {
-		free(s.offsMem)
+	if s.idxMem != nil {
+		free(s.idxMem)
 	}
-	s.chunks, s.offs, s.offsMem, s.used = nil, nil, nil, 0
+	s.arena, s.chunks, s.idx, s.idxMem, s.used = nil, nil, nil, nil, 0
 }
 
-// record returns the record at index entry o.
+// record returns the record at o, an index entry's offset.
 func (s *Sorter) record(o uint32) []byte {
 	c := s.chunks[o>>16][o&0xffff:]
 	return c[:fullLen(c)]
@@ -177,18 +217,44 @@ func (s *Sorter) record(o uint32) []byte {
 
 // sortArena sorts the index of the records in the arena.
 func (s *Sorter) sortArena() {
-	var a, b Item
-	slices.SortFunc(s.offs, func(x, y uint32) int {
-		decodeItem(s.record(x), &a)
-		decodeItem(s.record(y), &b)
-		return s.cmp(&a, &b)
+	if s.byKey {
+		slices.SortFunc(s.idx, s.compareKeys)
+		return
+	}
+	slices.SortFunc(s.idx, func(x, y ent) int {
+		decodeItem(s.record(x.off), &s.a)
+		decodeItem(s.record(y.off), &s.b)
+		return s.order.Compare(&s.a, &s.b)
 	})
+}
+
+// compareKeys orders two records of the arena by a NameOrder, from their
+// index entries while their keys differ.
+func (s *Sorter) compareKeys(x, y ent) int {
+	if s.names == DirsFirst && x.dir != y.dir {
+		return int(y.dir) - int(x.dir)
+	}
+	if x.key != y.key {
+		return cmp.Compare(x.key, y.key)
+	}
+	return strings.Compare(recordName(s.record(x.off)), recordName(s.record(y.off)))
+}
+
+// compareNames orders two records by a NameOrder.
+func (s *Sorter) compareNames(a, b []byte) int {
+	if s.names == DirsFirst && a[0]&flagDir != b[0]&flagDir {
+		if a[0]&flagDir != 0 {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(recordName(a), recordName(b))
 }
 
 // spillRun sorts the arena, writes it to the spill file as a run, and
 // empties it, keeping its memory for the next run.
 func (s *Sorter) spillRun() error {
-	if len(s.offs) == 0 {
+	if len(s.idx) == 0 {
 		return nil
 	}
 	s.sortArena()
@@ -203,8 +269,8 @@ func (s *Sorter) spillRun() error {
 		s.w = bufio.NewWriterSize(f, runBuffer)
 	}
 	start := s.end
-	for _, o := range s.offs {
-		rec := s.record(o)
+	for _, e := range s.idx {
+		rec := s.record(e.off)
 		if _, err := s.w.Write(rec); err != nil {
 			return err
 		}
@@ -214,7 +280,7 @@ func (s *Sorter) spillRun() error {
 		return err
 	}
 	s.runs = append(s.runs, run{off: start, len: s.end - start})
-	s.offs = s.offs[:0]
+	s.idx = s.idx[:0]
 	s.used = 0
 	return nil
 }
@@ -229,8 +295,8 @@ func (s *Sorter) All() iter.Seq2[largo.Info, error] {
 			return
 		}
 		if m == nil {
-			for _, o := range s.offs {
-				if !yield(decodeInfo(s.record(o)), nil) {
+			for _, e := range s.idx {
+				if !yield(decodeInfo(s.record(e.off)), nil) {
 					return
 				}
 			}
@@ -364,10 +430,10 @@ func (s *Sorter) Close() error {
 }
 
 // List returns a Sorter holding the entries of the folder name of st
-// that keep accepts (all, when keep is nil), ordered by cmp. The caller
-// must Close it. ctx ends a long listing early.
-func (c Config) List(ctx context.Context, st largo.Store, name string, cmp Compare, keep func(largo.Info) bool) (*Sorter, error) {
-	s, err := c.NewSorter(cmp)
+// that keep accepts (all, when keep is nil), ordered by order. The
+// caller must Close it. ctx ends a long listing early.
+func (c Config) List(ctx context.Context, st largo.Store, name string, order Order, keep func(largo.Info) bool) (*Sorter, error) {
+	s, err := c.NewSorter(order)
 	if err != nil {
 		return nil, err
 	}
@@ -393,19 +459,20 @@ func (c Config) List(ctx context.Context, st largo.Store, name string, cmp Compa
 // order, as a Sorter ordering by cmp; s is used up, and closed unless it
 // is what is returned (a listing that fitted in memory is sorted again
 // in place). The caller must Close the result.
-func (s *Sorter) Resort(cmp Compare, keep func(largo.Info) bool) (*Sorter, error) {
+func (s *Sorter) Resort(order Order, keep func(largo.Info) bool) (*Sorter, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
 	if len(s.runs) == 0 && !s.sorted {
 		s.sortArena()
-		kept := s.offs[:0]
-		for _, o := range s.offs {
-			if keep(decodeInfo(s.record(o))) {
-				kept = append(kept, o)
+		kept := s.idx[:0]
+		for _, e := range s.idx {
+			if keep(decodeInfo(s.record(e.off))) {
+				kept = append(kept, e)
 			}
 		}
-		s.offs, s.n, s.cmp = kept, len(kept), cmp
+		s.idx, s.n = kept, len(kept)
+		s.setOrder(order)
 		return s, nil
 	}
 	defer s.Close()
@@ -419,7 +486,7 @@ func (s *Sorter) Resort(cmp Compare, keep func(largo.Info) bool) (*Sorter, error
 		c.Max = DefaultMax
 	}
 	c.Max = max(step, c.Max-s.held)
-	t, err := c.NewSorter(cmp)
+	t, err := c.NewSorter(order)
 	if err != nil {
 		return nil, err
 	}
@@ -449,15 +516,16 @@ type merger struct {
 
 // cursor reads one run.
 type cursor struct {
-	r   *bufio.Reader
-	rec []byte
-	it  Item
+	r      *bufio.Reader
+	rec    []byte
+	it     Item // rec decoded, for an Order that is not a NameOrder
+	decode bool
 }
 
 func (s *Sorter) merger(runs []run) (*merger, error) {
 	m := &merger{s: s}
 	for _, r := range runs {
-		c := &cursor{r: bufio.NewReaderSize(io.NewSectionReader(s.spill, r.off, r.len), runBuffer), rec: make([]byte, 0, 256)}
+		c := &cursor{r: bufio.NewReaderSize(io.NewSectionReader(s.spill, r.off, r.len), runBuffer), rec: make([]byte, 0, 256), decode: !s.byKey}
 		switch err := c.advance(); err {
 		case nil:
 			m.heap = append(m.heap, c)
@@ -486,7 +554,9 @@ func (c *cursor) advance() error {
 	if _, err := io.ReadFull(c.r, c.rec[hdrLen:]); err != nil {
 		return errors.New("listing: spill file cut short")
 	}
-	decodeItem(c.rec, &c.it)
+	if c.decode {
+		decodeItem(c.rec, &c.it)
+	}
 	return nil
 }
 
@@ -515,7 +585,11 @@ func (m *merger) next() ([]byte, error) {
 }
 
 func (m *merger) less(i, j int) bool {
-	return m.s.cmp(&m.heap[i].it, &m.heap[j].it) < 0
+	a, b := m.heap[i], m.heap[j]
+	if m.s.byKey {
+		return m.s.compareNames(a.rec, b.rec) < 0
+	}
+	return m.s.order.Compare(&a.it, &b.it) < 0
 }
 
 func (m *merger) down(i int) {
