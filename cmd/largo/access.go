@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 
@@ -16,13 +17,73 @@ import (
 	"largo/serve"
 )
 
-// accessConfig is what `largo serve` is told of who may do what.
+// accessConfig is what `largo serve` is told of who may do what, and of
+// the proxies in front of it.
 type accessConfig struct {
 	accessFile   string
 	tokenFile    string
 	shareKeyFile string
 	hosts        []string
 	corsOrigins  []string
+
+	trustedProxies []string
+	forwarded      choiceValue
+	proxyProtocol  bool
+	identityHeader string
+	groupsHeader   string
+	// trusted are the networks of trustedProxies, once read.
+	trusted []netip.Prefix
+}
+
+// setUpProxies reads what the flags say of the proxies in front, and
+// returns what believes them: nil with no --trusted-proxy. What is
+// believed, and from whom, is logged.
+func setUpProxies(logger *slog.Logger, ac *accessConfig) (*auth.Proxies, error) {
+	ac.trusted = nil
+	for _, s := range ac.trustedProxies {
+		n, err := parseNetwork(s)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("--trusted-proxy %s: %v", s, err))
+		}
+		ac.trusted = append(ac.trusted, n)
+	}
+	switch {
+	case len(ac.trusted) > 0:
+	case ac.proxyProtocol:
+		return nil, usageErr(errors.New("--proxy-protocol: name the proxies that send it with --trusted-proxy"))
+	case ac.identityHeader != "" || ac.groupsHeader != "":
+		return nil, usageErr(errors.New("--identity-header and --groups-header are believed only from the proxies --trusted-proxy names: give it"))
+	default:
+		return nil, nil
+	}
+	if ac.identityHeader != "" && ac.accessFile == "" {
+		return nil, usageErr(errors.New("--identity-header names users of an access file: give --access"))
+	}
+	p, err := auth.NewProxies(auth.ProxyConfig{Trusted: ac.trusted, Forwarded: ac.forwarded.value, User: ac.identityHeader, Groups: ac.groupsHeader})
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--identity-header, --groups-header: %v", err))
+	}
+	logger.Info("trusting the proxies in front", "proxies", strings.Join(ac.trustedProxies, ","), "client_from", ac.forwarded.value,
+		"proxy_protocol", ac.proxyProtocol, "user_from", ac.identityHeader, "groups_from", ac.groupsHeader)
+	return p, nil
+}
+
+// parseNetwork reads an address (a network of one) or a network in CIDR
+// notation.
+func parseNetwork(s string) (netip.Prefix, error) {
+	if strings.Contains(s, "/") {
+		n, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, errors.New("not a network in CIDR notation (10.0.0.0/8, fd00::/8)")
+		}
+		return n.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Prefix{}, errors.New("not an address or a network (10.0.0.1, 10.0.0.0/8, ::1)")
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // shareKeyName is the state key of the share key a store keeps.
@@ -62,7 +123,7 @@ func setUpAccess(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCon
 			return nil, false, usageErr(err)
 		}
 		writes = len(p.Granting(auth.Write|auth.Delete)) > 0
-		logPolicy(logger, ac.accessFile, p, cfg.upload)
+		logPolicy(logger, ac, p, cfg.upload)
 	case cfg.uploadOpen && cfg.token != "":
 		return nil, false, usageErr(errors.New("--upload-open and --token contradict each other: choose one"))
 	case cfg.uploadOpen:
@@ -102,8 +163,15 @@ func setUpAccess(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCon
 }
 
 // logPolicy says at start-up what an access file turns on, and for whom.
-func logPolicy(logger *slog.Logger, file string, p *auth.Policy, upload bool) {
+func logPolicy(logger *slog.Logger, ac *accessConfig, p *auth.Policy, upload bool) {
+	file := ac.accessFile
 	logger.Info("access rules loaded", "file", file, "users", p.Users(), "rules", p.Rules())
+	if n := p.ProxyOnly(); n > 0 && ac.identityHeader == "" {
+		logger.Warn("users without a password or a token sign in only through a trusted proxy, and --identity-header is not given: they cannot sign in", "file", file, "users", n)
+	}
+	if p.AnyProxyUser() {
+		logger.Info("a trusted proxy may sign in any name, listed in the access file or not", "file", file)
+	}
 	if p.Rules() == 0 {
 		logger.Warn("the access file has no rule: every request is refused (401 or 403)", "file", file)
 	}
@@ -191,7 +259,8 @@ func shareKey(ctx context.Context, ac *accessConfig, p *auth.Policy, st largo.St
 // reloadAccess reads the access file again on each reload signal, until
 // ctx is done; a file with a mistake leaves the rules in force as they
 // were.
-func reloadAccess(ctx context.Context, e *env, logger *slog.Logger, file string, a *auth.Access) {
+func reloadAccess(ctx context.Context, e *env, logger *slog.Logger, ac *accessConfig, a *auth.Access) {
+	file := ac.accessFile
 	for {
 		select {
 		case <-ctx.Done():
@@ -204,6 +273,6 @@ func reloadAccess(ctx context.Context, e *env, logger *slog.Logger, file string,
 			continue
 		}
 		a.Reload(p)
-		logPolicy(logger, file, p, false)
+		logPolicy(logger, ac, p, false)
 	}
 }

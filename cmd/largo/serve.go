@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"largo"
+	"largo/auth"
 	"largo/dav"
 	"largo/encode"
 	"largo/ingest"
@@ -173,6 +174,7 @@ func newServe(e *env) *cobra.Command {
 		s3PartSize:    s3.DefaultPartSize,
 		minRate:       defaultMinRate,
 		symlinks:      choiceValue{choices: []string{"follow", "within", "none"}},
+		access:        accessConfig{forwarded: choiceValue{value: auth.XForwardedFor, choices: []string{auth.XForwardedFor, auth.Forwarded}}},
 		linkMaxUpload: defaultLinkMaxUpload,
 	}
 	cmd := &cobra.Command{
@@ -231,6 +233,18 @@ downloads and uploads alike, each direction on its own, so that opening more
 connections gets a client no more; the strictest cap that applies governs,
 and a capped download is still sent by sendfile. See docs/serving.md.
 
+Behind a proxy (nginx, Caddy, Traefik, an identity proxy), give its address
+or network with --trusted-proxy: from there only, the client's address is
+read from X-Forwarded-For (or Forwarded), from its right end, so that the
+limits, the log and the sign-in failures see each client; with
+--proxy-protocol a TCP proxy may name it in a PROXY protocol header instead.
+A proxy's connections are not capped by --max-conns-per-ip; those that a
+PROXY header names a client for are counted for that client. With
+--identity-header (Remote-User), the user the proxy signed in is a user of
+the access file, without a password, and --groups-header (Remote-Groups)
+names their groups, which rules name as group:NAME. The proxy must set or
+remove those fields on every request. See docs/deploy.md.
+
 largo's own endpoints live under /_largo/: healthz, readyz and metrics.
 Once it accepts connections, largo writes one JSON line on standard output
 for programs that start it: {"msg":"largo ready","url":URL,"addr":HOST:PORT}
@@ -279,7 +293,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.rates.address, "rate-per-address", "cap all transfers from one client address together (an IPv6 /64 counts as one) at this many bytes per second each way, however many connections carry them (0: no cap)")
 	f.Var(&cfg.rates.link, "rate-per-link", "cap all transfers through one share link together at this many bytes per second each way; a link made with a lower max rate keeps its own (0: no cap of the server's)")
 	f.IntVar(&cfg.maxConns, "max-conns", 10000, "most connections held at once; beyond it clients get 503 (0: no limit)")
-	f.IntVar(&cfg.maxConnsPerIP, "max-conns-per-ip", defaultMaxConnsPerIP, "most connections held at once from one client address, so that one address cannot take every slot (0: no limit; behind a proxy all clients share its address: raise it or give 0)")
+	f.IntVar(&cfg.maxConnsPerIP, "max-conns-per-ip", defaultMaxConnsPerIP, "most connections held at once from one client address, so that one address cannot take every slot (0: no limit; the connections of a --trusted-proxy are not capped)")
 	f.DurationVar(&cfg.drainTimeout, "drain-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long transfers in flight may finish before they are cut")
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file, PEM (with --tls-key: serve HTTPS and HTTP/2)")
 	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key file, PEM")
@@ -302,6 +316,11 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.StringVar(&cfg.access.shareKeyFile, "share-key-file", "", "key of share links, 32 bytes or more (default: kept in the store's state folder, shared by every instance serving it)")
 	f.StringSliceVar(&cfg.access.corsOrigins, "cors-origin", nil, "origins (https://app.example) whose pages may read and write here from a browser, tus uploads included (default none: only this server's own pages)")
 	f.StringSliceVar(&cfg.access.hosts, "host", nil, "host names this server answers besides, on a loopback address, localhost, 127.0.0.1 and ::1 (421 for others)")
+	f.StringSliceVar(&cfg.access.trustedProxies, "trusted-proxy", nil, "addresses or networks (10.0.0.1, 10.0.0.0/8, ::1) of proxies in front: from there only, the client's address is read from --forwarded-header, and users from --identity-header; their connections are not capped by --max-conns-per-ip")
+	f.Var(&cfg.access.forwarded, "forwarded-header", "the field trusted proxies append the client's address to, read from its right end: X-Forwarded-For or Forwarded")
+	f.BoolVar(&cfg.access.proxyProtocol, "proxy-protocol", false, "read a PROXY protocol header (version 1 or 2) at the start of a connection from a trusted proxy, when it sends one: the client's address at accept time, from a TCP proxy (whose clients' own fields are then not believed)")
+	f.StringVar(&cfg.access.identityHeader, "identity-header", "", "field in which a trusted proxy names the user it signed in, such as Remote-User: that user of the access file is signed in, without a password (default none; the proxy must set or remove it on every request)")
+	f.StringVar(&cfg.access.groupsHeader, "groups-header", "", "field in which a trusted proxy lists the signed-in user's groups, separated by commas or bars, such as Remote-Groups; rules name them group:NAME (default none)")
 	f.BoolVar(&cfg.webdav, "webdav", false, "speak WebDAV at the files' URLs (PROPFIND, PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK; locks held in the store's state area), to mount the folder or bucket as a drive; changes need --upload")
 	f.Var(&cfg.symlinks, "symlinks", "which symbolic links inside the folder are followed: follow (all), within (those that lead into their own folder or below it) or none; a name through a link is judged both as spelled and as it resolves, and never reaches a hidden name (default: within with --access, else follow)")
 	f.Var(&cfg.linkMaxUpload, "link-max-upload", "largest file a write through a share link (a drop box) may store, unless the link names a smaller one (0: no cap of the links' own)")
@@ -322,6 +341,10 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	defer logOut.Close()
 	logger := newLogger(logOut, cfg.logFormat.value)
 	tlsConf, err := loadTLS(cfg)
+	if err != nil {
+		return err
+	}
+	proxies, err := setUpProxies(logger, &cfg.access)
 	if err != nil {
 		return err
 	}
@@ -353,7 +376,11 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		return usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.listen, netErrText(err)))
 	}
 	lim := limitConns(ln, cfg, logger, tlsConf == nil)
-	srv := httpServer(h, cfg, logger, tlsConf)
+	var front http.Handler = h
+	if proxies != nil {
+		front = proxies.Handler(h)
+	}
+	srv := httpServer(front, cfg, logger, tlsConf)
 	adminURL, closeAdmin, err := serveAdmin(e, handed, cfg, m)
 	if err != nil {
 		ln.Close()
@@ -456,7 +483,8 @@ func encoders(cfg *serveConfig) (*encode.Encoders, error) {
 	return enc, nil
 }
 
-// limitConns puts the connection caps on the main listener.
+// limitConns puts the connection caps on the main listener. A trusted
+// proxy's connections are not capped per address (see package limit).
 func limitConns(ln net.Listener, cfg *serveConfig, logger *slog.Logger, answer503 bool) *limit.Listener {
 	return limit.Wrap(ln, limit.Config{
 		Max:       cfg.maxConns,
@@ -465,7 +493,13 @@ func limitConns(ln net.Listener, cfg *serveConfig, logger *slog.Logger, answer50
 		Refused: func(a net.Addr) {
 			logger.Warn("connection refused: too many connections", "client", a.String())
 		},
-		Linger: lingerFor(cfg.idleTimeout),
+		Linger:        lingerFor(cfg.idleTimeout),
+		Trusted:       cfg.access.trusted,
+		ProxyHeader:   cfg.access.proxyProtocol,
+		HeaderTimeout: headerTimeout(cfg.idleTimeout),
+		BadHeader: func(a net.Addr, err error) {
+			logger.Warn("connection closed: a trusted proxy sent no valid PROXY protocol header", "proxy", a.String(), "err", err)
+		},
 	})
 }
 
@@ -532,7 +566,7 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	hcfg.Gate, hcfg.Store = g, gated
 	keeper := setUpDigests(ctx, logger, int64(cfg.digestRate.sizeValue), st, hcfg)
 	if cfg.access.accessFile != "" {
-		go reloadAccess(ctx, e, logger, cfg.access.accessFile, hcfg.Access)
+		go reloadAccess(ctx, e, logger, &cfg.access, hcfg.Access)
 	}
 	var locks *dav.Locks
 	if cfg.webdav {
