@@ -89,6 +89,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 			path = "/"
 		}
 		digest := func(in *largo.Info) string { return h.listDigest(r.Context(), name, in) }
+		if sorted.Len() > maxListedDigests {
+			digest = nil
+		}
 		if err := writeListing(bw, path, sorted.All(), h.sidecarFilter(r.Context(), name), digest); err != nil {
 			return err
 		}

@@ -34,6 +34,14 @@ import (
 // of valid UTF-8 as \ufffd (a name that is not UTF-8 is listed, its odd
 // bytes replaced; a client cannot ask for it by that name, as before).
 
+// maxListedDigests is the largest listing whose files carry their
+// "sha256": each costs a read of the state area (a few system calls on a
+// folder, a GET on a bucket), which would more than double the time of a
+// listing of a million files. Larger listings leave the field out, as
+// they do for a file without a recorded digest; each download still
+// answers Repr-Digest, and FOLDER/SHA256SUMS lists them all.
+const maxListedDigests = 10_000
+
 // writeListing writes the JSON listing of the folder at path with the
 // entries keep accepts, as they come; digest, when not nil, gives each
 // file's SHA-256 in hexadecimal ("" for none), listed as "sha256".

@@ -7,12 +7,17 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"largo"
+	"largo/auth"
 )
 
 // oddNames are names a folder or a bucket may hold that JSON must
@@ -240,3 +245,35 @@ func BenchmarkListingJSON(b *testing.B) {
 type countWriter struct{ n int64 }
 
 func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// TestListedDigestsBounded: a listing of more than maxListedDigests
+// entries leaves "sha256" out, so that it costs no state read per file;
+// the files keep their Repr-Digest.
+func TestListedDigestsBounded(t *testing.T) {
+	h, dir, _ := digestFixture(t, nil, auth.New(auth.OneUser(token, false), nil))
+	if rec := send(h, "PUT", "/d/f.txt", strings.NewReader("hello"), 5, "Authorization", "Bearer "+token); rec.Code != http.StatusCreated {
+		t.Fatalf("PUT: %d %s", rec.Code, rec.Body)
+	}
+	listed := func() bool {
+		rec := do(h, "GET", "/d/", "Accept", "application/json")
+		var l Listing
+		if err := json.Unmarshal(rec.Body.Bytes(), &l); err != nil || rec.Code != 200 {
+			t.Fatalf("listing: %d, %v", rec.Code, err)
+		}
+		return strings.Contains(rec.Body.String(), `"sha256":"`+hexSum("hello")+`"`)
+	}
+	if !listed() {
+		t.Fatal("a small listing lacks the digest")
+	}
+	for i := range maxListedDigests {
+		if err := os.WriteFile(filepath.Join(dir, "d", fmt.Sprintf("g%05d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if listed() {
+		t.Errorf("a listing of %d entries carries digests", maxListedDigests+1)
+	}
+	if got := do(h, "HEAD", "/d/f.txt").Header().Get("Repr-Digest"); got != digest("hello") {
+		t.Errorf("Repr-Digest %q", got)
+	}
+}
