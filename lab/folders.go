@@ -19,28 +19,32 @@ import (
 
 var listingScenario = &scenario{
 	name:     "listing",
-	caseHead: "files × clients",
-	about: func(Settings) string {
-		return "Clients at once, half asking for the JSON listing and half for the HTML page of one folder of empty files. Complete is a 200 with a whole body; busy is a 503 with a Retry-After, the answer a server that bounds its memory may give; other is anything else. Run once per lab run: the folder takes a while to make and to list."
+	caseHead: "format files × clients",
+	about: func(s Settings) string {
+		return "One folder of empty files listed by clients at once, all asking for the JSON listing (json: Accept: application/json; nginx's autoindex_format json) or all for the HTML page (html), one case per concurrency level. Wall s is until the last listing ends; complete is a 200 with a whole body; busy is a 503 with a Retry-After, the answer a server that bounds its memory may give; other is anything else. MB each is the body of one listing. Run once per lab run: the folder takes a while to make and to list."
 	},
 	cases: func(cfg Config) []string {
-		if cfg.Quick {
-			return []string{"20000×8"}
+		var cs []string
+		for _, format := range []string{"json", "html"} {
+			for _, c := range cfg.Concurrency {
+				cs = append(cs, fmt.Sprintf("%s %d×%d", format, cfg.Files, c))
+			}
 		}
-		return []string{"1000000×40"}
+		return cs
 	},
 	once: true,
-	columns: []column{colIdle, colPeak, colAbove, colWall, colCPU,
+	columns: []column{colWall, colIdle, colPeak, colAbove, colCPU,
 		{key: "complete", head: "complete", digits: 0},
 		{key: "busy", head: "busy (503)", digits: 0},
 		{key: "other", head: "other", digits: 0},
+		{key: "each_mb", head: "MB each", digits: 1},
 		{key: "body_mb", head: "MB sent", digits: 0}},
 	run: runListing,
 }
 
 func runListing(ctx context.Context, r *runner, srv Server, cs string) Result {
 	var res Result
-	files, clients, err := parseListingCase(cs)
+	format, files, clients, err := parseListingCase(cs)
 	if err != nil {
 		res.fail(err)
 		return res
@@ -60,23 +64,24 @@ func runListing(ctx context.Context, r *runner, srv Server, cs string) Result {
 	// thousand files per client, and two minutes.
 	tctx, cancel := context.WithTimeout(ctx, 2*time.Minute+time.Duration(files*clients/10_000)*time.Second)
 	defer cancel()
+	accept := "text/html"
+	if format == "json" {
+		accept = "application/json"
+	}
 	start := time.Now()
-	results := parallel(clients, func(i int) fetchResult {
-		accept := "text/html"
-		if i%2 == 0 {
-			accept = "application/json"
-		}
+	results := parallel(clients, func(int) fetchResult {
 		return cl.fetch(tctx, fetchReq{url: in.base, header: []string{"Accept", accept}})
 	})
 	res.set(keyWall, time.Since(start).Seconds())
 	var complete, busy, other int
-	var sent int64
+	var sent, each int64
 	var failure error
 	for _, fr := range results {
 		sent += fr.bytes
 		switch {
 		case fr.check(200, -1) == nil && fr.bytes >= int64(files)*10:
 			complete++
+			each = fr.bytes
 		case fr.status == http.StatusServiceUnavailable && fr.err == nil:
 			busy++
 		default:
@@ -93,6 +98,9 @@ func runListing(ctx context.Context, r *runner, srv Server, cs string) Result {
 	res.set("busy", float64(busy))
 	res.set("other", float64(other))
 	res.set("body_mb", float64(sent)/1e6)
+	if complete > 0 {
+		res.set("each_mb", float64(each)/1e6)
+	}
 	switch {
 	case other == clients && results[0].status == http.StatusNotFound:
 		res.fail(fmt.Errorf("%w: no folder listings", errUnsupported))
@@ -103,16 +111,17 @@ func runListing(ctx context.Context, r *runner, srv Server, cs string) Result {
 	return res
 }
 
-// parseListingCase reads "FILES×CLIENTS".
-func parseListingCase(cs string) (files, clients int, err error) {
-	f, c, ok := strings.Cut(cs, "×")
+// parseListingCase reads "FORMAT FILES×CLIENTS", FORMAT json or html.
+func parseListingCase(cs string) (format string, files, clients int, err error) {
+	format, rest, _ := strings.Cut(cs, " ")
+	f, c, ok := strings.Cut(rest, "×")
 	if files, err = strconv.Atoi(f); err == nil && ok {
 		clients, err = strconv.Atoi(c)
 	}
-	if err == nil && (!ok || files < 1 || clients < 1) {
-		err = fmt.Errorf("listing case %q: want FILES×CLIENTS", cs)
+	if err == nil && (!ok || files < 1 || clients < 1 || format != "json" && format != "html") {
+		err = fmt.Errorf("listing case %q: want json|html FILES×CLIENTS", cs)
 	}
-	return files, clients, err
+	return format, files, clients, err
 }
 
 // sparseFolder is the folder of the archive-head scenario: sparseCount

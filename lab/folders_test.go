@@ -12,19 +12,33 @@ import (
 func TestParseListingCase(t *testing.T) {
 	for _, c := range []struct {
 		in            string
+		format        string
 		files, client int
 		ok            bool
 	}{
-		{"1000000×40", 1000000, 40, true},
-		{"20000×8", 20000, 8, true},
-		{"20000", 0, 0, false},
-		{"0×8", 0, 0, false},
-		{"x×8", 0, 0, false},
+		{"json 1000000×40", "json", 1000000, 40, true},
+		{"html 20000×1", "html", 20000, 1, true},
+		{"1000000×40", "", 0, 0, false},
+		{"xml 20000×8", "", 0, 0, false},
+		{"json 20000", "", 0, 0, false},
+		{"json 0×8", "", 0, 0, false},
+		{"json x×8", "", 0, 0, false},
+		{"json 10×0", "", 0, 0, false},
 	} {
-		f, cl, err := parseListingCase(c.in)
-		if (err == nil) != c.ok || c.ok && (f != c.files || cl != c.client) {
-			t.Errorf("%q: %d, %d, %v", c.in, f, cl, err)
+		format, f, cl, err := parseListingCase(c.in)
+		if (err == nil) != c.ok || c.ok && (format != c.format || f != c.files || cl != c.client) {
+			t.Errorf("%q: %q, %d, %d, %v", c.in, format, f, cl, err)
 		}
+	}
+}
+
+// TestListingCases: one case per format and concurrency, of the
+// configured folder.
+func TestListingCases(t *testing.T) {
+	got := listingScenario.cases(Config{Files: 500, Concurrency: []int{1, 40}})
+	want := []string{"json 500×1", "json 500×40", "html 500×1", "html 500×40"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("cases %q, want %q", got, want)
 	}
 }
 

@@ -75,8 +75,13 @@ type Config struct {
 	// Quick runs a small version of every scenario: small files, short
 	// holds, one repetition.
 	Quick bool
-	// Concurrency levels of the download scenario. Default 1, 5 and 20.
+	// Concurrency levels of the download scenario, and the numbers of
+	// clients listing the folder at once in the listing scenario.
+	// Default 1, 5 and 20.
 	Concurrency []int
+	// Files is the number of files in the listing scenario's folder.
+	// Default 1,000,000, 20,000 with Quick.
+	Files int
 	// Hold is how long the stalled and dripping clients are held. Default
 	// 20 s, 2 s with Quick.
 	Hold time.Duration
@@ -105,6 +110,9 @@ const (
 	DefaultHold       = 20 * time.Second
 	QuickHold         = 2 * time.Second
 	DefaultReps       = 3
+	DefaultFiles      = 1_000_000
+	QuickFiles        = 20_000
+	maxFiles          = 10_000_000
 	DefaultClient     = "go"
 	compressFileSize  = 256 << 20 // largest file compressed, whatever Size
 	quickCompressSize = 16 << 20  // the same, with Quick
@@ -147,6 +155,15 @@ func (cfg Config) withDefaults() (Config, error) {
 		if c < 1 || c > 1000 {
 			return cfg, fmt.Errorf("concurrency %d: want 1 to 1000", c)
 		}
+	}
+	if cfg.Files == 0 {
+		cfg.Files = DefaultFiles
+		if cfg.Quick {
+			cfg.Files = QuickFiles
+		}
+	}
+	if cfg.Files < 1 || cfg.Files > maxFiles {
+		return cfg, fmt.Errorf("files %d: want 1 to %d", cfg.Files, maxFiles)
 	}
 	if cfg.Hold == 0 {
 		cfg.Hold = DefaultHold

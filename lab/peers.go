@@ -25,6 +25,11 @@ var goFileServer string
 // at nginx's default level, PUT through the WebDAV module, everything
 // (pid, logs, temporary bodies) in the server's scratch folder. .log files
 // are served as text so that gzip applies to them, as on a log server.
+// The served folder itself is listed by the autoindex module, as HTML, or
+// as JSON (autoindex_format json) for a request that accepts
+// application/json, as largo's listing answers: the format cannot follow
+// a request's headers, so such a request is sent on to an internal
+// location of the same folder whose format is JSON.
 const nginxConf = `daemon off;
 {user}worker_processes auto;
 pid {tmp}/nginx.pid;
@@ -54,6 +59,18 @@ http {
         location ~ \.log$ {
             types { }
             default_type text/plain;
+        }
+        location = / {
+            autoindex on;
+            if ($http_accept ~ "application/json") {
+                rewrite ^ /.json/ last;
+            }
+        }
+        location = /.json/ {
+            internal;
+            alias {dir}/;
+            autoindex on;
+            autoindex_format json;
         }
     }
 }

@@ -81,6 +81,7 @@ type Settings struct {
 	Size        int64             `json:"size"`
 	Quick       bool              `json:"quick"`
 	Concurrency []int             `json:"concurrency"`
+	Files       int               `json:"files,omitempty"`
 	HoldSeconds float64           `json:"hold_seconds"`
 	Reps        int               `json:"reps"`
 	Client      string            `json:"client"`
@@ -110,7 +111,7 @@ func newReport(cfg Config) *Report {
 		Started: time.Now(),
 		Machine: machine(),
 		Settings: Settings{
-			Scenarios: cfg.Scenarios, Size: cfg.Size, Quick: cfg.Quick, Concurrency: cfg.Concurrency,
+			Scenarios: cfg.Scenarios, Size: cfg.Size, Quick: cfg.Quick, Concurrency: cfg.Concurrency, Files: cfg.Files,
 			HoldSeconds: cfg.Hold.Seconds(), Reps: cfg.Reps, Client: cfg.Client, MemoryGuard: cfg.MemoryGuard,
 			Servers: servers,
 		},

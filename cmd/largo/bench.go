@@ -25,6 +25,7 @@ type benchConfig struct {
 	size        sizeValue
 	quick       bool
 	concurrency []int
+	files       int
 	hold        time.Duration
 	reps        int
 	client      choiceValue
@@ -61,7 +62,8 @@ at 127.0.0.1) and {tmp} (a scratch folder), for example:
   --peer 'stdlib=python3 -m http.server {port} --bind 127.0.0.1 --directory {dir}'`,
 		Example: `  largo bench --quick
   largo bench --peer nginx --peer caddy --peer node --json bench.json --charts charts/
-  largo bench --scenarios download,stalled --size 256MiB --reps 5`,
+  largo bench --scenarios download,stalled --size 256MiB --reps 5
+  largo bench --scenarios listing --files 1000000 --concurrency 1,40 --size 4MiB --peer nginx`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd.Context(), e, cfg)
@@ -71,7 +73,8 @@ at 127.0.0.1) and {tmp} (a scratch folder), for example:
 	f.StringSliceVar(&cfg.scenarios, "scenarios", nil, "scenarios to run, comma-separated (default all: "+strings.Join(lab.ScenarioNames(), ",")+")")
 	f.Var(&cfg.size, "size", "size of the file downloaded and uploaded (default 1GiB, 64MiB with --quick)")
 	f.BoolVar(&cfg.quick, "quick", false, "a small run: 64 MiB files, 2 s holds, one repetition (well under a minute without peers)")
-	f.IntSliceVar(&cfg.concurrency, "concurrency", lab.DefaultConcurrency(), "concurrent downloads of the download scenario")
+	f.IntSliceVar(&cfg.concurrency, "concurrency", lab.DefaultConcurrency(), "concurrent downloads of the download scenario, and clients listing at once in the listing scenario")
+	f.IntVar(&cfg.files, "files", 0, "files in the listing scenario's folder (default 1000000, 20000 with --quick)")
 	f.DurationVar(&cfg.hold, "hold", 0, "how long the stalled and dripping clients are held (default 20s, 2s with --quick)")
 	f.IntVar(&cfg.reps, "reps", 0, "repetitions, interleaved across servers, reported as median (min-max) (default 3, 1 with --quick)")
 	f.Var(&cfg.client, "client", "HTTP client: go or curl (curl processes)")
@@ -138,6 +141,7 @@ func runBench(ctx context.Context, e *env, cfg *benchConfig) error {
 		Size:        int64(cfg.size),
 		Quick:       cfg.quick,
 		Concurrency: cfg.concurrency,
+		Files:       cfg.files,
 		Hold:        cfg.hold,
 		Reps:        cfg.reps,
 		Client:      cfg.client.value,
@@ -145,8 +149,8 @@ func runBench(ctx context.Context, e *env, cfg *benchConfig) error {
 		MemoryGuard: int64(cfg.memoryGuard),
 		Progress:    e.stderr,
 	}
-	if cfg.hold < 0 || cfg.reps < 0 {
-		return usageErr(errors.New("--hold and --reps cannot be negative"))
+	if cfg.hold < 0 || cfg.reps < 0 || cfg.files < 0 {
+		return usageErr(errors.New("--hold, --reps and --files cannot be negative"))
 	}
 	if len(cfg.peers) > 0 {
 		lc.Servers = []lab.Server{lab.Largo(), lab.Naive()}
