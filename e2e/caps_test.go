@@ -35,9 +35,9 @@ const (
 )
 
 // leastTime is the least time n bytes take under a cap of rate from a
-// full bucket.
+// full bucket, which lets its burst through at once.
 func leastTime(n, rate int64) time.Duration {
-	return time.Duration(float64(n-int64(pace.Quantum(rate))) / float64(rate) * float64(time.Second))
+	return time.Duration(float64(n-int64(pace.Burst(rate))) / float64(rate) * float64(time.Second))
 }
 
 // timed runs f and fails t unless it took at least the time of n bytes

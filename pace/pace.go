@@ -6,12 +6,15 @@
 // every bucket that applies to it, so the strictest governs.
 //
 // The buckets are golang.org/x/time/rate limiters counted in bytes. Each
-// holds about an eighth of a second of its rate (Quantum: at least 32 KiB,
-// at most 4 MiB), which is also the most a transfer asks for at once: a
-// download waits for a quantum's worth of tokens and then hands the
-// kernel that many bytes to send (sendfile stays on, nothing is copied),
-// and an upload, having read a quantum, waits for its tokens before it
-// reads on. Waiting for several buckets reserves the bytes in each at
+// holds an eighth of a second of its rate (Burst: at least 32 KiB), and a
+// transfer asks for at most a quantum at once (Quantum: the burst, at
+// most 16 MiB): a download waits for a quantum's worth of tokens and then
+// hands the kernel that many bytes to send (sendfile stays on, nothing is
+// copied), and an upload, having read a quantum, waits for its tokens
+// before it reads on. A bucket larger than the quantum banks what the
+// transfers of a fast key leave unused while they are busy sending (an
+// eighth of a second's worth), so that the time sendfile takes is not
+// lost to the rate. Waiting for several buckets reserves the bytes in each at
 // once and sleeps for the longest delay, so the bytes are counted once in
 // every bucket and a bucket that is not the strictest is not made to wait
 // twice. The two directions are separate: a cap of 10 MB/s lets a user
@@ -107,21 +110,32 @@ func AddressName(a netip.Addr) string {
 	return a.String()
 }
 
-// Bounds of a bucket's burst, which is also the largest wait.
+// Bounds of a bucket's burst and of the largest wait.
 const (
-	minQuantum = 32 << 10
-	maxQuantum = 4 << 20
+	minQuantum = 32 << 10 // the smallest burst
+	// maxQuantum is the largest wait. Each burst of a paced download
+	// costs the sender more per byte than a steady stream (the socket
+	// starts empty, and the client waits for it): on loopback, quanta
+	// of 16 MiB cost 0.27 CPU seconds per GiB sent where 4 MiB cost
+	// 0.38 and 1 MiB 0.55 (docs/BENCHMARKS.md).
+	maxQuantum = 16 << 20
 )
 
 // DefaultMaxKeys is how many keys Limits keeps without a transfer in
 // flight, unless Config.MaxKeys says otherwise.
 const DefaultMaxKeys = 4096
 
-// Quantum returns the burst of a bucket of rate bytes per second, which is
-// the most one wait asks of it: an eighth of a second's worth, at least 32
-// KiB and at most 4 MiB.
+// Burst returns the burst of a bucket of rate bytes per second: an eighth
+// of a second's worth, at least 32 KiB. A full bucket lets that much pass
+// at once.
+func Burst(rate int64) int {
+	return int(max(rate/8, minQuantum))
+}
+
+// Quantum returns the most one wait asks of a bucket of rate bytes per
+// second: its burst, at most 16 MiB.
 func Quantum(rate int64) int {
-	return int(min(max(rate/8, minQuantum), maxQuantum))
+	return min(Burst(rate), maxQuantum)
 }
 
 // Config configures Limits. The zero value caps nothing.
@@ -212,7 +226,7 @@ func (l *Limits) Start(dir Direction, keys ...Key) *Pacer {
 	}
 	p := &Pacer{l: l, quantum: maxQuantum}
 	if r := l.cfg.Transfer; r > 0 {
-		p.add(Transfer, rate.NewLimiter(rate.Limit(r), Quantum(r)), nil)
+		p.add(Transfer, rate.NewLimiter(rate.Limit(r), Burst(r)), nil)
 	}
 	shared := false
 	for _, k := range keys {
@@ -249,11 +263,11 @@ func (l *Limits) hold(k bucketKey, r int64, now time.Time) *bucket {
 		if len(l.buckets) >= l.next {
 			l.sweep(now)
 		}
-		b = &bucket{lim: rate.NewLimiter(rate.Limit(r), Quantum(r)), rate: r}
+		b = &bucket{lim: rate.NewLimiter(rate.Limit(r), Burst(r)), rate: r}
 		l.buckets[k] = b
 	case b.rate != r:
 		b.lim.SetLimitAt(now, rate.Limit(r))
-		b.lim.SetBurstAt(now, Quantum(r))
+		b.lim.SetBurstAt(now, Burst(r))
 		b.rate = r
 	}
 	b.held++

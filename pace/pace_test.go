@@ -45,16 +45,18 @@ func TestAddressName(t *testing.T) {
 }
 
 func TestQuantum(t *testing.T) {
-	for rate, want := range map[int64]int{
-		1:        minQuantum,
-		100_000:  minQuantum,
-		1 << 20:  128 << 10,
-		10e6:     1_250_000,
-		1 << 40:  maxQuantum,
-		32 << 20: maxQuantum,
+	for rate, want := range map[int64][2]int{
+		1:         {minQuantum, minQuantum},
+		100_000:   {minQuantum, minQuantum},
+		1 << 20:   {128 << 10, 128 << 10},
+		10e6:      {1_250_000, 1_250_000},
+		32 << 20:  {4 << 20, 4 << 20},
+		128 << 20: {maxQuantum, maxQuantum},
+		400e6:     {50e6, maxQuantum},
+		1 << 40:   {1 << 37, maxQuantum},
 	} {
-		if got := Quantum(rate); got != want {
-			t.Errorf("Quantum(%d) = %d; want %d", rate, got, want)
+		if b, q := Burst(rate), Quantum(rate); b != want[0] || q != want[1] {
+			t.Errorf("Burst, Quantum(%d) = %d, %d; want %d, %d", rate, b, q, want[0], want[1])
 		}
 	}
 }
@@ -195,7 +197,7 @@ func TestWait(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	least := time.Duration(float64(total-Quantum(r)) / r * float64(time.Second))
+	least := time.Duration(float64(total-Burst(r)) / r * float64(time.Second))
 	if took := time.Since(start); took < least {
 		t.Errorf("1 MB at 4 MB/s over 4 connections took %s; at least %s", took, least)
 	}
@@ -206,18 +208,20 @@ func TestWait(t *testing.T) {
 	}
 }
 
-// TestWaitLarge: a wait for more than a bucket holds is cut into quanta.
+// TestWaitLarge: a wait for more than a bucket holds is cut into waits
+// the bucket can give.
 func TestWaitLarge(t *testing.T) {
 	l := New(Config{})
-	p := l.Start(Send, Key{Kind: Link, Name: "L", Rate: 64 << 20})
+	const r = 16 << 20
+	p := l.Start(Send, Key{Kind: Link, Name: "L", Rate: r})
 	defer p.Close()
 	start := time.Now()
-	if err := p.Wait(context.Background(), 12<<20); err != nil {
+	if err := p.Wait(context.Background(), 12<<20); err != nil { // six bursts
 		t.Fatal(err)
 	}
-	least := time.Duration(float64(12<<20-Quantum(64<<20)) / (64 << 20) * float64(time.Second))
+	least := time.Duration(float64(12<<20-Burst(r)) / r * float64(time.Second))
 	if took := time.Since(start); took < least {
-		t.Errorf("12 MiB at 64 MiB/s took %s; at least %s", took, least)
+		t.Errorf("12 MiB at 16 MiB/s took %s; at least %s", took, least)
 	}
 }
 

@@ -135,7 +135,7 @@ func TestPacedRoutes(t *testing.T) {
 
 	start := time.Now()
 	rec := do(h, "GET", "/big")
-	least := time.Duration(float64(len(big)-pace.Quantum(rate)) / rate * float64(time.Second))
+	least := time.Duration(float64(len(big)-pace.Burst(rate)) / rate * float64(time.Second))
 	if rec.Code != 200 || rec.Body.Len() != len(big) {
 		t.Fatalf("GET: %d with %d bytes", rec.Code, rec.Body.Len())
 	}

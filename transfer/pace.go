@@ -7,9 +7,9 @@ import (
 )
 
 // Pacer paces the bytes of a transfer to a bandwidth cap (package pace's
-// Pacer is one). A paced Response sends a file in segments of at most
-// Quantum bytes, each after a Wait for its bytes and each still by
-// sendfile, so pacing copies nothing; other bodies are written in pieces
+// Pacer is one). A paced Response sends a file in segments of Quantum
+// bytes, each after a Wait for its bytes and each still by sendfile, so
+// pacing copies nothing; other bodies are written in pieces
 // of at most Quantum, each after its Wait. A paced Body reads at most
 // Quantum bytes at a time and waits for what it read before it returns
 // them, so a client uploading faster than the cap finds its window

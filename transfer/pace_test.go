@@ -115,6 +115,24 @@ func TestPacedReadFromKeepsFile(t *testing.T) {
 	}
 }
 
+// TestPacedSegments: a paced segment is the pacer's quantum, larger than
+// an unpaced segment when the quantum is.
+func TestPacedSegments(t *testing.T) {
+	f, data := tempFile(t, 10<<20+123)
+	for quantum, want := range map[int]int{1 << 20: 11, 8 << 20: 2, 64 << 20: 1} {
+		f.Seek(0, io.SeekStart)
+		rec := &recorder{ResponseRecorder: *httptest.NewRecorder()}
+		r := NewResponse(rec, Options{})
+		r.Pace(context.Background(), &fakePacer{quantum: quantum}, nil)
+		if n, err := io.Copy(r, &io.LimitedReader{R: f, N: int64(len(data))}); err != nil || n != int64(len(data)) {
+			t.Fatalf("copied %d, %v", n, err)
+		}
+		if len(rec.sources) != want {
+			t.Errorf("quantum %d: %d segments; want %d", quantum, len(rec.sources), want)
+		}
+	}
+}
+
 // TestPacedWrite checks the bodies that are not files (generated,
 // compressed, from a bucket): written in pieces of at most the quantum,
 // each after its wait.

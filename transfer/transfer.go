@@ -221,8 +221,10 @@ func (r *Response) write(p []byte) (int, error) {
 // offset moved: a client is cut only after at least seven eighths of an idle
 // timeout without taking a byte, however slowly it reads.
 //
-// A paced Response (Pace) waits for each segment's bytes before it hands
-// them to sendfile, and cuts its segments to the Pacer's quantum.
+// A paced Response (Pace) sends segments of the Pacer's quantum (which may
+// be larger than an unpaced segment: each burst after a wait costs more
+// per byte than a steady stream, so fewer, larger ones cost less), each
+// after a wait for its bytes.
 func (r *Response) ReadFrom(src io.Reader) (int64, error) {
 	if r.err != nil {
 		return 0, r.err
@@ -249,7 +251,7 @@ func (r *Response) ReadFrom(src io.Reader) (int64, error) {
 	for remain > 0 {
 		seg := min(segment, remain)
 		if r.out != nil {
-			seg = min(seg, int64(max(r.out.Quantum(), 1)))
+			seg = min(remain, int64(max(r.out.Quantum(), 1)))
 			if err := r.pace(int(seg)); err != nil {
 				r.fail(err)
 				break
