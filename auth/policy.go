@@ -282,6 +282,7 @@ func (p *Policy) member(user string) member {
 	if p.groups {
 		m.file = p.users[user].groups
 		m.proxy = p.proxied.of(user)
+		m.grouped = len(m.file)+len(m.proxy) > 0
 	}
 	return m
 }
@@ -291,7 +292,8 @@ func (p *Policy) member(user string) member {
 func (p *Policy) ReadsAll(user string) bool {
 	m := p.member(user)
 	root := false
-	for _, r := range p.rules {
+	for i := range p.rules {
+		r := &p.rules[i]
 		if r.rank(&m) < 0 {
 			continue
 		}

@@ -85,7 +85,7 @@ type Rule struct {
 }
 
 // covers reports whether the rule's path is name or a folder above it.
-func (r Rule) covers(name string) bool {
+func (r *Rule) covers(name string) bool {
 	return largo.Within(r.Path, name)
 }
 
@@ -101,33 +101,43 @@ const (
 
 // member is who a rule is asked about: a user's name ("anonymous" for no
 // credential) and the groups they are in, from the access file and
-// from a trusted proxy.
+// from a trusted proxy; grouped when there are any.
 type member struct {
 	name        string
 	file, proxy []string
+	grouped     bool
 }
 
-// in reports whether m is in group g.
-func (m *member) in(g string) bool {
-	return slices.Contains(m.file, g) || slices.Contains(m.proxy, g)
+// inAny reports whether m is in a group that users name.
+func (m *member) inAny(users []string) bool {
+	for _, u := range users {
+		if g, ok := strings.CutPrefix(u, GroupPrefix); ok && (slices.Contains(m.file, g) || slices.Contains(m.proxy, g)) {
+			return true
+		}
+	}
+	return false
 }
 
 // rank orders the rules that cover one name for m (see rankUser); -1:
 // the rule does not apply to m.
-func (r Rule) rank(m *member) int {
+func (r *Rule) rank(m *member) int {
+	k := r.rankName(m.name)
+	if m.grouped && k%rankLevels < rankGroup && m.inAny(r.Users) {
+		k = rankLevels*len(r.Path) + rankGroup
+	}
+	return k
+}
+
+// rankName is rank for a name alone, with no groups: on every decision's
+// path, and small enough to be inlined there.
+func (r *Rule) rankName(name string) int {
 	best := -1
 	for _, u := range r.Users {
-		level := -1
 		switch {
-		case u == m.name:
-			level = rankUser
+		case u == name:
+			return rankLevels*len(r.Path) + rankUser
 		case u == Everyone:
-			level = rankEveryone
-		case len(u) > len(GroupPrefix) && u[:len(GroupPrefix)] == GroupPrefix && m.in(u[len(GroupPrefix):]):
-			level = rankGroup
-		}
-		if level >= 0 {
-			best = max(best, rankLevels*len(r.Path)+level)
+			best = rankLevels*len(r.Path) + rankEveryone
 		}
 	}
 	return best
@@ -153,11 +163,16 @@ func (rs Rules) allowed(m *member, name string) Perm {
 		m.name = Anonymous
 	}
 	best, perm := -1, Perm(0)
-	for _, r := range rs {
+	for i := range rs {
+		r := &rs[i]
 		if !r.covers(name) {
 			continue
 		}
-		switch k := r.rank(m); {
+		k := r.rankName(m.name) // inlined: rank, for the common case of no groups
+		if m.grouped && k%rankLevels < rankGroup && m.inAny(r.Users) {
+			k = rankLevels*len(r.Path) + rankGroup
+		}
+		switch {
 		case k > best:
 			best, perm = k, r.Allow
 		case k == best && k%rankLevels == rankGroup:
