@@ -9,14 +9,32 @@
 // never included (stores do not list them), and folders reached through a
 // symbolic link are not descended into, so a link cannot make a cycle.
 //
-// Where the length is knowable before the first byte (tar, and zip, whose
-// entries are stored and whose CRC-32 goes in a data descriptor after the
-// data), Size computes it exactly by arithmetic over the walk: header
-// lengths and file sizes, no file is opened, so the length of a terabyte
-// folder costs its listing. A file that changed or vanished between that
-// walk and the copy ends Write with an error, so a client sees a short
-// archive rather than a silently wrong one. Both stop when their context
-// is done.
+// An archive's bytes are a function of its walk: the headers, generated
+// from each entry's path, size and time, and each file's content, which
+// its ETag names. Measure walks once, opening no file, and returns a Plan:
+// the exact length (tar, and zip, whose entries are stored and whose
+// CRC-32 goes in a data descriptor after the data), and an ETag, a
+// SHA-256 over the format, the layout's version, every header and every
+// file's ETag and size. The length of a terabyte folder costs its
+// listing.
+//
+// Because the bytes are known by arithmetic, any range of them can be
+// written without producing what comes before (WriteRange): whole entries
+// are skipped by their lengths, a header the range starts inside is
+// generated and trimmed, and a file the range starts inside is opened and
+// sought. A zip's CRC-32s are the exception: a file's is needed in its
+// descriptor and in the central directory, so a range that does not send
+// a file's bytes from its first needs that CRC-32 kept from when the file
+// was written (Options.CRC32). A tar.zst is compressed: it is only ever
+// written whole.
+//
+// Writing walks the folder again. Every file is checked, when opened,
+// against the ETag the walk listed, and the walk's own hash against the
+// Plan's ETag once the walk ends; the last byte of a range is held until
+// then. A folder that changed between Measure and Write ends the write
+// with an error wrapping ErrChanged before the last byte, so a client sees
+// a short archive or range, never a complete-looking mix of two versions.
+// Both stop when their context is done.
 package archive
 
 import (
@@ -151,24 +169,9 @@ func walk(ctx context.Context, s largo.Store, lc listing.Config, dir, prefix str
 	return true
 }
 
-// Size returns the exact length of the archive of entries in format, or -1
-// when it cannot be known before compressing (tar.zst). It costs one walk
-// and arithmetic over the headers: no file is read.
-func Size(ctx context.Context, format Format, entries iter.Seq2[Entry, error]) (int64, error) {
-	switch format {
-	case TarZst:
-		return -1, nil
-	case Tar:
-		return tarSize(ctx, entries)
-	case Zip:
-		return zipSize(ctx, entries)
-	}
-	return 0, fmt.Errorf("unknown archive format %q", format)
-}
-
-// Options are what writing an archive needs besides its entries. The zero
-// value compresses tar.zst with an encoder of its own and puts temporary
-// files in os.TempDir().
+// Options are what measuring and writing an archive need besides its
+// entries. The zero value compresses tar.zst with an encoder of its own,
+// puts temporary files in os.TempDir() and knows no file's CRC-32.
 type Options struct {
 	// Compress returns the compressor of a tar.zst archive writing to w.
 	// Its Close ends the stream; on failure the archive only calls
@@ -177,101 +180,182 @@ type Options struct {
 	// TempDir is the folder of temporary files (a zip's central
 	// directory, past a few hundred kilobytes); "" means os.TempDir().
 	TempDir string
+	// CRC32, if not nil, tells the CRC-32 of a file's version kept from
+	// when it was written. A zip uses it instead of computing the CRC-32
+	// as the bytes pass (so that they can go out by sendfile), and a zip
+	// range can start past a file's first byte only when its CRC-32 is
+	// known (see Plan.Ranges). Measure asks it for every file, in order,
+	// until the first that it does not know.
+	CRC32 CRC32Func
 }
 
-// Write writes the archive of entries to w in format, reading each file
-// from s. size, when not negative, is the length Size promised: if the
-// tree changed since, so that the archive would be longer or shorter, Write
-// fails with an error wrapping ErrChanged (at the latest at its end, before
-// a last byte that would make a wrong archive look complete). A file that
-// changes between the walk and its copy fails the same way.
-func Write(ctx context.Context, w io.Writer, format Format, entries iter.Seq2[Entry, error], s largo.Store, size int64, opt Options) error {
-	var lw *limitWriter
-	if size >= 0 {
-		lw = &limitWriter{w: w, left: size}
-		w = lw
-	}
-	data := func(e Entry, dst io.Writer) error { return copyFile(ctx, s, e, dst) }
-	var err error
-	switch format {
-	case Zip:
-		err = writeZip(ctx, w, entries, data, opt.TempDir)
-	case Tar:
-		err = writeTar(ctx, w, entries, data)
-	case TarZst:
-		err = writeTarZst(ctx, w, entries, data, opt.Compress)
-	default:
-		err = fmt.Errorf("unknown archive format %q", format)
-	}
-	if err == nil && lw != nil && lw.left != 0 {
-		err = fmt.Errorf("archive %d bytes shorter than announced: %w", lw.left, ErrChanged)
-	}
-	return err
+// CRC32Func returns the CRC-32 (IEEE) of the version etag of the store
+// file name, without reading the file, or false when none is known for
+// that version. It must be safe for concurrent use.
+type CRC32Func func(ctx context.Context, name, etag string) (crc uint32, ok bool)
+
+// Layout is the version of the layout this package writes: the choices
+// (header fields, modes, times, record order) that the bytes depend on
+// besides the entries. It is part of every ETag, so a change of layout
+// is a change of ETag, and no range of an old archive is answered from a
+// new one.
+const Layout = 1
+
+// Plan describes an archive before its first byte, from one walk that
+// reads no file.
+type Plan struct {
+	// Format is the archive's format.
+	Format Format
+	// Size is the exact length in bytes, or -1 for a tar.zst.
+	Size int64
+	// ETag is the archive's entity tag, quotes included: strong for a tar
+	// or a zip, weak (W/) for a tar.zst, whose bytes depend on the
+	// compressor, and for an archive holding a file that has no ETag.
+	ETag string
+
+	sum    []byte // the walk's hash, which ETag spells
+	strong bool   // every file had an ETag
+	// crcUntil is, for a zip, the offset of the data of the first file
+	// whose CRC-32 is not known: a range may start at or before it;
+	// math.MaxInt64 when every CRC-32 is known.
+	crcUntil int64
+	cdStart  int64 // a zip's central directory
 }
 
-// limitWriter refuses to write past the announced length. The archive
-// writers hold their last bytes until they close, so a shorter archive
-// is caught before its final byte is sent.
-type limitWriter struct {
-	w    io.Writer
-	left int64
+// Ranges reports whether a range starting at offset start can be written
+// (WriteRange): never in a tar.zst or an archive with a weak ETag; in a
+// zip, only from where every file whose data begins before start has a
+// known CRC-32.
+func (p Plan) Ranges(start int64) bool {
+	switch {
+	case p.Format == TarZst || !p.strong || start < 0 || start >= p.Size:
+		return false
+	case p.Format == Zip:
+		return start <= p.crcUntil
+	}
+	return true
 }
 
-// ReadFrom passes a bounded source (copyFile's) to the underlying
-// writer's ReadFrom, so that a file can still go out through sendfile.
-func (l *limitWriter) ReadFrom(r io.Reader) (int64, error) {
-	lr, ok := r.(*io.LimitedReader)
-	rf, canRF := l.w.(io.ReaderFrom)
-	if !ok || !canRF {
-		return io.Copy(struct{ io.Writer }{l}, r)
+// Measure walks entries once and returns the Plan of their archive in
+// format: its length by arithmetic over the headers and the files' sizes,
+// and its ETag. No file is opened.
+func Measure(ctx context.Context, format Format, entries iter.Seq2[Entry, error], opt Options) (Plan, error) {
+	em := newEmitter(ctx, format, nil, nil, 0, 0)
+	lay, err := newLayout(em, format, opt, -1)
+	if err != nil {
+		return Plan{}, err
 	}
-	if lr.N > l.left {
-		return 0, fmt.Errorf("archive longer than announced: %w", ErrChanged)
+	if err := walkWith(ctx, em, lay, entries); err != nil {
+		return Plan{}, err
 	}
-	n, err := rf.ReadFrom(lr)
-	l.left -= n
-	return n, err
+	cdStart := em.pos
+	if err := em.settle(nil); err != nil {
+		return Plan{}, err
+	}
+	if err := lay.end(); err != nil {
+		return Plan{}, err
+	}
+	p := Plan{Format: format, Size: em.pos, sum: em.sum.Sum(nil), strong: !em.weak, cdStart: cdStart}
+	p.ETag = fmt.Sprintf(`"%s-%x"`, format, p.sum[:16])
+	if format == TarZst {
+		p.Size = -1
+	}
+	if format == TarZst || em.weak {
+		p.ETag = "W/" + p.ETag
+	}
+	if z, ok := lay.(*zipLayout); ok {
+		p.crcUntil = z.crcUntil
+	}
+	return p, nil
 }
 
-func (l *limitWriter) Write(p []byte) (int, error) {
-	if int64(len(p)) > l.left {
-		return 0, fmt.Errorf("archive longer than announced: %w", ErrChanged)
+// Write writes the whole archive p describes to w, walking entries again
+// and reading each file from s. A folder that changed since p was
+// measured, so that the archive would differ from p's, ends Write with an
+// error wrapping ErrChanged, at the latest before the archive's end (a
+// tar.zst's compressed stream is then not closed); so does a file that
+// changed between the walk and its copy.
+func Write(ctx context.Context, w io.Writer, p Plan, entries iter.Seq2[Entry, error], s largo.Store, opt Options) error {
+	if p.Format == TarZst {
+		return writeTarZst(ctx, w, p, entries, s, opt)
 	}
-	n, err := l.w.Write(p)
-	l.left -= int64(n)
-	return n, err
+	return write(ctx, w, p, entries, s, 0, p.Size, opt)
 }
 
-// copyFile copies one file's bytes, checking that it is the version the
-// walk saw and that it has exactly the size the header promised.
-func copyFile(ctx context.Context, s largo.Store, e Entry, dst io.Writer) error {
-	f, err := s.Open(ctx, e.Name)
-	if errors.Is(err, largo.ErrNotFound) {
-		return fmt.Errorf("%s vanished: %w", e.Name, ErrChanged)
+// WriteRange writes the n bytes of the archive p describes from offset
+// start on, which p.Ranges(start) must allow, without producing what
+// comes before: whole entries are skipped by arithmetic, and a file the
+// range starts inside is sought. Files are opened only for the bytes the
+// range holds, each checked against the ETag the walk lists; the walk
+// goes on to its end all the same, and its hash is compared with p's
+// before the range's last byte is written, so that a folder that changed
+// since p was measured never yields a complete range (the error wraps
+// ErrChanged).
+func WriteRange(ctx context.Context, w io.Writer, p Plan, entries iter.Seq2[Entry, error], s largo.Store, start, n int64, opt Options) error {
+	if !p.Ranges(start) || n <= 0 || start+n > p.Size {
+		return fmt.Errorf("archive: the %s archive cannot be written from %d for %d bytes", p.Format, start, n)
 	}
+	return write(ctx, w, p, entries, s, start, start+n, opt)
+}
+
+// write writes the bytes [from, to) of the archive p describes.
+func write(ctx context.Context, w io.Writer, p Plan, entries iter.Seq2[Entry, error], s largo.Store, from, to int64, opt Options) error {
+	em := newEmitter(ctx, p.Format, w, s, from, to)
+	lay, err := newLayout(em, p.Format, opt, p.cdStart)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if got := f.Info(); got.Size != e.Info.Size || got.ETag != e.Info.ETag {
-		return fmt.Errorf("%s: %w", e.Name, ErrChanged)
-	}
-	var src io.Reader = f
-	if of, ok := f.(largo.OSFile); ok {
-		src = of.OSFile() // what sendfile recognises
-	}
-	n, err := io.Copy(dst, io.LimitReader(src, e.Info.Size))
-	if err != nil {
+	defer lay.close()
+	if err := walkWith(ctx, em, lay, entries); err != nil {
 		return err
 	}
-	if n != e.Info.Size {
-		return fmt.Errorf("%s shrank to %d bytes: %w", e.Name, n, ErrChanged)
+	if err := em.settle(p.sum); err != nil {
+		return err
+	}
+	if err := lay.end(); err != nil {
+		return err
+	}
+	if p.Size >= 0 && em.pos != p.Size {
+		return fmt.Errorf("archive of %d bytes, not the %d measured: %w", em.pos, p.Size, ErrChanged)
 	}
 	return nil
 }
 
-// contents writes one file's bytes into an archive.
-type contents func(e Entry, dst io.Writer) error
+// layout lays out the pieces of one format's archive through an emitter:
+// each entry's, then what follows them.
+type layout interface {
+	entry(e Entry) error
+	end() error
+	close()
+}
+
+// newLayout returns the layout of format, writing through em. cdStart is
+// where a zip's central directory begins (-1 when measuring).
+func newLayout(em *emitter, format Format, opt Options, cdStart int64) (layout, error) {
+	switch format {
+	case Tar, TarZst:
+		return &tarLayout{em: em}, nil
+	case Zip:
+		return newZipLayout(em, opt, cdStart), nil
+	}
+	return nil, fmt.Errorf("unknown archive format %q", format)
+}
+
+// walkWith lays out every entry.
+func walkWith(ctx context.Context, em *emitter, lay layout, entries iter.Seq2[Entry, error]) error {
+	for e, err := range entries {
+		if err == nil {
+			err = ctx.Err()
+		}
+		if err == nil {
+			err = lay.entry(e)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // zeroBlock is a source of zeros, for padding.
 var zeroBlock = make([]byte, 64<<10)

@@ -69,12 +69,13 @@ func TestFormats(t *testing.T) {
 	for _, f := range Formats {
 		t.Run(string(f), func(t *testing.T) {
 			entries := Walk(ctx, s, "", "top", listing.Config{}, nil)
-			size, err := Size(ctx, f, entries)
+			p, err := Measure(ctx, f, entries, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			size := p.Size
 			var buf bytes.Buffer
-			if err := Write(ctx, &buf, f, entries, s, size, Options{}); err != nil {
+			if err := Write(ctx, &buf, p, entries, s, Options{}); err != nil {
 				t.Fatal(err)
 			}
 			if f != TarZst && int64(buf.Len()) != size {
@@ -100,7 +101,7 @@ func TestFormats(t *testing.T) {
 			}
 			// Deterministic: a second archive is the same bytes.
 			var again bytes.Buffer
-			Write(ctx, &again, f, entries, s, size, Options{})
+			Write(ctx, &again, p, entries, s, Options{})
 			if !bytes.Equal(buf.Bytes(), again.Bytes()) {
 				t.Error("two archives of the same tree differ")
 			}
@@ -165,28 +166,28 @@ func read(t *testing.T, f Format, b []byte) (map[string]string, []string) {
 	return got, order
 }
 
-// TestChangedTree changes the tree between Size and Write: the archive
-// would no longer have the announced length, and Write must say so.
+// TestChangedTree changes the tree between Measure and Write: the archive
+// would no longer be the one measured, and Write must say so.
 func TestChangedTree(t *testing.T) {
 	ctx := context.Background()
 	for _, f := range []Format{Zip, Tar} {
 		s, dir := newStore(t)
 		entries := Walk(ctx, s, "b", "b", listing.Config{}, nil)
-		size, err := Size(ctx, f, entries)
+		p, err := Measure(ctx, f, entries, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := filepath.Join(dir, "b", "c.bin")
-		os.WriteFile(p, []byte("shorter now"), 0o644)
-		if err := Write(ctx, io.Discard, f, entries, s, size, Options{}); !errors.Is(err, ErrChanged) {
+		c := filepath.Join(dir, "b", "c.bin")
+		os.WriteFile(c, []byte("shorter now"), 0o644)
+		if err := Write(ctx, io.Discard, p, entries, s, Options{}); !errors.Is(err, ErrChanged) {
 			t.Errorf("%s: changed file: %v; want ErrChanged", f, err)
 		}
-		os.Remove(p)
-		if err := Write(ctx, io.Discard, f, entries, s, size, Options{}); !errors.Is(err, ErrChanged) {
+		os.Remove(c)
+		if err := Write(ctx, io.Discard, p, entries, s, Options{}); !errors.Is(err, ErrChanged) {
 			t.Errorf("%s: vanished file: %v; want ErrChanged", f, err)
 		}
-		os.WriteFile(p, []byte(strings.Repeat("x", 300000)), 0o644)
-		if err := Write(ctx, io.Discard, f, entries, s, size, Options{}); !errors.Is(err, ErrChanged) {
+		os.WriteFile(c, []byte(strings.Repeat("x", 300000)), 0o644)
+		if err := Write(ctx, io.Discard, p, entries, s, Options{}); !errors.Is(err, ErrChanged) {
 			t.Errorf("%s: grown file: %v; want ErrChanged", f, err)
 		}
 	}
@@ -208,7 +209,12 @@ func TestFileChangedBeforeCopy(t *testing.T) {
 	s, dir := newStore(t)
 	ctx := context.Background()
 	for _, f := range Formats {
-		err := Write(ctx, io.Discard, f, Walk(ctx, s, "b", "b", listing.Config{}, nil), swapStore{s, dir}, -1, Options{})
+		entries := Walk(ctx, s, "b", "b", listing.Config{}, nil)
+		p, err := Measure(ctx, f, entries, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = Write(ctx, io.Discard, p, entries, swapStore{s, dir}, Options{})
 		if !errors.Is(err, ErrChanged) {
 			t.Errorf("%s: %v; want ErrChanged", f, err)
 		}

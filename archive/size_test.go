@@ -84,15 +84,16 @@ func TestSizeByArithmetic(t *testing.T) {
 		t.Run(string(f), func(t *testing.T) {
 			s := &flatStore{n: 70_000}
 			entries := Walk(ctx, s, "", "top", listing.Config{Dir: t.TempDir()}, nil)
-			size, err := Size(ctx, f, entries)
+			p, err := Measure(ctx, f, entries, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			size := p.Size
 			if s.opened != 0 {
 				t.Fatalf("Size opened %d files", s.opened)
 			}
 			var buf bytes.Buffer
-			if err := Write(ctx, &buf, f, entries, s, size, Options{TempDir: t.TempDir()}); err != nil {
+			if err := Write(ctx, &buf, p, entries, s, Options{TempDir: t.TempDir()}); err != nil {
 				t.Fatal(err)
 			}
 			if int64(buf.Len()) != size || s.opened != s.n {
@@ -117,9 +118,9 @@ func TestSizeByArithmetic(t *testing.T) {
 			}
 			// Info-ZIP's unzip checks the file too.
 			unzip := testenv.Program(t, "unzip")
-			p := filepath.Join(t.TempDir(), "a.zip")
-			os.WriteFile(p, buf.Bytes(), 0o644)
-			if out, err := exec.Command(unzip, "-tq", p).CombinedOutput(); err != nil {
+			zp := filepath.Join(t.TempDir(), "a.zip")
+			os.WriteFile(zp, buf.Bytes(), 0o644)
+			if out, err := exec.Command(unzip, "-tq", zp).CombinedOutput(); err != nil {
 				t.Errorf("unzip -t: %v\n%s", err, out)
 			}
 		})
@@ -134,7 +135,8 @@ func TestSizeHugeAndCancelled(t *testing.T) {
 	s := &flatStore{n: 3, extra: huge}
 	ctx := context.Background()
 	walk := Walk(ctx, s, "", "top", listing.Config{}, nil)
-	z, err := Size(ctx, Zip, walk)
+	zp, err := Measure(ctx, Zip, walk, Options{})
+	z := zp.Size
 	if err != nil || s.opened != 0 {
 		t.Fatalf("zip: %v, opened %d", err, s.opened)
 	}
@@ -147,13 +149,14 @@ func TestSizeHugeAndCancelled(t *testing.T) {
 	if z != want {
 		t.Errorf("zip of two 1 PiB files: %d; want %d", z, want)
 	}
-	tr, err := Size(ctx, Tar, walk)
+	tp, err := Measure(ctx, Tar, walk, Options{})
+	tr := tp.Size
 	if err != nil || tr < 2<<50 {
 		t.Errorf("tar: %d, %v", tr, err)
 	}
 	done, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := Size(done, Zip, Walk(done, s, "", "top", listing.Config{}, nil)); !errors.Is(err, context.Canceled) {
+	if _, err := Measure(done, Zip, Walk(done, s, "", "top", listing.Config{}, nil), Options{}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"iter"
 
 	"github.com/klauspost/compress/zstd"
+
+	"largo"
 )
 
 // tarBlock is the size of a tar block.
@@ -29,69 +31,42 @@ func tarHeader(hb *bytes.Buffer, e Entry) error {
 // tarPad is the padding after a file of size bytes.
 func tarPad(size int64) int64 { return (tarBlock - size%tarBlock) % tarBlock }
 
-// tarSize is the length of the tar of entries: each header as it will be
-// written, each file's size and padding, and the two zero blocks at the
-// end.
-func tarSize(ctx context.Context, entries iter.Seq2[Entry, error]) (int64, error) {
-	var hb bytes.Buffer
-	var n int64
-	for e, err := range entries {
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err == nil {
-			err = tarHeader(&hb, e)
-		}
-		if err != nil {
-			return 0, err
-		}
-		n += int64(hb.Len())
-		if !e.Info.IsDir {
-			n += e.Info.Size + tarPad(e.Info.Size)
-		}
-	}
-	return n + 2*tarBlock, nil
+// tarLayout lays out a tar: each entry's header, its file's bytes and
+// their padding; at the end, two zero blocks. A file's bytes come
+// straight from the store, so that a file on disk reaches the socket
+// through sendfile, as a plain download does.
+type tarLayout struct {
+	em *emitter
+	hb bytes.Buffer
 }
 
-// writeTar writes a tar stream: each header from a small buffer, and the
-// file's bytes straight from the store, so that a file on disk reaches
-// the socket through sendfile, as a plain download does.
-func writeTar(ctx context.Context, w io.Writer, entries iter.Seq2[Entry, error], data contents) error {
-	var hb bytes.Buffer
-	for e, err := range entries {
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err == nil {
-			err = tarHeader(&hb, e)
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := w.Write(hb.Bytes()); err != nil {
-			return err
-		}
-		if e.Info.IsDir {
-			continue
-		}
-		if err := data(e, w); err != nil {
-			return err
-		}
-		if pad := tarPad(e.Info.Size); pad > 0 {
-			if _, err := w.Write(zeroBlock[:pad]); err != nil {
-				return err
-			}
-		}
+func (t *tarLayout) entry(e Entry) error {
+	if err := tarHeader(&t.hb, e); err != nil {
+		return err
 	}
-	// The end of the archive: two zero blocks.
-	_, err := w.Write(zeroBlock[:2*tarBlock])
-	return err
+	if err := t.em.header(t.hb.Bytes()); err != nil {
+		return err
+	}
+	if e.Info.IsDir {
+		return nil
+	}
+	if err := t.em.data(e, nil); err != nil {
+		return err
+	}
+	return t.em.zeros(tarPad(e.Info.Size))
 }
 
-// writeTarZst writes a tar stream compressed with zstd, by the compressor
-// compress gives, or without one by an encoder of its own at the fastest
-// level, with one goroutine and a small window.
-func writeTarZst(ctx context.Context, w io.Writer, entries iter.Seq2[Entry, error], data contents, compress func(io.Writer) (io.WriteCloser, func(), error)) error {
+// end writes the end of the archive: two zero blocks.
+func (t *tarLayout) end() error { return t.em.zeros(2 * tarBlock) }
+
+func (t *tarLayout) close() {}
+
+// writeTarZst writes the tar p describes compressed with zstd, by the
+// compressor opt.Compress gives, or without one by an encoder of its own
+// at the fastest level, with one goroutine and a small window. A failure
+// abandons the compressor: the stream is never closed as if complete.
+func writeTarZst(ctx context.Context, w io.Writer, p Plan, entries iter.Seq2[Entry, error], s largo.Store, opt Options) error {
+	compress := opt.Compress
 	if compress == nil {
 		compress = func(w io.Writer) (io.WriteCloser, func(), error) {
 			zw, err := zstd.NewWriter(w, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithWindowSize(1<<20), zstd.WithLowerEncoderMem(true))
@@ -102,7 +77,7 @@ func writeTarZst(ctx context.Context, w io.Writer, entries iter.Seq2[Entry, erro
 	if err != nil {
 		return err
 	}
-	if err := writeTar(ctx, zw, entries, data); err != nil {
+	if err := write(ctx, zw, p, entries, s, 0, -1, opt); err != nil {
 		if abandon != nil {
 			abandon()
 		}

@@ -2,21 +2,23 @@ package archive
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
+	"fmt"
+	"hash"
 	"hash/crc32"
 	"io"
-	"iter"
+	"math"
 	"os"
 	"time"
 	"unicode/utf8"
 )
 
 // The zip written here holds stored (uncompressed) entries, each file's
-// CRC-32 computed as its bytes pass and written in a data descriptor
-// after them, so every file is read once and every length is known from
-// the walk alone: a local header, the data, a descriptor, and at the end
-// one central directory record per entry and the end records. Zip64
+// CRC-32 written in a data descriptor after its bytes (the one kept for
+// the file's version, else computed as the bytes pass), so every file is
+// read at most once and every length is known from the walk alone: a
+// local header, the data, a descriptor, and at the end one central
+// directory record per entry and the end records. Zip64
 // fields appear where sizes, offsets or counts pass what 32 or 16 bits
 // hold, as Go's archive/zip and Info-ZIP write them. Every header is made
 // by one function used both to write it and to measure it, so Size and
@@ -147,85 +149,118 @@ func end(b zipBuf, records, size, off int64) zipBuf {
 	return b.u32(sigEnd).u16(0).u16(0).u16(uint16(records)).u16(uint16(records)).u32(uint32(size)).u32(uint32(off)).u16(0)
 }
 
-// zipSize is the length of the zip of entries, from the walk alone.
-func zipSize(ctx context.Context, entries iter.Seq2[Entry, error]) (int64, error) {
-	var b zipBuf
-	var off, cd, records int64
-	for e, err := range entries {
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err != nil {
-			return 0, err
-		}
-		b = localHeader(b[:0], e)
-		if !e.Info.IsDir {
-			b = descriptor(b, 0, e.Info.Size)
-		}
-		cd += int64(len(central(b[len(b):], e, 0, off)))
-		off += int64(len(b))
-		if !e.Info.IsDir {
-			off += e.Info.Size
-		}
-		records++
-	}
-	return off + cd + int64(len(end(b[:0], records, cd, off))), nil
+// zipLayout lays out a zip: for each entry its local header, and for a
+// file its data and descriptor; at the end the central directory, one
+// record per entry, and the end records.
+//
+// A file's CRC-32 goes in its descriptor and its central record. It is
+// the one Options.CRC32 knows for the file's version, else computed as
+// the bytes pass, which needs all of them in the window; it is not needed
+// at all when neither record is in the window. While measuring, the
+// layout notes where the data of the first file without a known CRC-32
+// begins: a range may start no later.
+type zipLayout struct {
+	em      *emitter
+	crcs    CRC32Func
+	dir     string // temporary files
+	cdStart int64  // where the central directory begins; -1 when measuring
+	cdLen   int64  // the central records so far
+	records int64
+	cd      *spool // the central records the window holds
+	cdAt    int64  // the offset of cd's first record
+	b       zipBuf
+
+	crcUntil int64 // measuring: see Plan.crcUntil; -1 until found
 }
 
-// writeZip writes the zip of entries. The central directory is gathered
-// on the way, in a spool that moves to a temporary file in dir once it
-// passes spoolMemory, and sent at the end.
-func writeZip(ctx context.Context, w io.Writer, entries iter.Seq2[Entry, error], data contents, dir string) error {
-	cw := &countWriter{w: w}
-	cd := &spool{dir: dir}
-	defer cd.close()
-	var b zipBuf
-	var records int64
-	for e, err := range entries {
-		if err == nil {
-			err = ctx.Err()
-		}
-		if err != nil {
-			return err
-		}
-		off := cw.n
-		if _, err := cw.Write(localHeader(b[:0], e)); err != nil {
-			return err
-		}
-		var crc uint32
-		if !e.Info.IsDir {
-			h := crc32.NewIEEE()
-			if err := data(e, io.MultiWriter(cw, h)); err != nil {
-				return err
-			}
-			crc = h.Sum32()
-			if _, err := cw.Write(descriptor(b[:0], crc, e.Info.Size)); err != nil {
-				return err
-			}
-		}
-		if _, err := cd.Write(central(b[:0], e, crc, off)); err != nil {
-			return err
-		}
-		records++
-	}
-	start := cw.n
-	if err := cd.copyTo(cw); err != nil {
+func newZipLayout(em *emitter, opt Options, cdStart int64) *zipLayout {
+	return &zipLayout{em: em, crcs: opt.CRC32, dir: opt.TempDir, cdStart: cdStart, cdAt: -1, crcUntil: -1}
+}
+
+func (z *zipLayout) entry(e Entry) error {
+	em := z.em
+	off := em.pos
+	if err := em.header(localHeader(z.b[:0], e)); err != nil {
 		return err
 	}
-	_, err := cw.Write(end(b[:0], records, cw.n-start, start))
-	return err
+	recLen := int64(len(central(z.b[:0], e, 0, off)))
+	recAt := z.cdStart + z.cdLen
+	keep := z.cdStart >= 0 && em.wants(recAt, recLen)
+	var crc uint32
+	if !e.Info.IsDir {
+		size := e.Info.Size
+		dataAt := em.pos
+		desc := descriptor(z.b[:0], 0, size)
+		need := keep || em.wants(dataAt+size, int64(len(desc)))
+		known := false
+		switch {
+		case z.cdStart < 0 && z.crcUntil < 0:
+			// Measuring: the first file whose CRC-32 is unknown.
+			if z.crcs != nil {
+				crc, known = z.crcs(em.ctx, e.Name, e.Info.ETag)
+			}
+			if !known {
+				z.crcUntil = dataAt
+			}
+		case need && z.crcs != nil:
+			crc, known = z.crcs(em.ctx, e.Name, e.Info.ETag)
+		}
+		var h hash.Hash32
+		if need && !known {
+			if em.from > dataAt {
+				return fmt.Errorf("%s: no CRC-32 is known for its version, and the range starts past its first byte: %w", e.Name, ErrChanged)
+			}
+			h = crc32.NewIEEE()
+		}
+		if err := em.data(e, h); err != nil {
+			return err
+		}
+		if h != nil {
+			crc = h.Sum32()
+		}
+		if err := em.bytes(descriptor(z.b[:0], crc, size)); err != nil {
+			return err
+		}
+	}
+	if keep {
+		if z.cd == nil {
+			z.cd, z.cdAt = &spool{dir: z.dir}, recAt
+		}
+		if _, err := z.cd.Write(central(z.b[:0], e, crc, off)); err != nil {
+			return err
+		}
+	}
+	z.cdLen += recLen
+	z.records++
+	return nil
 }
 
-// countWriter counts what passes to w.
-type countWriter struct {
-	w io.Writer
-	n int64
+// end writes the central directory (the records the window holds, from
+// the spool) and the end records.
+func (z *zipLayout) end() error {
+	if z.crcUntil < 0 {
+		z.crcUntil = math.MaxInt64 // every CRC-32 known
+	}
+	em := z.em
+	start := em.pos
+	if z.cd != nil {
+		if err := em.skip(z.cdAt - start); err != nil {
+			return err
+		}
+		if err := z.cd.copyTo(em); err != nil {
+			return err
+		}
+	}
+	if err := em.skip(start + z.cdLen - em.pos); err != nil {
+		return err
+	}
+	return em.bytes(end(z.b[:0], z.records, z.cdLen, start))
 }
 
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+func (z *zipLayout) close() {
+	if z.cd != nil {
+		z.cd.close()
+	}
 }
 
 // spoolMemory is how much of a central directory is kept in memory before

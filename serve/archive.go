@@ -1,9 +1,13 @@
 package serve
 
 import (
+	"io"
+	"iter"
+	"mime"
 	"net/http"
 	"path"
 	"strconv"
+	"strings"
 
 	"largo"
 	"largo/archive"
@@ -37,6 +41,181 @@ func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, for
 	}
 	entries := archive.Walk(r.Context(), h.cfg.Store, name, top, h.cfg.Listing, func(dir string) func(largo.Info) bool { return h.sidecarFilter(r.Context(), dir) })
 	return h.sendArchive(w, r, f, top, entries)
+}
+
+// sendArchive answers entries as one archive in format f, named top.
+// First a walk that reads no file gives its length (so that a browser
+// shows progress) and its ETag, a hash of what the bytes depend on: the
+// entries' headers and the files' ETags. Then the conditions: If-Match
+// that names another ETag is a 412, If-None-Match that names this one a
+// 304; and a Range (one range, or several served as the one that covers
+// them) is answered 206 where the archive allows it, unless If-Range
+// names another ETag. A tar always allows it; a zip when the CRC-32 of
+// every file is kept (Config.ArchiveCRC32), since a range that skips a
+// file's bytes cannot compute it; a tar.zst, compressed, never: it is
+// sent whole, with Accept-Ranges: none. Then the archive, streamed, from
+// a second walk: a folder that changed in between (a file's ETag, a name,
+// a size) cuts the connection before the last byte, so a client never
+// holds a complete answer that mixes two versions.
+func (h *Handler) sendArchive(w http.ResponseWriter, r *http.Request, f archive.Format, top string, entries iter.Seq2[archive.Entry, error]) error {
+	opt := archive.Options{TempDir: h.cfg.Listing.Dir, CRC32: h.cfg.ArchiveCRC32}
+	rangeHdr := r.Header.Get("Range")
+	measure := opt
+	if rangeHdr == "" {
+		measure.CRC32 = nil // only a range needs to know them all
+	}
+	p, err := archive.Measure(r.Context(), f, entries, measure)
+	if err != nil {
+		return busy(w, err)
+	}
+	hdr := w.Header()
+	hdr.Set("ETag", p.ETag)
+	hdr.Set("Cache-Control", "no-store")
+	ranges := p.Ranges(0) && (f == archive.Tar || opt.CRC32 != nil)
+	if ranges {
+		hdr.Set("Accept-Ranges", "bytes")
+	} else {
+		hdr.Set("Accept-Ranges", "none")
+	}
+	if im := r.Header.Get("If-Match"); im != "" && !etagListMatches(im, p.ETag, true) {
+		return wire.Refuse(http.StatusPreconditionFailed, "If-Match: the archive is no longer that version (the folder changed)")
+	}
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagListMatches(inm, p.ETag, false) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	start, n, status := int64(0), p.Size, http.StatusOK
+	if rangeHdr != "" && ranges && ifRangeHolds(r.Header.Get("If-Range"), p.ETag) {
+		from, to, ok, unsatisfiable := archiveRange(rangeHdr, p.Size)
+		switch {
+		case unsatisfiable:
+			// Written here: the error path drops Content-Range.
+			hdr.Set("Content-Range", "bytes */"+itoa(p.Size))
+			hdr.Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+			io.WriteString(w, "range not satisfiable: the archive has "+itoa(p.Size)+" bytes\n")
+			return nil
+		case ok && p.Format == archive.Zip && !p.Ranges(p.Size-1):
+			// A CRC-32 is missing: every range would be answered whole
+			// but the first few, which would only mislead a client that
+			// splits the archive into ranges.
+			hdr.Set("Accept-Ranges", "none")
+		case ok:
+			start, n, status = from, to-from, http.StatusPartialContent
+			hdr.Set("Content-Range", "bytes "+itoa(from)+"-"+itoa(to-1)+"/"+itoa(p.Size))
+		}
+	}
+	if f == archive.TarZst && r.Method != http.MethodHead {
+		zw, err := h.zstdWriter(w)
+		if err != nil {
+			return err
+		}
+		defer zw.Abandon() // nothing, once the archive closed it
+		// A tar.zst has no length to hold it to: archive.Write sends it
+		// to w itself, the writer this compressor was made for.
+		opt.Compress = func(io.Writer) (io.WriteCloser, func(), error) { return zw, zw.Abandon, nil }
+	}
+	hdr.Set("Content-Type", f.ContentType())
+	hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": top + f.Ext()}))
+	if n >= 0 {
+		hdr.Set("Content-Length", itoa(n))
+	}
+	w.WriteHeader(status)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	if status == http.StatusPartialContent {
+		return archive.WriteRange(r.Context(), w, p, entries, h.cfg.Store, start, n, opt)
+	}
+	return archive.Write(r.Context(), w, p, entries, h.cfg.Store, opt)
+}
+
+// archiveRange reads a Range header against an archive of size bytes and
+// returns the one span [from, to) to send: several ranges are served as
+// the span that covers them all, as RFC 9110 lets a server coalesce
+// them. ok is false when the header is to be ignored (another unit, a
+// malformed range, more than maxRanges), unsatisfiable true when no range
+// overlaps the archive.
+func archiveRange(v string, size int64) (from, to int64, ok, unsatisfiable bool) {
+	spec, found := strings.CutPrefix(v, "bytes=")
+	if !found || strings.Count(spec, ",") >= maxRanges {
+		return 0, 0, false, false
+	}
+	from, to = -1, -1
+	for part := range strings.SplitSeq(spec, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		first, last, found := strings.Cut(part, "-")
+		if !found {
+			return 0, 0, false, false
+		}
+		var s, e int64 // [s, e)
+		if first == "" {
+			n, err := strconv.ParseInt(last, 10, 64)
+			if err != nil || n < 0 {
+				return 0, 0, false, false
+			}
+			s, e = max(size-n, 0), size
+		} else {
+			var err error
+			if s, err = strconv.ParseInt(first, 10, 64); err != nil || s < 0 {
+				return 0, 0, false, false
+			}
+			e = size
+			if last != "" {
+				l, err := strconv.ParseInt(last, 10, 64)
+				if err != nil || l < s {
+					return 0, 0, false, false
+				}
+				e = min(l+1, size)
+			}
+		}
+		if s >= e { // past the end, or an empty suffix
+			continue
+		}
+		if from < 0 || s < from {
+			from = s
+		}
+		to = max(to, e)
+	}
+	if from < 0 {
+		return 0, 0, false, true
+	}
+	return from, to, true, false
+}
+
+// ifRangeHolds reports whether a Range may be answered under the
+// If-Range value v (none, or an ETag equal, by the strong comparison, to
+// etag). A date never holds: an archive has no modification time.
+func ifRangeHolds(v, etag string) bool {
+	v = strings.TrimSpace(v)
+	return v == "" || !strings.HasPrefix(etag, "W/") && v == etag
+}
+
+// etagListMatches reports whether the If-Match or If-None-Match value v
+// ("*" or a list of entity tags) names etag, by the strong comparison
+// (both strong and equal) or the weak one (equal once W/ is set aside).
+func etagListMatches(v, etag string, strong bool) bool {
+	if strings.TrimSpace(v) == "*" {
+		return true
+	}
+	if strong && strings.HasPrefix(etag, "W/") {
+		return false
+	}
+	own := strings.TrimPrefix(etag, "W/")
+	for t := range strings.SplitSeq(v, ",") {
+		t = strings.TrimSpace(t)
+		weak := strings.HasPrefix(t, "W/")
+		if weak && strong {
+			continue
+		}
+		if strings.TrimPrefix(t, "W/") == own {
+			return true
+		}
+	}
+	return false
 }
 
 // zstdWriter takes a compression slot for a tar.zst sent to w, from the

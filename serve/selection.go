@@ -1,9 +1,7 @@
 package serve
 
 import (
-	"io"
 	"iter"
-	"mime"
 	"net/http"
 	"path"
 	"slices"
@@ -104,38 +102,4 @@ func (h *Handler) selected(r *http.Request, dir, top string, names []string) ite
 			}
 		}
 	}
-}
-
-// sendArchive answers entries as one archive in format f, named top: its
-// length first where the format allows (so that a browser shows
-// progress), computed by a walk that reads no file; then the archive,
-// streamed. A failure after the first byte cuts the connection.
-func (h *Handler) sendArchive(w http.ResponseWriter, r *http.Request, f archive.Format, top string, entries iter.Seq2[archive.Entry, error]) error {
-	size, err := archive.Size(r.Context(), f, entries)
-	if err != nil {
-		return busy(w, err)
-	}
-	opt := archive.Options{TempDir: h.cfg.Listing.Dir}
-	if f == archive.TarZst && r.Method != http.MethodHead {
-		zw, err := h.zstdWriter(w)
-		if err != nil {
-			return err
-		}
-		defer zw.Abandon() // nothing, once the archive closed it
-		// A tar.zst has no length to hold it to: archive.Write sends it
-		// to w itself, the writer this compressor was made for.
-		opt.Compress = func(io.Writer) (io.WriteCloser, func(), error) { return zw, zw.Abandon, nil }
-	}
-	hdr := w.Header()
-	hdr.Set("Content-Type", f.ContentType())
-	hdr.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": top + f.Ext()}))
-	hdr.Set("Cache-Control", "no-store")
-	if size >= 0 {
-		hdr.Set("Content-Length", itoa(size))
-	}
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		return nil
-	}
-	return archive.Write(r.Context(), w, f, entries, h.cfg.Store, size, opt)
 }

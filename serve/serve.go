@@ -79,6 +79,7 @@ import (
 	"time"
 
 	"largo"
+	"largo/archive"
 	"largo/auth"
 	"largo/digests"
 	"largo/encode"
@@ -162,6 +163,11 @@ type Config struct {
 	// archives (without it, encoders of the handler's own, with the
 	// default bound, make them).
 	Compress *encode.Encoders
+	// ArchiveCRC32 tells the CRC-32 kept for a file's version, if any, so
+	// that a zip archive of a folder can answer ranges (a resumed
+	// download) and send its files by sendfile. Nil: a zip computes the
+	// CRC-32s as the bytes pass and is always sent whole.
+	ArchiveCRC32 archive.CRC32Func
 	// AnySidecars takes any fresh NAME.zst, NAME.br or NAME.gz (a regular
 	// file not older than NAME) for NAME's encoding, whoever wrote it, as
 	// nginx's gzip_static does. False, the default, takes only the
