@@ -28,6 +28,15 @@ import (
 // (ID.sha256). A chunk is fsynced before its offset is reported, so an
 // offset a client was told survives a crash. A finished upload is renamed
 // into place by the store (largo.Adopter), never copied.
+//
+// A placed partial (concat.go) has no bytes of its own: its ID is "p" and
+// hex digits, its FileInfo records its offset, and its bytes go into its
+// group's file (the group's key, "g" and hex digits), a sparse file of
+// the whole length into which every partial of the group writes at its
+// place. A final upload that joins the whole group renames that file to
+// its own bytes; one that joins other partials has them copied by the
+// kernel (copy_file_range) into ID.join, renamed to its bytes once
+// complete.
 type diskStaging struct {
 	root  *os.Root
 	state largo.State // the same state area, for the records written whole
@@ -62,6 +71,14 @@ func (d *diskStaging) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.U
 	info.ID = hex.EncodeToString(rnd[:])
 	info.Offset = 0
 	info.Storage = map[string]string{"Type": "largo-disk"}
+	if pl, ok := placementOf(info); ok {
+		info.ID = "p" + info.ID
+		if err := d.makeGroup(pl); err != nil {
+			return nil, err
+		}
+		u := &diskUpload{d: d, info: info, pl: &pl}
+		return u, u.writeInfo(ctx)
+	}
 	f, err := d.root.OpenFile(d.binName(info.ID), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
@@ -75,7 +92,30 @@ func (d *diskStaging) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.U
 	return u, nil
 }
 
+// makeGroup makes the staged file of a placed partial's group, sparse
+// and of the whole length, unless it is there already.
+func (d *diskStaging) makeGroup(pl placement) error {
+	f, err := d.root.OpenFile(d.binName(pl.Group), os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return err
+	case fi.Size() == pl.Total:
+		return nil
+	case fi.Size() != 0:
+		return errGroupLength
+	}
+	return f.Truncate(pl.Total)
+}
+
 func (d *diskStaging) GetUpload(_ context.Context, id string) (tusd.Upload, error) {
+	if isGroup(id) {
+		return nil, tusd.ErrNotFound
+	}
 	b, err := d.root.ReadFile(d.infoName(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, tusd.ErrNotFound
@@ -86,6 +126,12 @@ func (d *diskStaging) GetUpload(_ context.Context, id string) (tusd.Upload, erro
 	var info tusd.FileInfo
 	if err := json.Unmarshal(b, &info); err != nil {
 		return nil, fmt.Errorf("upload %s: its info: %w", id, err)
+	}
+	if pl, ok := placementOf(info); ok && strings.HasPrefix(id, "p") {
+		// Its bytes are in its group's file (writePiece finds it gone
+		// when it expired), its offset in its info.
+		info.ID = id
+		return &diskUpload{d: d, info: info, pl: &pl}, nil
 	}
 	fi, err := d.root.Stat(d.binName(id))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -142,6 +188,13 @@ func (d *diskStaging) Idle(_ context.Context, before time.Time) iter.Seq2[IdleUp
 			return
 		}
 		for _, e := range ents {
+			if isGroup(e.Name()) && !strings.Contains(e.Name(), ".") {
+				// A group's file, as idle as the last byte written to it.
+				if fi, err := e.Info(); err == nil && fi.ModTime().Before(before) && !yield(IdleUpload{ID: e.Name(), Last: fi.ModTime()}, nil) {
+					return
+				}
+				continue
+			}
 			id, ok := strings.CutSuffix(e.Name(), ".info")
 			if !ok {
 				continue
@@ -155,11 +208,28 @@ func (d *diskStaging) Idle(_ context.Context, before time.Time) iter.Seq2[IdleUp
 					}
 				}
 			}
+			if strings.HasPrefix(id, "p") {
+				up.Size = d.pieceOffset(id)
+			}
 			if up.Last.Before(before) && !yield(up, nil) {
 				return
 			}
 		}
 	}
+}
+
+// pieceOffset returns the bytes a placed partial holds, as its info
+// records them.
+func (d *diskStaging) pieceOffset(id string) int64 {
+	b, err := d.root.ReadFile(d.infoName(id))
+	if err != nil {
+		return 0
+	}
+	var info tusd.FileInfo
+	if json.Unmarshal(b, &info) != nil {
+		return 0
+	}
+	return info.Offset
 }
 
 // LastWrite returns when the upload's bytes or info were last written.
@@ -176,7 +246,8 @@ func (d *diskStaging) LastWrite(_ context.Context, id string) (time.Time, error)
 }
 
 // Pending removes what a crash left half-made (bytes without their info,
-// or the reverse) and returns the bytes held by the uploads that remain.
+// or the reverse, a join cut short) and returns the bytes held by the
+// uploads that remain.
 func (d *diskStaging) Pending(ctx context.Context) (int64, error) {
 	ents, err := d.entries()
 	if err != nil {
@@ -188,10 +259,32 @@ func (d *diskStaging) Pending(ctx context.Context) (int64, error) {
 	}
 	var pending int64
 	for _, e := range ents {
-		if strings.HasSuffix(e.Name(), ".sha256") {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, ".sha256"):
 			continue // goes with its upload
+		case strings.HasSuffix(name, ".join"):
+			if err := d.root.Remove(d.dir + "/" + name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return pending, err
+			}
+			continue
+		case isGroup(name):
+			continue // its partials count its bytes; it expires when idle
+		case strings.HasPrefix(name, "p") && strings.HasSuffix(name, ".info"):
+			id := strings.TrimSuffix(name, ".info")
+			up, err := d.GetUpload(ctx, id)
+			if err != nil {
+				continue
+			}
+			if u := up.(*diskUpload); u.pl != nil && !has[u.pl.Group] {
+				d.Remove(ctx, id) // its group is gone
+				continue
+			}
+			in, _ := up.GetInfo(ctx)
+			pending += in.Offset
+			continue
 		}
-		id, isInfo := strings.CutSuffix(e.Name(), ".info")
+		id, isInfo := strings.CutSuffix(name, ".info")
 		switch {
 		case isInfo && !has[id], !isInfo && !has[id+".info"]:
 			if err := d.Remove(ctx, id); err != nil {
@@ -228,6 +321,7 @@ func (d *diskStaging) SaveHash(_ context.Context, id string, state []byte) error
 type diskUpload struct {
 	d    *diskStaging
 	info tusd.FileInfo
+	pl   *placement // a placed partial's, whose bytes are its group's
 }
 
 var (
@@ -238,13 +332,19 @@ var (
 func (u *diskUpload) GetInfo(context.Context) (tusd.FileInfo, error) { return u.info, nil }
 
 func (u *diskUpload) GetReader(ctx context.Context) (io.ReadCloser, error) {
+	if u.pl != nil {
+		return u.d.ReadPart(ctx, part{ID: u.info.ID, Size: u.info.Offset, Group: u.pl.Group, GroupAt: u.pl.At}, 0)
+	}
 	return u.d.Open(ctx, u.info.ID)
 }
 
 // WriteChunk appends src at the upload's offset. The file's writeback
 // starts as it grows, and the chunk is fsynced before its size is
 // reported.
-func (u *diskUpload) WriteChunk(_ context.Context, offset int64, src io.Reader) (int64, error) {
+func (u *diskUpload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
+	if u.pl != nil {
+		return u.writePiece(ctx, offset, src)
+	}
 	f, err := u.d.root.OpenFile(u.d.binName(u.info.ID), os.O_WRONLY, 0)
 	if err != nil {
 		return 0, err
@@ -257,6 +357,34 @@ func (u *diskUpload) WriteChunk(_ context.Context, offset int64, src io.Reader) 
 	u.info.Offset = offset + n
 	if serr := f.Sync(); err == nil {
 		err = serr
+	}
+	return n, err
+}
+
+// writePiece writes a placed partial's bytes at their place in its
+// group's file, fsyncs them, and then records its new offset.
+func (u *diskUpload) writePiece(ctx context.Context, offset int64, src io.Reader) (int64, error) {
+	f, err := u.d.root.OpenFile(u.d.binName(u.pl.Group), os.O_WRONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, tusd.ErrNotFound // expired meanwhile
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(u.pl.At+offset, io.SeekStart); err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(spool.NewWriteback(f), io.LimitReader(src, u.info.Size-offset))
+	if serr := f.Sync(); serr != nil {
+		return 0, serr // nothing of it counts
+	}
+	if n > 0 {
+		u.info.Offset = offset + n
+		if ierr := u.writeInfo(context.WithoutCancel(ctx)); ierr != nil {
+			u.info.Offset = offset
+			return 0, ierr
+		}
 	}
 	return n, err
 }
@@ -278,6 +406,89 @@ func (u *diskUpload) writeInfo(ctx context.Context) error {
 		return err
 	}
 	return u.d.state.Put(ctx, strings.TrimPrefix(u.d.infoName(u.info.ID), largo.StateDir+"/"), b)
+}
+
+// ReadPart returns a finished partial's bytes from off on: from its
+// group's file for a placed one.
+func (d *diskStaging) ReadPart(_ context.Context, p part, off int64) (io.ReadCloser, error) {
+	name, at := d.binName(p.ID), int64(0)
+	if p.Group != "" {
+		name, at = d.binName(p.Group), p.GroupAt
+	}
+	f, err := d.root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.NewSectionReader(f, at+off, p.Size-off), f}, nil
+}
+
+// Seal does nothing: a partial's bytes are where it wrote them.
+func (d *diskStaging) Seal(context.Context, []part) error { return nil }
+
+// JoinsInPlace is true: a whole group's file becomes the final's bytes.
+func (d *diskStaging) JoinsInPlace() bool { return true }
+
+// Join renames a whole group's file to the final's bytes; other partials
+// the kernel copies into ID.join (copy_file_range: a reflink where the
+// filesystem shares blocks), fsynced and renamed to the final's bytes.
+func (d *diskStaging) Join(_ context.Context, final string, parts []part, whole bool) error {
+	if whole {
+		return d.root.Rename(d.binName(parts[0].Group), d.binName(final))
+	}
+	tmp := d.binName(final) + ".join"
+	f, err := d.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	err = d.copyParts(f, parts)
+	if serr := f.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = d.root.Rename(tmp, d.binName(final))
+	}
+	if err != nil {
+		d.root.Remove(tmp)
+	}
+	return err
+}
+
+// copyParts copies the partials' bytes into f, each at its offset, from
+// file to file: os.File.ReadFrom hands a file and a length to the kernel
+// (copy_file_range on Linux).
+func (d *diskStaging) copyParts(f *os.File, parts []part) error {
+	for _, p := range parts {
+		name, at := d.binName(p.ID), int64(0)
+		if p.Group != "" {
+			name, at = d.binName(p.Group), p.GroupAt
+		}
+		src, err := d.root.Open(name)
+		if err != nil {
+			return err
+		}
+		_, err = src.Seek(at, io.SeekStart)
+		if err == nil {
+			_, err = f.Seek(p.At, io.SeekStart)
+		}
+		var n int64
+		if err == nil {
+			n, err = f.ReadFrom(&io.LimitedReader{R: src, N: p.Size})
+		}
+		src.Close()
+		if err == nil && n != p.Size {
+			err = fmt.Errorf("partial upload %s: %d bytes, not %d: %w", p.ID, n, p.Size, io.ErrUnexpectedEOF)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func maxTime(a, b time.Time) time.Time {

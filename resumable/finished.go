@@ -98,6 +98,9 @@ func (h *Handler) place(ctx context.Context, info tusd.FileInfo, hdr http.Header
 	if d, ok := h.record(ctx, info.ID); ok {
 		return d, nil
 	}
+	if info.IsPartial {
+		return done{}, errPartialPlaced
+	}
 	ctx, err := asOwner(ctx, info.MetaData)
 	var t ingest.Target
 	if err == nil {
@@ -138,9 +141,13 @@ func (h *Handler) place(ctx context.Context, info tusd.FileInfo, hdr http.Header
 	return d, nil
 }
 
-// forget removes an ended upload's staged state and counts its end.
+// forget removes an ended upload's staged state (and a final's partials)
+// and counts its end.
 func (h *Handler) forget(ctx context.Context, info tusd.FileInfo, outcome string) {
 	h.store.remove(ctx, info.ID)
+	if info.IsFinal {
+		h.forgetParts(ctx, info)
+	}
 	h.obs.PendingBytes(-info.Size)
 	h.obs.UploadEnded(outcome)
 }
@@ -172,8 +179,11 @@ func (h *Handler) answerFinished(w http.ResponseWriter, r *http.Request, id stri
 			return false
 		}
 		info, err := up.GetInfo(ctx)
-		if err != nil || info.SizeIsDeferred || info.Offset != info.Size {
-			return false
+		if err != nil || info.SizeIsDeferred || info.Offset != info.Size || info.IsPartial {
+			return false // a partial is tusd's to answer: its final places it
+		}
+		if info.IsFinal && h.store.finishedSum(ctx, id, info.Size) == nil {
+			return false // a join cut short: the final request makes it again
 		}
 		// All the bytes are in, and nothing placed them.
 		if err := up.FinishUpload(ctx); err != nil {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/tus/tusd/v2/pkg/s3store"
+	"golang.org/x/sync/errgroup"
 )
 
 // S3Config locates the staging of a bucket: the client of the served
@@ -51,10 +54,11 @@ type S3Config struct {
 // and the multipart upload's ID.
 type s3Staging struct {
 	s3store.S3Store
-	api    *s3.Client
-	bucket string
-	prefix string // ends with a slash
-	staged string
+	api     *s3.Client
+	bucket  string
+	prefix  string // ends with a slash
+	staged  string
+	tempDir string
 }
 
 var _ Staging = (*s3Staging)(nil)
@@ -81,7 +85,7 @@ func S3Staging(cfg S3Config) (Staging, error) {
 		conc = 2
 	}
 	st.SetConcurrentPartUploads(conc)
-	return &s3Staging{S3Store: st, api: api, bucket: cfg.Bucket, prefix: st.ObjectPrefix + "/", staged: cfg.Staged}, nil
+	return &s3Staging{S3Store: st, api: api, bucket: cfg.Bucket, prefix: st.ObjectPrefix + "/", staged: cfg.Staged, tempDir: cfg.TempDir}, nil
 }
 
 // objectID is the part of a tus ID before the plus: the key of the
@@ -268,4 +272,167 @@ func (s *s3Staging) SaveHash(ctx context.Context, id string, state []byte) error
 		ContentLength: aws.Int64(int64(len(state))),
 	})
 	return err
+}
+
+// S3's limits on the parts of a multipart upload.
+const (
+	minPart   = 5 << 20 // the smallest part but the last
+	maxCopy   = 5 << 30 // the largest part one UploadPartCopy makes
+	smallJoin = 64 << 20
+)
+
+// ReadPart returns a finished partial's bytes from off on: its object's.
+func (s *s3Staging) ReadPart(ctx context.Context, p part, off int64) (io.ReadCloser, error) {
+	in := &s3.GetObjectInput{Bucket: &s.bucket, Key: s.key(p.ID, "")}
+	if off > 0 {
+		if off >= p.Size {
+			return io.NopCloser(strings.NewReader("")), nil
+		}
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
+	}
+	out, err := s.api.GetObject(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return out.Body, nil
+}
+
+// Seal completes the multipart upload of each partial whose bytes are
+// all in but that a crash left uncompleted, so that its object is there.
+func (s *s3Staging) Seal(ctx context.Context, parts []part) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, p := range parts {
+		g.Go(func() error {
+			_, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: s.key(p.ID, "")})
+			if err == nil || !notFound(err) {
+				return err
+			}
+			up, err := s.S3Store.GetUpload(ctx, p.ID)
+			if err != nil {
+				return err
+			}
+			return up.FinishUpload(ctx)
+		})
+	}
+	return g.Wait()
+}
+
+// JoinsInPlace is false: every join makes a new object.
+func (s *s3Staging) JoinsInPlace() bool { return false }
+
+// Join copies the partials' objects, server-side, as the parts of the
+// final upload's multipart upload (UploadPartCopy, a part per partial,
+// or per 5 GiB of one), then completes it. S3 takes no part below 5 MiB
+// but the last: partials that small are joined through largo, for a file
+// of at most smallJoin bytes, and refused above.
+func (s *s3Staging) Join(ctx context.Context, final string, parts []part, _ bool) error {
+	small := false
+	var total int64
+	for i, p := range parts {
+		small = small || p.Size < minPart && i < len(parts)-1
+		total += p.Size
+	}
+	obj, mp := objectID(final)
+	switch {
+	case small && total > smallJoin:
+		return errSmallParts
+	case small:
+		if err := s.joinThrough(ctx, obj, mp, parts); err != nil {
+			return err
+		}
+	default:
+		if err := s.copyParts(ctx, obj, mp, parts); err != nil {
+			return err
+		}
+	}
+	up, err := s.S3Store.GetUpload(ctx, final)
+	if err != nil {
+		return err
+	}
+	return up.FinishUpload(ctx)
+}
+
+// copyParts makes each partial one part of the multipart upload mp, or
+// several of up to maxCopy bytes each, copied by the S3 server.
+func (s *s3Staging) copyParts(ctx context.Context, obj, mp string, parts []part) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	n := int32(0)
+	for _, p := range parts {
+		if p.Size == 0 {
+			continue
+		}
+		pieces := (p.Size + maxCopy - 1) / maxCopy
+		each := (p.Size + pieces - 1) / pieces
+		for off := int64(0); off < p.Size; off += each {
+			n++
+			num, rng := n, fmt.Sprintf("bytes=%d-%d", off, min(off+each, p.Size)-1)
+			if n > maxParts {
+				return errTooManyPart
+			}
+			g.Go(func() error {
+				_, err := s.api.UploadPartCopy(ctx, &s3.UploadPartCopyInput{
+					Bucket:          &s.bucket,
+					Key:             aws.String(s.prefix + obj),
+					UploadId:        &mp,
+					PartNumber:      aws.Int32(num),
+					CopySource:      aws.String(copySource(s.bucket, *s.key(p.ID, ""))),
+					CopySourceRange: aws.String(rng),
+				})
+				return err
+			})
+		}
+	}
+	return g.Wait()
+}
+
+// joinThrough sends the partials' bytes, read back, as the one part of
+// the multipart upload mp: for a small file whose partials S3 will not
+// take as parts. The part is spooled to a temporary file so that the
+// request has a length and can be retried.
+func (s *s3Staging) joinThrough(ctx context.Context, obj, mp string, parts []part) error {
+	f, err := os.CreateTemp(s.tempDir, "largo-join-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	var n int64
+	for _, p := range parts {
+		rc, err := s.ReadPart(ctx, p, 0)
+		if err != nil {
+			return err
+		}
+		m, err := io.Copy(f, rc)
+		rc.Close()
+		if err != nil {
+			return err
+		}
+		n += m
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	_, err = s.api.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket:        &s.bucket,
+		Key:           aws.String(s.prefix + obj),
+		UploadId:      &mp,
+		PartNumber:    aws.Int32(1),
+		Body:          f,
+		ContentLength: aws.Int64(n),
+	})
+	return err
+}
+
+// copySource is the x-amz-copy-source of key in bucket: its path,
+// percent-encoded but for the slashes.
+func copySource(bucket, key string) string {
+	var b strings.Builder
+	b.WriteString(bucket)
+	for elem := range strings.SplitSeq(key, "/") {
+		b.WriteByte('/')
+		b.WriteString(url.PathEscape(elem))
+	}
+	return b.String()
 }

@@ -50,6 +50,29 @@ type Staging interface {
 	// SaveHash keeps state as the hash state of an upload; nil forgets
 	// it.
 	SaveHash(ctx context.Context, id string, state []byte) error
+
+	// The partial uploads of tus concatenation (concat.go). A staging
+	// keeps a placed partial (one whose metadata places it, placementOf)
+	// where its group's final will take it, and the state of a group
+	// under the group's key (groupKey) as an ID: its hash state
+	// (LoadHash, SaveHash), its staged file if it has one, all removed by
+	// Remove and yielded by Idle with a size of 0.
+
+	// ReadPart returns the bytes of a finished partial from off on, to
+	// hash them.
+	ReadPart(ctx context.Context, p part, off int64) (io.ReadCloser, error)
+	// Seal makes sure the partials' bytes are where Join and ReadPart find
+	// them (a partial a crash left unfinished is finished).
+	Seal(ctx context.Context, parts []part) error
+	// Join makes the partials, in order, the bytes of the final upload
+	// final, without their bytes passing through largo: a rename of the
+	// group's staged file when whole (they are one group, all of it),
+	// else a join by the kernel or the S3 server. A join cut short
+	// leaves the final's bytes incomplete.
+	Join(ctx context.Context, final string, parts []part, whole bool) error
+	// JoinsInPlace reports whether a whole group's join needs no room:
+	// its bytes are where the final's will be.
+	JoinsInPlace() bool
 }
 
 // IdleUpload is an upload that receives no bytes.

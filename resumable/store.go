@@ -2,6 +2,7 @@ package resumable
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,8 +30,10 @@ var (
 	_ tusd.DataStore               = (*dataStore)(nil)
 	_ tusd.TerminaterDataStore     = (*dataStore)(nil)
 	_ tusd.LengthDeferrerDataStore = (*dataStore)(nil)
+	_ tusd.ConcaterDataStore       = (*dataStore)(nil)
 	_ tusd.TerminatableUpload      = (*upload)(nil)
 	_ tusd.LengthDeclarableUpload  = (*upload)(nil)
+	_ tusd.ConcatableUpload        = (*upload)(nil)
 )
 
 // maxIDLen bounds an upload ID: S3 upload IDs are long (AWS's run to
@@ -73,11 +76,27 @@ func (s *dataStore) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.Upl
 		return nil, s.h.storeErr("create", err)
 	}
 	in, _ := u.GetInfo(ctx)
-	return &upload{Upload: u, s: s, id: in.ID}, nil
+	if info.IsFinal && s.h.state != nil {
+		b, _ := json.Marshal(concatRecord{Final: in.ID})
+		if err := s.h.state.Put(ctx, concatKey(info.PartialUploads), b); err != nil {
+			s.h.log.Warn("recording a final upload", "id", in.ID, "err", err)
+		}
+	}
+	return s.wrap(u, info), nil
+}
+
+// wrap watches u, an upload of info.
+func (s *dataStore) wrap(u tusd.Upload, info tusd.FileInfo) *upload {
+	in, _ := u.GetInfo(context.Background())
+	up := &upload{Upload: u, s: s, id: in.ID}
+	if pl, ok := placementOf(info); ok {
+		up.pl = &pl
+	}
+	return up
 }
 
 func (s *dataStore) GetUpload(ctx context.Context, id string) (tusd.Upload, error) {
-	if !validID(id) {
+	if !validID(id) || isGroup(id) {
 		return nil, tusd.ErrNotFound
 	}
 	u, err := s.st.GetUpload(ctx, id)
@@ -98,7 +117,11 @@ func (s *dataStore) GetUpload(ctx context.Context, id string) (tusd.Upload, erro
 	if !reaches(ctx, info.MetaData[keyOwner]) {
 		return nil, tusd.ErrNotFound
 	}
-	return &upload{Upload: u, s: s, id: id}, nil
+	up := &upload{Upload: u, s: s, id: id}
+	if pl, ok := placementOf(info); ok {
+		up.pl = &pl
+	}
+	return up, nil
 }
 
 func (s *dataStore) AsTerminatableUpload(u tusd.Upload) tusd.TerminatableUpload {
@@ -106,6 +129,10 @@ func (s *dataStore) AsTerminatableUpload(u tusd.Upload) tusd.TerminatableUpload 
 }
 
 func (s *dataStore) AsLengthDeclarableUpload(u tusd.Upload) tusd.LengthDeclarableUpload {
+	return u.(*upload)
+}
+
+func (s *dataStore) AsConcatableUpload(u tusd.Upload) tusd.ConcatableUpload {
 	return u.(*upload)
 }
 
@@ -121,6 +148,7 @@ type upload struct {
 	tusd.Upload
 	s  *dataStore
 	id string
+	pl *placement // a placed partial's place (concat.go), or nil
 }
 
 func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (int64, error) {
@@ -152,6 +180,15 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 	}
 	h.begin(u.id)
 	defer h.end(u.id)
+	if u.pl != nil {
+		// A placed partial's bytes are hashed with its group's (prefix.go).
+		n, err := u.Upload.WriteChunk(ctx, offset, src)
+		h.obs.PendingBytes(n)
+		if err != nil {
+			return n, h.storeErr("write", err)
+		}
+		return n, nil
+	}
 	var tee *countingTee
 	if sum := u.s.loadHash(ctx, u.id, offset); sum != nil {
 		tee = &countingTee{r: src, h: sum}
@@ -171,6 +208,30 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 		return n, h.storeErr("write", err)
 	}
 	return n, nil
+}
+
+// FinishUpload ends the upload in the staging; a placed partial then
+// records itself for its group's hasher.
+func (u *upload) FinishUpload(ctx context.Context) error {
+	if err := u.Upload.FinishUpload(ctx); err != nil {
+		return u.s.h.storeErr("finish", err)
+	}
+	if u.pl != nil {
+		if info, err := u.Upload.GetInfo(ctx); err == nil && info.Offset == info.Size {
+			u.s.h.pieceDone(context.WithoutCancel(ctx), info, *u.pl)
+		}
+	}
+	return nil
+}
+
+// ConcatUploads joins the partials a final upload lists into it
+// (concat.go).
+func (u *upload) ConcatUploads(ctx context.Context, _ []tusd.Upload) error {
+	info, err := u.Upload.GetInfo(ctx)
+	if err != nil {
+		return u.s.h.storeErr("concat", err)
+	}
+	return u.s.h.concat(ctx, info)
 }
 
 func (u *upload) Terminate(ctx context.Context) error {
@@ -246,6 +307,11 @@ func (h *Handler) Expire() (n int, freed int64, err error) {
 		if err != nil {
 			return n, freed, err
 		}
+		if isGroup(up.ID) {
+			// A group's staged file: its partials, idle as long, go too.
+			h.forgetGroup(ctx, up.ID)
+			continue
+		}
 		// Not while another server appends to it.
 		le, err := h.leases.take(ctx, up.ID)
 		if err != nil {
@@ -277,19 +343,27 @@ func (h *Handler) Expire() (n int, freed int64, err error) {
 	return n, freed, nil
 }
 
-// expireRecords forgets the finished uploads placed before before.
+// expireRecords forgets the finished uploads placed before before, and
+// the records of parallel uploads (concat.go, prefix.go) written before
+// it.
 func (h *Handler) expireRecords(ctx context.Context, before time.Time) {
 	if h.state == nil {
 		return
 	}
-	for rec, err := range h.state.List(ctx, doneKey("")) {
-		if err != nil {
-			h.log.Warn("listing finished uploads", "err", err)
-			return
+	for _, prefix := range []string{doneKey(""), "tus-concat/", "tus-group/"} {
+		var old []string
+		for rec, err := range h.state.List(ctx, prefix) {
+			if err != nil {
+				h.log.Warn("listing the records of uploads", "err", err)
+				return
+			}
+			if rec.ModTime.Before(before) {
+				old = append(old, rec.Key)
+			}
 		}
-		if rec.ModTime.Before(before) {
-			if err := h.state.Delete(ctx, rec.Key); err != nil {
-				h.log.Warn("forgetting a finished upload", "key", rec.Key, "err", err)
+		for _, k := range old {
+			if err := h.state.Delete(ctx, k); err != nil {
+				h.log.Warn("forgetting the record of an upload", "key", k, "err", err)
 			}
 		}
 	}
