@@ -24,11 +24,13 @@
 // html/template's escaping, and the page's script writes names only as
 // text. A preview never makes a file part of the page: images and media
 // play in the browser's own elements, text is read (its first MiB) and
-// shown as text, and a PDF opens in a frame of the browser's own viewer,
-// the file sent under its own policy, sandbox, which gives it an origin
-// of its own and runs no script in it. (A frame's sandbox attribute
-// would do the same for any file, but the browser then refuses to show
-// a PDF at all.)
+// shown as text, and a file named as a PDF opens in a frame, where the
+// browser's own viewer (an extension of the browser, in a process and an
+// origin of its own) reads it; whatever else the server answers for it
+// (a bucket's object may say it is HTML) comes under the policy every
+// file is sent with, sandbox, so nothing in it runs, let alone as the
+// server's origin. A frame's sandbox attribute would say the same for
+// any file, but the browser then refuses to show a PDF at all.
 //
 // Scripts are allowed by a nonce, not by origin: 'self' would also allow
 // any .js file a user uploads to the server, which then runs with the
@@ -79,9 +81,8 @@ import (
 // CSP returns the Content-Security-Policy of a page rendered with nonce
 // (see Folder.Nonce): only the page's own elements load scripts and style
 // sheets; images, audio, video and frames come from the server itself,
-// for previews (a frame shows a PDF in the browser's own viewer; the
-// file is served under its own policy, sandbox, so nothing in it runs
-// as the server's origin).
+// for previews (a frame shows a PDF in the browser's own viewer; see the
+// package's doc).
 func CSP(nonce string) string {
 	return "default-src 'none'; script-src 'nonce-" + nonce + "'; style-src 'nonce-" + nonce + "'; img-src 'self'; " +
 		"media-src 'self'; frame-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"

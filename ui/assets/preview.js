@@ -6,15 +6,15 @@
 // ranges, so seeking into a 5 GiB film reads only around the place
 // sought), text by its first MiB, read with one range request.
 //
-// No file ever becomes part of the page: an image is an <img> (an SVG in
-// one runs no script), text is written as text, and a PDF is shown in a
-// frame by the browser's own viewer, the file being served with its own
-// policy (Content-Security-Policy: sandbox), which gives it an origin of
-// its own and no script. A frame's sandbox attribute would be safer
-// still for other types, but the browser then refuses to show a PDF;
-// only names the page takes for PDFs are framed, and whatever the server
-// sends for them is under its sandbox. HTML and SVG files are shown as
-// their text.
+// No file ever becomes part of the page: an image is an <img>, text is
+// written as text (HTML and SVG files too), and a PDF is shown in a frame
+// by the browser's own viewer, an extension of the browser that reads
+// the file in a process and an origin of its own. Only names the page
+// takes for PDFs are framed, and whatever the server answers for them is
+// sent, as every file is, with Content-Security-Policy: sandbox and
+// nosniff, so that HTML named .pdf runs nothing. (A frame's sandbox
+// attribute would say the same for any file, but the browser then
+// refuses to show a PDF at all.)
 
 import { formatSize } from "./format.js";
 
