@@ -23,6 +23,11 @@
 // and sent as Repr-Digest with the last bytes, in a request of their own,
 // which largo checks before the upload takes its place: the file is read
 // twice, but the hash no longer delays the transfer.
+// With Parallel above one, a file of at least ParallelMin bytes goes to a
+// server that offers tus concatenation as pieces sent over several
+// connections at once, the lowest first, each a partial upload that
+// announces its place, then one final upload that joins them with the
+// file's digest (parallel.go).
 // The upload URL the server hands out is remembered in a state file in the
 // user's cache folder, keyed by the file's absolute path, size and
 // modification time and by the target, so running the same upload again
@@ -92,6 +97,17 @@ type Client struct {
 	// chunk checksums; zero means 64 MiB. Without the checksum extension
 	// the rest of the file goes in one PATCH.
 	ChunkSize int64
+	// Parallel is how many pieces of one file a tus upload sends at once,
+	// over as many connections, when the server offers concatenation and
+	// the file has at least ParallelMin bytes (parallel.go); 0 or 1 means
+	// one stream.
+	Parallel int
+	// ParallelMin is the smallest file sent in parallel; zero means
+	// MinParallel.
+	ParallelMin int64
+	// PieceSize is the size of the pieces of a parallel upload; zero
+	// means 16 MiB, or more for a file of more than 128 of them.
+	PieceSize int64
 	// StateDir holds the upload state files; empty means
 	// os.UserCacheDir()/largo/uploads.
 	StateDir string

@@ -37,6 +37,10 @@ type Result struct {
 	// Aside is where the bytes of a download that did not match the
 	// server's digest were kept (FILE.bad), for a look; "" otherwise.
 	Aside string
+	// Joined is how long the server took to answer the final request of
+	// a parallel upload (joining its pieces and storing the file); zero
+	// for other transfers.
+	Joined time.Duration
 }
 
 // Target is the local path of a download of rawURL: the last element of the

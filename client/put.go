@@ -46,6 +46,9 @@ type Destination struct {
 	checksum string
 	// maxSize is the server's Tus-Max-Size; 0 means none given.
 	maxSize int64
+	// concat is whether the server offers tus concatenation, for
+	// parallel uploads.
+	concat bool
 }
 
 // Discover finds how to upload to rawURL. With plain set it is a PUT to
@@ -137,6 +140,7 @@ func (c *Client) tusOptions(ctx context.Context, d *Destination, u string) (ok b
 		}
 	}
 	fmt.Sscan(resp.Header.Get("Tus-Max-Size"), &d.maxSize)
+	d.concat = hasToken(resp.Header.Get("Tus-Extension"), "concatenation")
 	return true, nil
 }
 

@@ -37,6 +37,9 @@ func (c *Client) putTus(ctx context.Context, file string, fi os.FileInfo, d *Des
 	if err != nil {
 		return res, err
 	}
+	if up != nil && up.ConcatID != "" || up == nil && c.parallel(d, fi.Size()) {
+		return c.putPieces(ctx, file, abs, fi, d, up, key, folder, name, prog)
+	}
 	f, err := os.Open(file)
 	if err != nil {
 		return res, localError{err}

@@ -20,7 +20,20 @@ type upload struct {
 	ModTime  time.Time `json:"mtime"`
 	Endpoint string    `json:"endpoint"`
 	Target   string    `json:"target"` // the folder and name the server was given
-	URL      string    `json:"upload_url"`
+	URL      string    `json:"upload_url,omitempty"`
+	// A parallel upload (parallel.go) has no URL of its own until its
+	// final: its concat-id, the size of its pieces, and each piece's.
+	ConcatID  string       `json:"concat_id,omitempty"`
+	PieceSize int64        `json:"piece_size,omitempty"`
+	Pieces    []pieceState `json:"pieces,omitempty"`
+}
+
+// valid reports whether u can be resumed.
+func (u *upload) valid() bool {
+	if u.ConcatID == "" {
+		return u.URL != ""
+	}
+	return u.PieceSize > 0 && int64(len(u.Pieces)) == (u.Size+u.PieceSize-1)/u.PieceSize
 }
 
 // uploadKey names the state of one upload: the same file (path, size,
@@ -56,7 +69,7 @@ func (c *Client) loadUpload(key string) (*upload, error) {
 		return nil, localError{err}
 	}
 	var u upload
-	if err := json.Unmarshal(b, &u); err != nil || u.URL == "" {
+	if err := json.Unmarshal(b, &u); err != nil || !u.valid() {
 		c.logf("ignoring the unreadable upload state %s", filepath.Join(dir, key))
 		return nil, nil
 	}
