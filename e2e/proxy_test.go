@@ -5,6 +5,8 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -23,7 +25,8 @@ import (
 )
 
 // largo behind real proxies, nginx and Caddy, configured as
-// docs/deploy.md shows: the client's address comes through
+// docs/deploy.md shows (they end TLS, with a certificate of the test's):
+// the client's address comes through
 // X-Forwarded-For (or a PROXY protocol header, from nginx's stream
 // module), the user the proxy signs in through Remote-User and
 // Remote-Groups, and every protocol (downloads, PUT, tus, the IETF
@@ -98,11 +101,23 @@ func dialerFrom(ip string) *net.Dialer {
 	return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
 }
 
-// clientFrom is an HTTP client whose connections leave from ip. Its
-// bound on a request is there so that a failing test fails rather than
-// hangs.
-func clientFrom(ip string) *http.Client {
-	return &http.Client{Transport: &http.Transport{DialContext: dialerFrom(ip).DialContext, DisableKeepAlives: true}, Timeout: 2 * time.Minute}
+// clientFrom is an HTTP client whose connections leave from ip, and that
+// trusts roots (nil: the system's). Its bound on a request is there so
+// that a failing test fails rather than hangs.
+func clientFrom(ip string, roots *x509.CertPool) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext:       dialerFrom(ip).DialContext,
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{RootCAs: roots},
+	}, Timeout: 2 * time.Minute}
+}
+
+// front is a proxy in front of largo, ending TLS.
+type front struct {
+	url      string         // its base URL, https
+	certFile string         // its certificate, which clients trust
+	roots    *x509.CertPool // the same
+	interim  bool           // it passes interim (1xx) answers on
 }
 
 // do sends a request from c with headers as name, value pairs, and
@@ -161,13 +176,15 @@ func startProxyProcess(t *testing.T, bin string, args, env []string, addr string
 const nginxStream = "/usr/lib/nginx/modules/ngx_stream_module.so"
 
 // startNginxProxy runs nginx in front of upstream, as docs/deploy.md
-// configures it, and returns its URL; with stream, also the address of a
-// TCP proxy to upstream that sends a PROXY protocol header.
-func startNginxProxy(t *testing.T, upstream string, stream bool) (front, tcp string) {
+// configures it; with stream, it is also a TCP proxy to upstream at tcp,
+// which sends a PROXY protocol header.
+func startNginxProxy(t *testing.T, upstream string, stream bool) (f front, tcp string) {
 	t.Helper()
 	bin := need(t, "nginx")
 	prefix := t.TempDir()
-	front, tcp = freeAddr(t), freeAddr(t)
+	addr := freeAddr(t)
+	tcp = freeAddr(t)
+	cert, key, roots := selfSigned(t)
 	user, modules, streamBlock := "", "", ""
 	if os.Getuid() == 0 {
 		user = "user root;"
@@ -209,13 +226,16 @@ http {
 	}
 
 	server {
-		listen %[4]s;
+		listen %[4]s ssl;
+		ssl_certificate %[10]s;
+		ssl_certificate_key %[11]s;
 		client_max_body_size 0;
 		location / {
 			proxy_pass http://%[5]s;
 			proxy_http_version 1.1;
 			proxy_request_buffering off;
 			proxy_buffering off;
+			proxy_redirect http:// https://;
 			proxy_set_header Host $http_host;
 			proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
 			proxy_set_header X-Forwarded-Proto $scheme;
@@ -224,31 +244,34 @@ http {
 		}
 	}
 }
-`, user, modules, prefix, front, upstream, streamBlock, aliceAtProxy, daveAtProxy, carolAtProxy)
+`, user, modules, prefix, addr, upstream, streamBlock, aliceAtProxy, daveAtProxy, carolAtProxy, cert, key)
 	confPath := filepath.Join(prefix, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startProxyProcess(t, bin, []string{"-p", prefix, "-c", confPath, "-e", filepath.Join(prefix, "error.log")}, nil, front,
+	startProxyProcess(t, bin, []string{"-p", prefix, "-c", confPath, "-e", filepath.Join(prefix, "error.log")}, nil, addr,
 		func() string { b, _ := os.ReadFile(filepath.Join(prefix, "error.log")); return string(b) })
-	return "http://" + front + "/", tcp
+	return front{url: "https://" + addr + "/", certFile: cert, roots: roots}, tcp
 }
 
 // startCaddyProxy runs Caddy in front of upstream, as docs/deploy.md
-// configures it, and returns its URL.
-func startCaddyProxy(t *testing.T, upstream string) string {
+// configures it.
+func startCaddyProxy(t *testing.T, upstream string) front {
 	t.Helper()
 	bin := need(t, "caddy")
 	dir := t.TempDir()
-	front := freeAddr(t)
-	_, port, _ := net.SplitHostPort(front)
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	cert, key, roots := selfSigned(t)
 	conf := fmt.Sprintf(`{
 	admin off
-	auto_https off
+	auto_https disable_redirects
+	skip_install_trust
 }
 
-http://127.0.0.1:%[1]s {
+https://127.0.0.1:%[1]s {
 	bind 127.0.0.1
+	tls %[6]s %[7]s
 	# The proxy's own sign-in: a token names a user and their groups.
 	map {http.request.header.Authorization} {largo_user} {largo_groups} {
 		"Bearer %[3]s" alice "editors|staff"
@@ -262,16 +285,17 @@ http://127.0.0.1:%[1]s {
 		header_up Remote-User {largo_user}
 		header_up Remote-Groups {largo_groups}
 		flush_interval -1
+		header_down Location ^http:// https://
 	}
 }
-`, port, upstream, aliceAtProxy, daveAtProxy, carolAtProxy)
+`, port, upstream, aliceAtProxy, daveAtProxy, carolAtProxy, cert, key)
 	confPath := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	startProxyProcess(t, bin, []string{"run", "--adapter", "caddyfile", "--config", confPath},
-		[]string{"XDG_DATA_HOME=" + dir, "XDG_CONFIG_HOME=" + dir, "HOME=" + dir}, front, func() string { return "" })
-	return "http://" + front + "/"
+		[]string{"XDG_DATA_HOME=" + dir, "XDG_CONFIG_HOME=" + dir, "HOME=" + dir}, addr, func() string { return "" })
+	return front{url: "https://" + addr + "/", certFile: cert, roots: roots, interim: true}
 }
 
 // TestProxyNginx: largo on a folder and on a bucket behind nginx; on the
@@ -279,8 +303,8 @@ http://127.0.0.1:%[1]s {
 func TestProxyNginx(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, g *target) {
 		s := startProxied(t, g, "--proxy-protocol")
-		front, tcp := startNginxProxy(t, s.Addr, g.srv == nil)
-		throughProxy(t, g, s, front, false)
+		f, tcp := startNginxProxy(t, s.Addr, g.srv == nil)
+		throughProxy(t, g, s, f)
 		if g.srv == nil {
 			throughProxyProtocol(t, s, tcp)
 		}
@@ -291,7 +315,7 @@ func TestProxyNginx(t *testing.T) {
 func TestProxyCaddy(t *testing.T) {
 	g := &target{kind: "disk", dir: t.TempDir()}
 	s := startProxied(t, g)
-	throughProxy(t, g, s, startCaddyProxy(t, s.Addr), true)
+	throughProxy(t, g, s, startCaddyProxy(t, s.Addr))
 }
 
 // accessLogged reports whether the server logged a request for path from
@@ -305,11 +329,11 @@ func accessLogged(s *server, path, client string) bool {
 	return false
 }
 
-// throughProxy drives every protocol through the proxy at front, from
-// 127.0.0.2 (and 127.0.0.3), and checks what largo saw of the clients.
-// interim says whether the proxy passes interim (1xx) answers on.
-func throughProxy(t *testing.T, g *target, s *server, front string, interim bool) {
-	a, b := clientFrom("127.0.0.2"), clientFrom("127.0.0.3")
+// throughProxy drives every protocol through the proxy f, from 127.0.0.2
+// (and 127.0.0.3), and checks what largo saw of the clients.
+func throughProxy(t *testing.T, g *target, s *server, f front) {
+	front, interim := f.url, f.interim
+	a, b := clientFrom("127.0.0.2", f.roots), clientFrom("127.0.0.3", f.roots)
 	alice := []string{"Authorization", "Bearer " + aliceAtProxy}
 	const seedSize = 8 << 20
 	seedPath := filepath.Join(t.TempDir(), "seed.bin")
@@ -407,13 +431,17 @@ func throughProxy(t *testing.T, g *target, s *server, front string, interim bool
 		t.Errorf("alice in bob's folder: %d", resp.StatusCode)
 	}
 
-	// tus through the proxy, with tus-js-client.
+	// tus through the proxy, with tus-js-client: the upload's URL, which
+	// largo makes from the request it was given (plain HTTP), is https
+	// as the proxy rewrites it.
 	const tusSize = 12 << 20
 	tusPath := filepath.Join(t.TempDir(), "clip.bin")
 	tusSHA := writeRandom(t, tusPath, tusSize, 63)
 	node := nodeScript(t, "tus-upload.mjs", "--endpoint", front+"_largo/uploads/", "--file", tusPath,
 		"--name", "team/clip.bin", "--token", aliceAtProxy, "--chunk", strconv.Itoa(4<<20))
-	if out, err := node.CombinedOutput(); err != nil || !strings.Contains(string(out), "done ") {
+	node.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+f.certFile)
+	out, err := node.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "done "+front+"_largo/uploads/") {
 		t.Fatalf("tus-js-client through the proxy: %v\n%s", err, tail(string(out), 2000))
 	}
 	if got := fileSHA(t, filepath.Join(g.dir, "team", "clip.bin")); got != tusSHA {
@@ -520,7 +548,7 @@ func throughProxy(t *testing.T, g *target, s *server, front string, interim bool
 // believed, since the TCP proxy passes them unread.
 func throughProxyProtocol(t *testing.T, s *server, tcp string) {
 	base := "http://" + tcp + "/"
-	a := clientFrom("127.0.0.2")
+	a := clientFrom("127.0.0.2", nil)
 	if resp, _ := do(t, a, "GET", base+"_largo/healthz", nil, 0, "X-Forwarded-For", "10.9.9.9"); resp.StatusCode != 200 {
 		t.Fatalf("GET through the TCP proxy: %d", resp.StatusCode)
 	}
@@ -570,7 +598,7 @@ func TestProxyUntrusted(t *testing.T) {
 	g := &target{kind: "disk", dir: t.TempDir()}
 	g.seed(t, "a.txt", "hello")
 	s := startProxied(t, g, "--proxy-protocol")
-	a := clientFrom("127.0.0.2")
+	a := clientFrom("127.0.0.2", nil)
 	if resp, _ := do(t, a, "PUT", s.URL+"team/x.txt", strings.NewReader("x"), 1,
 		"X-Forwarded-For", "127.0.0.1", "Forwarded", "for=127.0.0.1", "Remote-User", "alice", "Remote-Groups", "editors"); resp.StatusCode != 401 {
 		t.Errorf("Remote-User from an untrusted client: %d; want 401", resp.StatusCode)
@@ -615,7 +643,7 @@ func TestProxyUntrusted(t *testing.T) {
 		}
 	}
 	if !poll.Until(10*time.Second, 50*time.Millisecond, func() bool {
-		resp, err := clientFrom("127.0.0.2").Get(s.URL + "a.txt")
+		resp, err := clientFrom("127.0.0.2", nil).Get(s.URL + "a.txt")
 		if err != nil {
 			return false
 		}
