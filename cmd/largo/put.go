@@ -18,7 +18,11 @@ type putConfig struct {
 	plain    bool
 	cancel   bool
 	protocol choiceValue
+	parallel int
 }
+
+// defaultParallel is how many pieces of a large file go at once.
+const defaultParallel = 4
 
 func newPut(e *env) *cobra.Command {
 	cfg := &putConfig{protocol: choiceValue{value: "tus", choices: []string{"tus", "ietf"}}}
@@ -36,10 +40,19 @@ extension where the server offers it, and sends the file's sha-256, computed
 while the bytes go, as Repr-Digest with its last 4 MiB: largo refuses to
 store an upload that does not match.
 
+A file of 64 MiB or more, to a server that offers tus concatenation (largo
+does), goes in parallel: cut into pieces of 16 MiB or more, -j at once over
+as many connections (default 4; -j 1 sends one stream), the lowest pieces
+first, each a partial upload that says where it belongs in the file; then
+one final request joins them, with the file's sha-256, which the server
+checks. On a largo server the pieces are written where they belong and the
+file hashed as it fills in, so that the join takes a moment at any size.
+
 The upload URL is remembered in the user's cache folder, keyed by the file's
 path, size and modification time and by URL: running the same command again
-resumes the upload; a changed file starts a new one. --cancel terminates the
-remembered upload on the server instead.
+resumes the upload (each piece of a parallel one from where it stopped); a
+changed file starts a new one. --cancel terminates the remembered upload on
+the server instead.
 
 --protocol ietf speaks the IETF resumable-upload draft (interop version 9)
 instead of tus: the file is PUT to URL itself, which a largo server turns
@@ -66,6 +79,7 @@ LARGO_TOKEN or a file is named by its variable or its file, never printed.` + ex
 	f.BoolVar(&cfg.plain, "plain", false, "send one PUT instead of a resumable tus upload")
 	f.Var(&cfg.protocol, "protocol", "resumable upload protocol: tus, or ietf (the IETF draft, at the file's own URL)")
 	f.BoolVar(&cfg.cancel, "cancel", false, "terminate the remembered upload of FILE to URL on the server, and forget it")
+	f.IntVarP(&cfg.parallel, "parallel", "j", defaultParallel, "pieces of one file (of 64 MiB or more) to send at once, over as many connections, to a server with tus concatenation; 1 sends one stream")
 	cfg.flags(f)
 	documentEnv(f)
 	return cmd
@@ -89,13 +103,21 @@ func runPut(ctx context.Context, e *env, cfg *putConfig, file, rawURL string) er
 	if ietf && cfg.plain {
 		return usageErr(errors.New("--plain sends one PUT: it takes no --protocol"))
 	}
+	if cfg.parallel < 1 || cfg.parallel > 64 {
+		return usageErr(errors.New("--parallel must be between 1 and 64"))
+	}
 	c, err := cfg.client(e)
 	if err != nil {
 		return err
 	}
+	c.Parallel = cfg.parallel
 	ctx, stop := untilSignal(ctx, e)
 	defer stop()
-	resume := resumeCommand("put", cfg.transferConfig, 0, file, rawURL)
+	jobs := 0
+	if cfg.parallel != defaultParallel && !cfg.plain && !ietf {
+		jobs = cfg.parallel
+	}
+	resume := resumeCommand("put", cfg.transferConfig, jobs, file, rawURL)
 	if cfg.plain {
 		resume += " --plain"
 	}

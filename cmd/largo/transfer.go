@@ -117,6 +117,9 @@ func summary(verb string, r client.Result, took time.Duration) string {
 	if r.Resumed {
 		s += ", resumed"
 	}
+	if r.Joined > 0 {
+		s += fmt.Sprintf(", joined by the server in %s", r.Joined.Round(time.Millisecond))
+	}
 	if r.Verified != "" {
 		alg, _, _ := strings.Cut(r.Verified, "=")
 		s += ", verified against the server's " + alg
