@@ -40,10 +40,11 @@ type series struct {
 	pts  []point
 }
 
-// WriteCharts writes the download scenario's charts as SVG files into dir
-// and returns their paths; a chart no server has figures for is left out.
-// Only repetitions that went as planned are plotted: a server killed by the
-// guard has no point at that concurrency.
+// WriteCharts writes the charts of the download scenario, and of the caps
+// scenario, as SVG files into dir and returns their paths; a chart no
+// server has figures for is left out. Only repetitions that went as
+// planned are plotted: a server killed by the guard has no point at that
+// concurrency.
 func (rep *Report) WriteCharts(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -56,10 +57,20 @@ func (rep *Report) WriteCharts(dir string) ([]string, error) {
 			servers = append(servers, r.Server)
 		}
 	}
-	if len(servers) == 0 {
-		return nil, fmt.Errorf("no download results to chart")
-	}
 	var written []string
+	caps := filepath.Join(dir, capsChart.file)
+	if ok, err := rep.writeCapsChart(caps); ok {
+		if err != nil {
+			return written, err
+		}
+		written = append(written, caps)
+	}
+	if len(servers) == 0 {
+		if len(written) > 0 {
+			return written, nil
+		}
+		return nil, fmt.Errorf("no download or caps results to chart")
+	}
 	for _, c := range charts {
 		var lines []series
 		for _, s := range servers {

@@ -81,7 +81,7 @@ at 127.0.0.1) and {tmp} (a scratch folder), for example:
 	f.StringArrayVar(&cfg.peers, "peer", nil, "a server to compare: nginx, caddy, node, fileserver, rclone, or 'NAME=COMMAND' with {dir} {port} {tmp}; repeat for several (default none)")
 	f.StringVar(&cfg.data, "data", "", "folder for the data files, generated there if missing and kept (default a temporary folder, removed)")
 	f.StringVar(&cfg.json, "json", "", "also write every result as JSON to this file (default none)")
-	f.StringVar(&cfg.charts, "charts", "", "also write SVG charts of the download scenario into this folder (default none)")
+	f.StringVar(&cfg.charts, "charts", "", "also write SVG charts of the download and caps scenarios into this folder (default none)")
 	f.Var(&cfg.memoryGuard, "memory-guard", "kill a server whose resident memory passes this (default half the machine's memory)")
 	documentEnv(f)
 	cmd.AddCommand(newNaiveServer(e), newBenchRender(e))
