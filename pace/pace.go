@@ -224,13 +224,16 @@ func (l *Limits) Start(dir Direction, keys ...Key) *Pacer {
 	if l == nil {
 		return nil
 	}
-	p := &Pacer{l: l, quantum: maxQuantum}
-	if r := l.cfg.Transfer; r > 0 {
-		p.add(Transfer, rate.NewLimiter(rate.Limit(r), Burst(r)), nil)
-	}
 	shared := false
 	for _, k := range keys {
 		shared = shared || k.Rate > 0 && k.Kind != Transfer
+	}
+	if !shared && l.cfg.Transfer <= 0 {
+		return nil // nothing to wait on: nothing made
+	}
+	p := &Pacer{l: l, quantum: maxQuantum}
+	if r := l.cfg.Transfer; r > 0 {
+		p.add(Transfer, rate.NewLimiter(rate.Limit(r), Burst(r)), nil)
 	}
 	if shared {
 		l.mu.Lock()
