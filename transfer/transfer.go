@@ -23,10 +23,10 @@
 // memory per download in flight, and was dropped: docs/BENCHMARKS.md).
 //
 // A Response may be paced to a bandwidth cap (Pace, with a Pacer of
-// package pace): each segment then waits for its bytes' worth of tokens
-// and is no larger than the Pacer's quantum, and is still sent by
-// sendfile, so a cap costs no copy. The time spent waiting is the
-// server's, and the minimum rate is reckoned without it.
+// package pace): each segment is then the Pacer's quantum, waits for its
+// bytes' worth of tokens, and is still sent by sendfile, so a cap costs no
+// copy. The time spent waiting is the server's, and the minimum rate is
+// reckoned without it.
 //
 // Body is the same for the other direction: it wraps a request body, moves
 // the connection's read deadline as bytes arrive, counts them and says how
