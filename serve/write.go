@@ -139,9 +139,32 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) err
 // resume hands a write the Resumer took to it. The pipeline's admission
 // of the upload, which the Resumer asks before it answers anything, is
 // where the gate decides it.
+//
+// Through a trusted proxy, the 104 that gives the upload's URL before its
+// body is read is left out: nginx takes an interim answer for the final
+// one and stops passing the body on, which would stall the upload. The
+// upload is then stored as a whole write would be, its URL in the final
+// answer.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, name string) error {
+	if _, proxied := auth.Proxy(r); proxied {
+		w = noInterim{w}
+	}
 	return h.cfg.Resumer.Create(w, r, name)
 }
+
+// noInterim is a response that sends no interim (1xx) answer.
+type noInterim struct{ http.ResponseWriter }
+
+func (w noInterim) WriteHeader(code int) {
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap gives http.ResponseController the response beneath, for its
+// deadlines and flushes.
+func (w noInterim) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // resumable puts the front door's checks in front of the resumable
 // upload handler: a browser's origin (a CORS preflight passes only for
