@@ -155,9 +155,14 @@ func setUpAccess(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCon
 	if err != nil {
 		return nil, false, err
 	}
-	if sk, ok := st.(largo.StateKeeper); ok && key != nil {
+	if sk, ok := st.(largo.StateKeeper); ok {
+		// The handler reads sidecar and digest records from the state
+		// area whether or not links are on: the store given to it is the
+		// gate's, which keeps the area to itself.
 		hcfg.State = sk.State()
-		gc.Links = gate.NewLinks(sk.State(), key, nil)
+		if key != nil {
+			gc.Links = gate.NewLinks(sk.State(), key, nil)
+		}
 	}
 	return gate.New(gc), writes, nil
 }

@@ -344,15 +344,22 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	if err != nil {
 		return err
 	}
-	proxies, err := setUpProxies(logger, &cfg.access)
-	if err != nil {
-		return err
-	}
 	handed, err := takeHandedOver(e, cfg)
 	if err != nil {
 		return err
 	}
 	defer handed.Close()
+	// The address is taken first, so that a server that cannot have it
+	// says so in one line, before it logs anything of what it would do.
+	ln, err := handed.listen(cfg.listen)
+	if err != nil {
+		return usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.listen, netErrText(err)))
+	}
+	defer ln.Close() // a no-op once served; closes it on an error below
+	proxies, err := setUpProxies(logger, &cfg.access)
+	if err != nil {
+		return err
+	}
 	store, where, err := openStore(ctx, e, cfg)
 	if err != nil {
 		return err
@@ -371,10 +378,6 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	}
 	h := serve.New(hcfg)
 
-	ln, err := handed.listen(cfg.listen)
-	if err != nil {
-		return usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.listen, netErrText(err)))
-	}
 	lim := limitConns(ln, cfg, logger, tlsConf == nil)
 	var front http.Handler = h
 	if proxies != nil {
@@ -383,7 +386,6 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	srv := httpServer(front, cfg, logger, tlsConf)
 	adminURL, closeAdmin, err := serveAdmin(e, handed, cfg, m)
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	defer closeAdmin()
