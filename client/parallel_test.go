@@ -11,11 +11,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"largo/client"
 	"largo/disk"
 	"largo/gate"
 	"largo/ingest"
+	"largo/internal/poll"
 	"largo/resumable"
 	"largo/serve"
 )
@@ -31,6 +33,9 @@ type parallelServer struct {
 	cutAfter int64
 	patches  atomic.Int64
 	received atomic.Int64
+	inflight atomic.Int64 // requests being answered
+	skew     atomic.Int64 // how far the server's clock is ahead, in ns
+	rh       *resumable.Handler
 
 	mu       sync.Mutex
 	partials int
@@ -47,16 +52,20 @@ func newParallelServer(t testing.TB) *parallelServer {
 	t.Cleanup(func() { st.Close() })
 	_, gated := gate.Open(st)
 	writes := ingest.New(ingest.Config{Store: gated})
-	rh, err := resumable.New(resumable.Config{Writes: writes, State: st.State(), Staging: mustStaging(t, st), BasePath: serve.ResumablePrefix})
+	now := func() time.Time { return time.Now().Add(time.Duration(s.skew.Load())) }
+	rh, err := resumable.New(resumable.Config{Writes: writes, State: st.State(), Staging: mustStaging(t, st), BasePath: serve.ResumablePrefix, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.rh = rh
 	mux := http.NewServeMux()
 	mux.Handle(serve.ResumablePrefix, rh)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mux.ServeHTTP(w, r.WithContext(gate.With(r.Context(), gate.Anonymous())))
 	})
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.inflight.Add(1)
+		defer s.inflight.Add(-1)
 		switch c := r.Header.Get("Upload-Concat"); {
 		case r.Method == http.MethodPost && c == "partial":
 			s.mu.Lock()
@@ -82,6 +91,14 @@ func newParallelServer(t testing.TB) *parallelServer {
 	}))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// settle waits for the requests a stopped client left to end.
+func (s *parallelServer) settle(t *testing.T) {
+	t.Helper()
+	if !poll.Until(10*time.Second, 5*time.Millisecond, func() bool { return s.inflight.Load() == 0 }) {
+		t.Fatal("requests still in flight 10 s after the client stopped")
+	}
 }
 
 func mustStaging(t testing.TB, st *disk.Store) resumable.Staging {
@@ -167,6 +184,7 @@ func TestPutParallelResume(t *testing.T) {
 	if states, _ := os.ReadDir(c.StateDir); len(states) != 1 {
 		t.Fatalf("%d upload states after a cut; want 1", len(states))
 	}
+	s.settle(t)
 	before := s.received.Load()
 	res, err := c.Put(context.Background(), file, d, "")
 	if err != nil {
@@ -254,11 +272,16 @@ func TestPutParallelGone(t *testing.T) {
 	if res, err := c.Put(context.Background(), file, d, ""); !errors.Is(err, client.ErrResumable) {
 		t.Fatalf("cut upload: %v %+v %d patches %d partials\n%s", err, res, s.patches.Load(), s.partials, l.String())
 	}
-	// The server forgets everything staged.
-	if err := os.RemoveAll(filepath.Join(s.dir, ".largo", "tus")); err != nil {
+	// The server's clock goes a day on, once the requests the cut client
+	// left have ended, and it expires everything staged.
+	s.settle(t)
+	s.skew.Store(int64(25 * time.Hour))
+	if _, _, err := s.rh.Expire(); err != nil {
 		t.Fatal(err)
 	}
-	os.MkdirAll(filepath.Join(s.dir, ".largo", "tus"), 0o700)
+	if ents, _ := os.ReadDir(filepath.Join(s.dir, ".largo", "tus")); len(ents) != 0 {
+		t.Fatalf("%d staged files left after the expiry", len(ents))
+	}
 	if _, err := c.Put(context.Background(), file, d, ""); err != nil {
 		t.Fatalf("%v\n%s", err, l.String())
 	}

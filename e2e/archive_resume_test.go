@@ -110,13 +110,18 @@ type cutProxy struct {
 	status  []string // answers' status lines, in order
 }
 
-func newCutProxy(t *testing.T, target string, cut int64) *cutProxy {
+// newCutProxy starts a cutProxy in front of target; with hold, it holds
+// the cut connection until hold closes.
+func newCutProxy(t *testing.T, target string, cut int64, hold bool) *cutProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := &cutProxy{ln: ln, target: target, cut: cut, cutAt: make(chan struct{}, 1)}
+	if hold {
+		p.hold = make(chan struct{})
+	}
 	t.Cleanup(func() { ln.Close() })
 	go p.serve()
 	return p
@@ -228,7 +233,7 @@ func TestArchiveResumeCurl(t *testing.T) {
 		t.Run("cut by a proxy", func(t *testing.T) {
 			cut := 1 + rng.Int64N(size-1)
 			t.Logf("cut after %d of %d bytes", cut, size)
-			p := newCutProxy(t, s.Addr, cut)
+			p := newCutProxy(t, s.Addr, cut, false)
 			out := filepath.Join(t.TempDir(), "set.tar")
 			first := exec.Command(curl, "-sS", "-o", out, p.URL()+"set/?archive=tar")
 			if b, err := first.CombinedOutput(); err == nil {
@@ -283,7 +288,7 @@ func TestArchiveResumeGet(t *testing.T) {
 		t.Run("unchanged", func(t *testing.T) {
 			cut := 1 + rng.Int64N(size-1)
 			t.Logf("cut after %d of %d bytes", cut, size)
-			p := newCutProxy(t, s.Addr, cut)
+			p := newCutProxy(t, s.Addr, cut, false)
 			out := filepath.Join(t.TempDir(), "set.tar")
 			code, stderr := runClient(t, t.TempDir(), "get", p.URL()+"set/?archive=tar", "-o", out)
 			if code != 0 {
@@ -301,8 +306,7 @@ func TestArchiveResumeGet(t *testing.T) {
 		t.Run("changed at the cut", func(t *testing.T) {
 			cut := 1 + rng.Int64N(size-1)
 			t.Logf("cut after %d of %d bytes", cut, size)
-			p := newCutProxy(t, s.Addr, cut)
-			p.hold = make(chan struct{})
+			p := newCutProxy(t, s.Addr, cut, true)
 			out := filepath.Join(t.TempDir(), "set.tar")
 			c := startClient(t, t.TempDir(), "get", p.URL()+"set/?archive=tar", "-o", out)
 			select {

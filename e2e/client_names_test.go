@@ -130,8 +130,9 @@ func lyingListing(t *testing.T, files map[string]lyingFile) string {
 // TestGetTreeWrongBytes runs `largo get -r` against a listing whose files
 // disagree with it: a size other than the listed one, a digest that does
 // not match, names no local file may have. The run fails (exit 1) saying
-// why for each, keeps none of them (no file, part file or state) and
-// writes nothing outside its folder; the good file arrives.
+// why for each, keeps none of them at their names (no file, part file or
+// state; the bytes that disagree with their digest are kept aside as
+// NAME.bad) and writes nothing outside its folder; the good file arrives.
 func TestGetTreeWrongBytes(t *testing.T) {
 	srv := lyingListing(t, map[string]lyingFile{
 		"longer.txt":  {body: "twenty bytes of text", listed: 10},
@@ -156,12 +157,15 @@ func TestGetTreeWrongBytes(t *testing.T) {
 		}
 	}
 	entries, _ := os.ReadDir(out)
-	if len(entries) != 1 || entries[0].Name() != "good.txt" {
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		t.Errorf("the target folder holds %q; want good.txt alone", names)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"digest.txt.bad", "good.txt"}) {
+		t.Errorf("the target folder holds %q; want digest.txt.bad and good.txt", names)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "digest.txt.bad")); string(b) != "right size" {
+		t.Errorf("digest.txt.bad holds %q; want the bytes received", b)
 	}
 	if _, err := os.Stat(filepath.Join(base, "up.txt")); err == nil {
 		t.Error("a name climbed out of the target folder")

@@ -3,11 +3,13 @@
 package e2e
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,9 +42,9 @@ func tusdServer(t *testing.T, dir, token string) *httptest.Server {
 	return srv
 }
 
-// TestPutKilled uploads 1 GiB with tus, kills the client (SIGKILL)
-// mid-way, runs it again: the same upload resumes and the stored bytes
-// match.
+// TestPutKilled uploads 1 GiB with tus in one stream (-j 1), kills the
+// client (SIGKILL) mid-way, runs it again: the same upload resumes and the
+// stored bytes match.
 func TestPutKilled(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "up.bin")
 	const size = 1 << 30
@@ -52,7 +54,7 @@ func TestPutKilled(t *testing.T) {
 	cache := t.TempDir()
 	env := []string{"XDG_CACHE_HOME=" + cache, "LARGO_TOKEN=tok"}
 
-	c := startClientEnv(t, env, "put", src, srv.URL+"/files/", "-q")
+	c := startClientEnv(t, env, "put", src, srv.URL+"/files/", "-q", "-j", "1")
 	if code := c.stopAfter(t, size+400<<20, syscall.SIGKILL); code != -1 {
 		t.Fatalf("killed client exit %d", code)
 	}
@@ -65,7 +67,7 @@ func TestPutKilled(t *testing.T) {
 	if fi.Size() == 0 || fi.Size() == size {
 		t.Fatalf("the server holds %d bytes after the kill; want some of %d", fi.Size(), size)
 	}
-	c = startClientEnv(t, env, "put", src, srv.URL+"/files/")
+	c = startClientEnv(t, env, "put", src, srv.URL+"/files/", "-j", "1")
 	if code := c.wait(t, 120*time.Second); code != 0 || !strings.Contains(c.stderr.String(), "resumed") {
 		t.Fatalf("re-run: exit %d: %s", code, c.stderr.String())
 	}
@@ -80,5 +82,87 @@ func TestPutKilled(t *testing.T) {
 	c = startClientEnv(t, []string{"XDG_CACHE_HOME=" + cache, "LARGO_TOKEN=nope"}, "put", src, srv.URL+"/files/")
 	if code := c.wait(t, 60*time.Second); code != 1 || !strings.Contains(c.stderr.String(), "401") || !strings.Contains(c.stderr.String(), "--token") {
 		t.Fatalf("wrong token: exit %d: %s", code, c.stderr.String())
+	}
+}
+
+// tusInfo is what tusd keeps of an upload beside its bytes (ID.info).
+type tusInfo struct {
+	ID             string
+	Size           int64
+	IsPartial      bool
+	IsFinal        bool
+	PartialUploads []string
+}
+
+// tusInfos reads every upload tusd's file store in dir holds, by ID.
+func tusInfos(t *testing.T, dir string) map[string]tusInfo {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.info"))
+	infos := map[string]tusInfo{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in tusInfo
+		if err := json.Unmarshal(b, &in); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		infos[in.ID] = in
+	}
+	return infos
+}
+
+// TestPutParallelKilled uploads 256 MiB to tusd, the reference tus
+// server, in pieces four at once (largo put's default for a file this
+// large), kills the client (SIGKILL) mid-way and runs it again: it says
+// it resumed, every piece that held bytes at the kill is one of the final
+// upload's (none sent again from its start), and the file tusd joined is
+// the one sent.
+func TestPutParallelKilled(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "up.bin")
+	const size = 256 << 20
+	want := writeRandom(t, src, size, 46)
+	store := t.TempDir()
+	srv := tusdServer(t, store, "tok")
+	env := []string{"XDG_CACHE_HOME=" + t.TempDir(), "LARGO_TOKEN=tok"}
+
+	c := startClientEnv(t, env, "put", src, srv.URL+"/files/", "-q")
+	if code := c.stopAfter(t, size+size/2, syscall.SIGKILL); code != -1 {
+		t.Fatalf("killed client exit %d", code)
+	}
+	var started []string
+	for id, in := range tusInfos(t, store) {
+		if in.IsFinal {
+			t.Fatalf("a final upload %s before the pieces were all sent", id)
+		}
+		// tusd's file store keeps the offset as the size of the bytes.
+		if fi, err := os.Stat(filepath.Join(store, id)); err == nil && in.IsPartial && fi.Size() > 0 {
+			started = append(started, id)
+		}
+	}
+	if len(started) < 2 {
+		t.Fatalf("%d pieces hold bytes after the kill; want several at once", len(started))
+	}
+	c = startClientEnv(t, env, "put", src, srv.URL+"/files/")
+	if code := c.wait(t, 120*time.Second); code != 0 || !strings.Contains(c.stderr.String(), "resumed") {
+		t.Fatalf("re-run: exit %d: %s", code, c.stderr.String())
+	}
+	var final tusInfo
+	for _, in := range tusInfos(t, store) {
+		if in.IsFinal {
+			final = in
+		}
+	}
+	if final.ID == "" || final.Size != size {
+		t.Fatalf("no final upload of %d bytes: %+v", int64(size), final)
+	}
+	for _, id := range started {
+		if !slices.ContainsFunc(final.PartialUploads, func(u string) bool { return strings.HasSuffix(u, id) }) {
+			t.Errorf("piece %s, started before the kill, is not in the final upload %v", id, final.PartialUploads)
+		}
+	}
+	if got := fileSHA(t, filepath.Join(store, final.ID)); got != want {
+		t.Fatalf("stored sha %s; want %s", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -21,16 +22,32 @@ import (
 
 // stateKeys lists the keys of uploads under largo's state folder in
 // srv's bucket: not the share key, nor the records that finished uploads
-// leave until they expire.
+// leave until they expire, nor the digests of the objects it holds.
 func stateKeys(t *testing.T, srv *s3test.Server) []string {
 	t.Helper()
 	var keys []string
 	for _, k := range srv.Keys(t, srv.Bucket, ".largo/") {
-		if k != ".largo/share.key" && !strings.HasPrefix(k, ".largo/tus-done/") {
+		if k != ".largo/share.key" && !strings.HasPrefix(k, ".largo/tus-done/") && !digestOfObject(t, srv, k) {
 			keys = append(keys, k)
 		}
 	}
 	return keys
+}
+
+// digestOfObject reports whether the state key k is the digest record of
+// an object the bucket holds: state that stays with the file, not left by
+// an upload.
+func digestOfObject(t *testing.T, srv *s3test.Server, k string) bool {
+	if !strings.HasPrefix(k, ".largo/digests/") {
+		return false
+	}
+	b, ok := srv.Get(t, srv.Bucket, k)
+	var rec struct{ Name string }
+	if !ok || json.Unmarshal(b, &rec) != nil || rec.Name == "" {
+		return false
+	}
+	_, ok = srv.Get(t, srv.Bucket, rec.Name)
+	return ok
 }
 
 // onInstance returns an upload URL of one instance on another.
