@@ -234,7 +234,6 @@ http {
 			proxy_http_version 1.1;
 			proxy_request_buffering off;
 			proxy_buffering off;
-			proxy_redirect http:// https://;
 			proxy_set_header Host $http_host;
 			proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
 			proxy_set_header X-Forwarded-Proto $scheme;
@@ -284,7 +283,6 @@ https://127.0.0.1:%[1]s {
 		header_up Remote-User {largo_user}
 		header_up Remote-Groups {largo_groups}
 		flush_interval -1
-		header_down Location ^http:// https://
 	}
 }
 `, port, upstream, aliceAtProxy, daveAtProxy, carolAtProxy, cert, key)

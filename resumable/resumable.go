@@ -134,6 +134,12 @@ type Config struct {
 	// Lease is how long an append's lease on its upload lasts unless
 	// renewed (lease.go); zero means DefaultLease.
 	Lease time.Duration
+	// Forwarded makes the upload URLs tus answers with follow the scheme
+	// and host a proxy in front says the client used (X-Forwarded-Proto,
+	// X-Forwarded-Host, Forwarded). Set it only where those fields reach
+	// the handler from trusted proxies alone (auth.Proxies strips them
+	// from every other peer).
+	Forwarded bool
 }
 
 // Handler serves resumable uploads. Create one with New, and run Expire
@@ -217,6 +223,7 @@ func New(cfg Config) (*Handler, error) {
 		BasePath:                  cfg.BasePath,
 		MaxSize:                   cfg.Writes.MaxSize(),
 		DisableDownload:           true,
+		RespectForwardedHeaders:   cfg.Forwarded,
 		NetworkTimeout:            cfg.IdleTimeout,
 		Logger:                    tusLogger(h.log),
 		PreUploadCreateCallback:   h.preCreate,

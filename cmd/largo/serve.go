@@ -618,6 +618,8 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 		IdleTimeout: cfg.idleTimeout,
 		Logger:      logger,
 		Observer:    m,
+		// Only trusted proxies' forwarded fields reach the handler.
+		Forwarded: len(cfg.access.trusted) > 0,
 	}
 	if sk, ok := st.(largo.StateKeeper); ok {
 		rcfg.State = sk.State()
