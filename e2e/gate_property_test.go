@@ -29,7 +29,8 @@ import (
 // TestGateProperty drives the real binary with random access files
 // (users, rules, share links and drop boxes) and random requests over
 // every protocol (downloads, listings, archives, sidecars; PUT, forms,
-// tus, IETF uploads; DELETE; the WebDAV methods), on a folder with
+// tus, IETF uploads; DELETE; the WebDAV methods; the page's moves,
+// selections, searches and SHA256SUMS), on a folder with
 // symbolic links and on a bucket. The store itself records every effect:
 // after each request the stored files are compared with those before,
 // and every file created, changed or removed must be allowed, for the
@@ -259,13 +260,17 @@ func (p *principal) auth() []string {
 // did.
 func (w *prop) step(i int) {
 	p := w.ps[w.rng.IntN(len(w.ps))]
+	k := w.rng.IntN(21)
+	if k >= 17 && p.link != nil {
+		p = w.ps[0] // the page's routes are no link's: its holder is anonymous there
+	}
 	before := w.snapshot()
 	var desc string
 	var resp *http.Response
 	var body string
 	owner := p // whose rights an effect is judged by
 	hdr := p.auth()
-	switch k := w.rng.IntN(17); k {
+	switch k {
 	case 0, 1:
 		name := w.pick(w.names)
 		desc = "GET " + name
@@ -323,9 +328,90 @@ func (w *prop) step(i int) {
 		resp, body, desc, owner = w.tus(p)
 	case 15, 16:
 		resp, body, desc, owner = w.ietf(p, k == 16)
+	case 17:
+		from, to := w.pick(append(w.names, w.folder[1:]...)), w.pick(append(w.names, w.newName()))
+		desc = "page move " + from + " -> " + to
+		f := url.Values{"from": {"/" + from}, "to": {"/" + to}}.Encode()
+		resp, body = send(w.t, "POST", w.s.URL+"_largo/move", strings.NewReader(f), int64(len(f)), append(hdr, "Content-Type", "application/x-www-form-urlencoded")...)
+	case 18:
+		dir := w.pick(w.folder)
+		q := url.Values{"dir": {"/" + dir}, "format": {"tar"}}
+		for range 1 + w.rng.IntN(3) {
+			q.Add("name", path.Base(w.pick(append(w.names, w.folder[1:]...))))
+		}
+		desc = "page archive " + q.Encode()
+		resp, body = send(w.t, "GET", w.s.URL+"_largo/archive?"+q.Encode(), nil, 0, hdr...)
+	case 19:
+		dir := w.pick(w.folder)
+		desc = "GET " + dir + "/SHA256SUMS"
+		resp, body = send(w.t, "GET", w.target(p, dir, true)+"SHA256SUMS", nil, 0, hdr...)
+		w.namesMay(i, p, desc, resp, dir, sumsNames(body), auth.Read)
+	case 20:
+		dir := w.pick(w.folder)
+		q := url.Values{"path": {"/" + dir}, "q": {w.pick([]string{"f", ".txt", "NOTES", "n"})}}
+		desc = "page search " + q.Encode()
+		resp, body = send(w.t, "GET", w.s.URL+"_largo/search?"+q.Encode(), nil, 0, hdr...)
+		w.namesMay(i, p, desc, resp, dir, searchNames(body), auth.List)
 	}
 	after := w.snapshot()
 	w.check(i, p, owner, desc, resp, body, before, after)
+}
+
+// namesMay checks the names an answer shows below dir: each must be one
+// p may perm (List: in the folder that holds it). Names that go through
+// a symbolic link are left to the other checks, as their rights are
+// where the link leads.
+func (w *prop) namesMay(i int, p *principal, desc string, resp *http.Response, dir string, names []string, perm auth.Perm) {
+	if resp.StatusCode != 200 {
+		return
+	}
+	for _, n := range names {
+		full := largo.Join(dir, n)
+		if throughLink(full) {
+			continue
+		}
+		on := full
+		if perm == auth.List {
+			on = parentOf(full)
+		}
+		if !w.may(p, perm, on) {
+			w.t.Errorf("request %d, %s as %s: the answer names %s, which %s may not see", i, desc, p.name, full, p.name)
+		}
+	}
+}
+
+// throughLink reports whether name goes through one of the symbolic
+// links seedTree makes.
+func throughLink(name string) bool {
+	for _, l := range []string{"a/toc", "a/st", "c/b2", "a/b/here", "e/up"} {
+		if largo.Within(l, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// sumsNames returns the names a SHA256SUMS file lists.
+func sumsNames(body string) []string {
+	var names []string
+	for _, line := range strings.Split(body, "\n") {
+		if _, name, ok := strings.Cut(line, "  "); ok && !strings.HasPrefix(line, "#") {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// searchNames returns the names a search's answer found.
+func searchNames(body string) []string {
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(body), "\n") {
+		var m struct{ Name string }
+		if json.Unmarshal([]byte(line), &m) == nil && m.Name != "" {
+			names = append(names, m.Name)
+		}
+	}
+	return names
 }
 
 // tus creates an upload as p and finishes it as another random principal
