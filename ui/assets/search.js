@@ -9,8 +9,10 @@ import { folderPath } from "./http.js";
 
 const fmt = new Intl.NumberFormat("en");
 
+// plural writes a count of a word: "1 file", "2 files", "3 matches".
 function plural(n, word) {
-	return `${fmt.format(n)} ${word}${n === 1 ? "" : "s"}`;
+	if (n === 1) return `1 ${word}`;
+	return `${fmt.format(n)} ${/(s|x|ch|sh)$/.test(word) ? `${word}es` : `${word}s`}`;
 }
 
 // lines reads a response of JSON lines, calling each with every object.
