@@ -41,8 +41,8 @@ type series struct {
 }
 
 // WriteCharts writes the charts of the download scenario, and of the caps
-// scenario, as SVG files into dir and returns their paths; a chart no
-// server has figures for is left out. Only repetitions that went as
+// and distance scenarios, as SVG files into dir and returns their paths;
+// a chart no server has figures for is left out. Only repetitions that went as
 // planned are plotted: a server killed by the guard has no point at that
 // concurrency.
 func (rep *Report) WriteCharts(dir string) ([]string, error) {
@@ -65,11 +65,16 @@ func (rep *Report) WriteCharts(dir string) ([]string, error) {
 		}
 		written = append(written, caps)
 	}
+	dist, err := rep.writeDistanceCharts(dir)
+	written = append(written, dist...)
+	if err != nil {
+		return written, err
+	}
 	if len(servers) == 0 {
 		if len(written) > 0 {
 			return written, nil
 		}
-		return nil, fmt.Errorf("no download or caps results to chart")
+		return nil, fmt.Errorf("no download, caps or distance results to chart")
 	}
 	for _, c := range charts {
 		var lines []series

@@ -85,6 +85,16 @@ type Config struct {
 	// Hold is how long the stalled and dripping clients are held. Default
 	// 20 s, 2 s with Quick.
 	Hold time.Duration
+	// RTTs are the round trips of the distance scenario's shaped path.
+	// Default 50 and 150 ms.
+	RTTs []time.Duration
+	// StreamRate caps each connection over the shaped path, in bytes per
+	// second each way. Default 16 MB/s, 64 MB/s with Quick.
+	StreamRate int64
+	// StreamWindow bounds each connection's bytes in flight over the
+	// shaped path, each way, as a TCP window does: one stream then moves
+	// at most a window per round trip. Default none.
+	StreamWindow int64
 	// Reps is the number of repetitions, interleaved across servers.
 	// Default 3, 1 with Quick.
 	Reps int
@@ -114,6 +124,11 @@ const (
 	QuickFiles        = 20_000
 	maxFiles          = 10_000_000
 	DefaultClient     = "go"
+	DefaultStreamRate = 16_000_000
+	QuickStreamRate   = 64_000_000
+	minStreamRate     = 100_000
+	minStreamWindow   = 16 << 10
+	maxRTT            = 10 * time.Second
 	compressFileSize  = 256 << 20 // largest file compressed, whatever Size
 	quickCompressSize = 16 << 20  // the same, with Quick
 )
@@ -121,6 +136,11 @@ const (
 // DefaultConcurrency returns the download scenario's default concurrency
 // levels.
 func DefaultConcurrency() []int { return []int{1, 5, 20} }
+
+// DefaultRTTs returns the distance scenario's default round trips.
+func DefaultRTTs() []time.Duration {
+	return []time.Duration{50 * time.Millisecond, 150 * time.Millisecond}
+}
 
 // withDefaults returns cfg with every zero field filled in.
 func (cfg Config) withDefaults() (Config, error) {
@@ -170,6 +190,26 @@ func (cfg Config) withDefaults() (Config, error) {
 		if cfg.Quick {
 			cfg.Hold = QuickHold
 		}
+	}
+	if len(cfg.RTTs) == 0 {
+		cfg.RTTs = DefaultRTTs()
+	}
+	for _, d := range cfg.RTTs {
+		if d <= 0 || d > maxRTT {
+			return cfg, fmt.Errorf("round trip %s: want above 0 and at most %s", d, maxRTT)
+		}
+	}
+	if cfg.StreamRate == 0 {
+		cfg.StreamRate = DefaultStreamRate
+		if cfg.Quick {
+			cfg.StreamRate = QuickStreamRate
+		}
+	}
+	if cfg.StreamRate < minStreamRate {
+		return cfg, fmt.Errorf("stream rate %s: want at least %s", rateName(cfg.StreamRate), rateName(minStreamRate))
+	}
+	if cfg.StreamWindow < 0 || cfg.StreamWindow > 0 && cfg.StreamWindow < minStreamWindow {
+		return cfg, fmt.Errorf("stream window %s: want at least %s", largo.FormatSize(cfg.StreamWindow), largo.FormatSize(minStreamWindow))
 	}
 	if cfg.Reps == 0 {
 		cfg.Reps = DefaultReps

@@ -87,6 +87,12 @@ type Settings struct {
 	Client      string            `json:"client"`
 	MemoryGuard int64             `json:"memory_guard"`
 	Servers     map[string]string `json:"servers"` // name: command
+
+	// The distance scenario's path: round trips, and each connection's
+	// cap and window (bytes per second, bytes; 0: none).
+	RTTMillis    []float64 `json:"rtt_ms,omitempty"`
+	StreamRate   int64     `json:"stream_rate,omitempty"`
+	StreamWindow int64     `json:"stream_window,omitempty"`
 }
 
 // Report is the outcome of a run. Rows is filled in when the run ends.
@@ -113,7 +119,7 @@ func newReport(cfg Config) *Report {
 		Settings: Settings{
 			Scenarios: cfg.Scenarios, Size: cfg.Size, Quick: cfg.Quick, Concurrency: cfg.Concurrency, Files: cfg.Files,
 			HoldSeconds: cfg.Hold.Seconds(), Reps: cfg.Reps, Client: cfg.Client, MemoryGuard: cfg.MemoryGuard,
-			Servers: servers,
+			Servers: servers, RTTMillis: rttMillis(cfg.RTTs), StreamRate: cfg.StreamRate, StreamWindow: cfg.StreamWindow,
 		},
 	}
 }

@@ -32,7 +32,7 @@ var scenarios = []*scenario{
 	downloadScenario, ceilingScenario, stalledScenario, dripScenario,
 	abortScenario, resumeScenario, uploadScenario, compressScenario,
 	listingScenario, archiveHeadScenario, hostileScenario, smallScenario, httpsScenario, idleScenario,
-	bucketScenario, capsScenario,
+	bucketScenario, capsScenario, distanceScenario,
 }
 
 // reps is how many repetitions of the scenario a run makes.

@@ -68,6 +68,8 @@ type shaper struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+	open   int // paths open now
+	peak   int // the most paths open at once
 }
 
 // startShaper listens on a loopback port and forwards every connection
@@ -119,8 +121,8 @@ func (s *shaper) serve() {
 	}
 }
 
-// track records the connections of one pair so that close can cut them;
-// false if the shaper is closing.
+// track records the connections of one path so that close can cut them,
+// and counts the path; false if the shaper is closing.
 func (s *shaper) track(cs ...net.Conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -130,6 +132,8 @@ func (s *shaper) track(cs ...net.Conn) bool {
 	for _, c := range cs {
 		s.conns[c] = struct{}{}
 	}
+	s.open++
+	s.peak = max(s.peak, s.open)
 	return true
 }
 
@@ -139,6 +143,15 @@ func (s *shaper) untrack(cs ...net.Conn) {
 	for _, c := range cs {
 		delete(s.conns, c)
 	}
+	s.open--
+}
+
+// peakConns returns the most connections that were open through the
+// shaper at once.
+func (s *shaper) peakConns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
 }
 
 // handle carries one client connection, accepted at accepted, to a new

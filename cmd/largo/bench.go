@@ -27,6 +27,9 @@ type benchConfig struct {
 	concurrency []int
 	files       int
 	hold        time.Duration
+	rtts        []time.Duration
+	streamRate  sizeValue
+	window      sizeValue
 	reps        int
 	client      choiceValue
 	peers       []string
@@ -63,7 +66,8 @@ at 127.0.0.1) and {tmp} (a scratch folder), for example:
 		Example: `  largo bench --quick
   largo bench --peer nginx --peer caddy --peer node --json bench.json --charts charts/
   largo bench --scenarios download,stalled --size 256MiB --reps 5
-  largo bench --scenarios listing --files 1000000 --concurrency 1,40 --size 4MiB --peer nginx`,
+  largo bench --scenarios listing --files 1000000 --concurrency 1,40 --size 4MiB --peer nginx
+  largo bench --scenarios distance --rtt 50ms,150ms --stream-rate 16MB --reps 1 --charts charts/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd.Context(), e, cfg)
@@ -76,12 +80,15 @@ at 127.0.0.1) and {tmp} (a scratch folder), for example:
 	f.IntSliceVar(&cfg.concurrency, "concurrency", lab.DefaultConcurrency(), "concurrent downloads of the download scenario, and clients listing at once in the listing scenario")
 	f.IntVar(&cfg.files, "files", 0, "files in the listing scenario's folder (default 1000000, 20000 with --quick)")
 	f.DurationVar(&cfg.hold, "hold", 0, "how long the stalled and dripping clients are held (default 20s, 2s with --quick)")
+	f.DurationSliceVar(&cfg.rtts, "rtt", lab.DefaultRTTs(), "round trips of the distance scenario's shaped path, comma-separated")
+	f.Var(&cfg.streamRate, "stream-rate", "cap of each connection over the distance scenario's path, bytes per second each way (default 16MB, 64MB with --quick)")
+	f.Var(&cfg.window, "stream-window", "window of each connection over the distance scenario's path: bytes in flight each way, so that one stream moves at most a window per round trip (default none)")
 	f.IntVar(&cfg.reps, "reps", 0, "repetitions, interleaved across servers, reported as median (min-max) (default 3, 1 with --quick)")
 	f.Var(&cfg.client, "client", "HTTP client: go or curl (curl processes)")
 	f.StringArrayVar(&cfg.peers, "peer", nil, "a server to compare: nginx, caddy, node, fileserver, rclone, or 'NAME=COMMAND' with {dir} {port} {tmp}; repeat for several (default none)")
 	f.StringVar(&cfg.data, "data", "", "folder for the data files, generated there if missing and kept (default a temporary folder, removed)")
 	f.StringVar(&cfg.json, "json", "", "also write every result as JSON to this file (default none)")
-	f.StringVar(&cfg.charts, "charts", "", "also write SVG charts of the download and caps scenarios into this folder (default none)")
+	f.StringVar(&cfg.charts, "charts", "", "also write SVG charts of the download, caps and distance scenarios into this folder (default none)")
 	f.Var(&cfg.memoryGuard, "memory-guard", "kill a server whose resident memory passes this (default half the machine's memory)")
 	documentEnv(f)
 	cmd.AddCommand(newNaiveServer(e), newBenchRender(e))
@@ -137,17 +144,20 @@ func writeCharts(e *env, rep *lab.Report, dir string) error {
 // runBench runs the lab and writes its outputs.
 func runBench(ctx context.Context, e *env, cfg *benchConfig) error {
 	lc := lab.Config{
-		Scenarios:   cfg.scenarios,
-		Size:        int64(cfg.size),
-		Quick:       cfg.quick,
-		Concurrency: cfg.concurrency,
-		Files:       cfg.files,
-		Hold:        cfg.hold,
-		Reps:        cfg.reps,
-		Client:      cfg.client.value,
-		DataDir:     cfg.data,
-		MemoryGuard: int64(cfg.memoryGuard),
-		Progress:    e.stderr,
+		Scenarios:    cfg.scenarios,
+		Size:         int64(cfg.size),
+		Quick:        cfg.quick,
+		Concurrency:  cfg.concurrency,
+		Files:        cfg.files,
+		Hold:         cfg.hold,
+		RTTs:         cfg.rtts,
+		StreamRate:   int64(cfg.streamRate),
+		StreamWindow: int64(cfg.window),
+		Reps:         cfg.reps,
+		Client:       cfg.client.value,
+		DataDir:      cfg.data,
+		MemoryGuard:  int64(cfg.memoryGuard),
+		Progress:     e.stderr,
 	}
 	if cfg.hold < 0 || cfg.reps < 0 || cfg.files < 0 {
 		return usageErr(errors.New("--hold, --reps and --files cannot be negative"))
