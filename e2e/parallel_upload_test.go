@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,18 +15,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"largo"
 	"largo/internal/poll"
 )
 
 // One file's upload over several connections, end to end, on a folder and
-// on a bucket: tus-js-client's parallelUploads, and `largo put -j 4` (its
-// client killed, then its server).
+// on a bucket: tus-js-client's parallelUploads, `largo put -j 4` (its
+// client killed, then its server), and the page, which sends a file of
+// 256 MiB or more (PARALLEL_MIN in ui/assets/tus.js) as pieces.
 
-// parallelSize is the size of the file every test here sends.
+// parallelSize is the size of the file every test here sends: the
+// smallest the page sends in pieces, 16 of 16 MiB.
 const parallelSize = 256 << 20
 
-// pagePieces is how many pieces largo put cuts it into.
+// pagePieces is how many pieces the page and largo put cut it into.
 const pagePieces = 16
 
 // uploadPOSTs counts the tus creations (partials and finals alike) in a
@@ -264,5 +269,151 @@ func TestParallelPut(t *testing.T) {
 			}
 			g.clean(t)
 		})
+	})
+}
+
+// lastCreation is how long the server took to answer the last tus
+// creation in its access log: a final upload's, when it ends a parallel
+// one.
+func lastCreation(s *server) string {
+	all := regexp.MustCompile(`method=POST path=/_largo/uploads/ status=201 bytes=\d+ duration=(\S+)`).FindAllStringSubmatch(s.stderr.String(), -1)
+	if len(all) == 0 {
+		return "?"
+	}
+	return all[len(all)-1][1]
+}
+
+// pageRecord is what the page keeps in localStorage of a parallel
+// upload (ui/assets/tus.js, ParallelUpload).
+type pageRecord struct {
+	ConcatID  string   `json:"concatId"`
+	PieceSize int64    `json:"pieceSize"`
+	Pieces    []string `json:"pieces"`
+	Done      []bool   `json:"done"`
+}
+
+// pageRecords returns the parallel uploads the page keeps.
+func pageRecords(b *browser) []pageRecord {
+	b.t.Helper()
+	raw := eval[string](b, `JSON.stringify(Object.keys(localStorage).filter(k => k.startsWith("largo.upload ")).map(k => JSON.parse(localStorage.getItem(k))))`)
+	var recs []pageRecord
+	if err := json.Unmarshal([]byte(raw), &recs); err != nil {
+		b.t.Fatalf("the page's records %s: %v", raw, err)
+	}
+	return recs
+}
+
+// onePageRecord returns the one parallel upload the page keeps, with the
+// URLs of its pieces begun and not complete, and how many are complete.
+func onePageRecord(b *browser) (rec pageRecord, begun []string, done int) {
+	b.t.Helper()
+	recs := pageRecords(b)
+	if len(recs) != 1 || len(recs[0].Pieces) != pagePieces || len(recs[0].Done) != pagePieces || recs[0].ConcatID == "" {
+		b.t.Fatalf("the page keeps %+v; want one record of %d pieces", recs, pagePieces)
+	}
+	for i, u := range recs[0].Pieces {
+		switch {
+		case recs[0].Done[i]:
+			done++
+		case u != "":
+			begun = append(begun, u)
+		}
+	}
+	return recs[0], begun, done
+}
+
+// TestParallelPage uploads a 256 MiB file through the page, which sends
+// it as 16 pieces, four at once, then a final upload. A reload half-way
+// leaves the page's record of the pieces in localStorage, and the page
+// lists the upload as interrupted: discarded, each piece begun is ended
+// on the server; the same file chosen again after another reload resumes
+// each piece begun (HEAD for its offset) and keeps those complete. The
+// server creates 16 uploads and one final (its access log and the record
+// of the join in its state area say so), no piece twice, receives the
+// file once, and stores the file chosen.
+func TestParallelPage(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "big.bin")
+	want := writeRandom(t, src, parallelSize, 63)
+	b := newBrowser(t)
+	forEachTarget(t, func(t *testing.T, g *target) {
+		b := b.with(t)
+		s := g.serve(t)
+		b.throttleUploads(48 << 20)
+		b.openToUpload(s.URL, "anyone", testToken, "token")
+		row := rowJS("big.bin")
+		progress := func(what string, share float64) {
+			t.Helper()
+			b.waitJS(what, `(`+row+`)?.querySelector("progress").value > `+ftoa(share), 60*time.Second)
+		}
+		reload := func() {
+			t.Helper()
+			b.do(chromedp.Reload())
+			b.waitJS("the unfinished upload", `(`+row+`)?.dataset.state === "interrupted"`, 15*time.Second)
+		}
+
+		// Discarded after a reload: the pieces begun end on the server.
+		b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), []string{src}))
+		progress("a tenth of the file", 0.1)
+		reload()
+		_, begun, _ := onePageRecord(b)
+		b.press("big.bin", ".up-cancel")
+		b.waitJS("the discarded upload", `(`+row+`)?.dataset.state === "cancelled"`, 10*time.Second)
+		if !waitFor(10*time.Second, func() bool { return len(pageRecords(b)) == 0 }) {
+			t.Fatalf("the page still keeps %+v after a discard", pageRecords(b))
+		}
+		for _, u := range begun {
+			if off := tusOffset(t, u); off != -1 {
+				t.Errorf("piece %s holds %d bytes after a discard; want it gone", u, off)
+			}
+		}
+		if len(begun) == 0 {
+			t.Error("no piece begun and not complete to discard")
+		}
+		created, before := uploadPOSTs(s), received(t, s)
+
+		// Resumed after a reload: the pieces complete stay, those begun go
+		// on from the server's offsets.
+		b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), []string{src}))
+		progress("a third of the file", 0.35)
+		reload()
+		rec, begun, done := onePageRecord(b)
+		if done == 0 || len(begun) == 0 {
+			t.Fatalf("at the reload %d pieces complete and %q begun; want some of each", done, begun)
+		}
+		// The server's offsets settle where the cut requests left them.
+		held, _ := poll.Steady(10*time.Second, 200*time.Millisecond, 3, func() int64 { return received(t, s) - before })
+		heads := func() int {
+			return len(regexp.MustCompile(`method=HEAD path=/_largo/uploads/[\w+-]+ status=200`).FindAllString(s.stderr.String(), -1))
+		}
+		asked := heads()
+		b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), []string{src}))
+		b.waitJS("the resumed upload", `(`+row+`)?.querySelector(".up-state").textContent.includes("resumed at")`, 15*time.Second)
+		b.waitJS("the end of the upload", `(`+row+`)?.dataset.state === "done"`, 120*time.Second)
+		b.waitJS("the refreshed listing", `document.querySelector('#files tr[data-name="big.bin"]') !== null`, 10*time.Second)
+		total := received(t, s) - before
+		t.Logf("%s: at the reload %d of %d pieces complete, %d begun, %d MiB received; %d MiB received in all; the final request took %s",
+			g.kind, done, pagePieces, len(begun), held>>20, total>>20, lastCreation(s))
+
+		checkStored(t, s, g, "big.bin", want)
+		if n := uploadPOSTs(s) - created; n != pagePieces+1 {
+			t.Errorf("%d uploads created; want %d pieces and one final", n, pagePieces)
+		}
+		if n := concatRecords(t, g); n != 1 {
+			t.Errorf("%d records of joined uploads in the state area; want 1", n)
+		}
+		if n := heads() - asked; n < len(begun) {
+			t.Errorf("%d pieces asked for their offsets after the reload; %d were begun and not complete", n, len(begun))
+		}
+		if total > parallelSize+parallelSize/pagePieces {
+			t.Errorf("the server received %d bytes for a file of %d: pieces sent again", total, parallelSize)
+		}
+		if n := len(pageRecords(b)); n != 0 {
+			t.Errorf("%d uploads left in the browser's storage (concat-id %s before)", n, rec.ConcatID)
+		}
+		if sum := eval[string](b, `document.getElementById("upload-summary").textContent`); !strings.Contains(sum, "1 file uploaded, 256 MiB") {
+			t.Errorf("summary %q", sum)
+		}
+		b.checkPage()
+		g.clean(t)
 	})
 }

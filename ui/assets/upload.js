@@ -1,19 +1,20 @@
 // upload.js: the upload area of a folder page, which the server renders
 // only where the visitor may write. It takes files from the pickers or
 // from files and folders dropped anywhere on the page, and sends each
-// through the tus client (tus.js), a few at a time, with one row per file:
-// a progress bar, bytes, rate, time left, pause/resume and cancel. Upload
-// URLs are kept in localStorage, so an upload cut by a reload or a lost
-// connection resumes when the same file is chosen or dropped again; the
-// page lists such unfinished uploads. The folder's table refreshes as
-// uploads finish.
+// through the tus client (tus.js), a few at a time (a file of PARALLEL_MIN
+// or more as pieces over several connections, a ParallelUpload), with one
+// row per file: a progress bar, bytes, rate, time left, pause/resume and
+// cancel. Upload URLs are kept in localStorage, so an upload cut by a
+// reload or a lost connection resumes when the same file is chosen or
+// dropped again; the page lists such unfinished uploads. The folder's
+// table refreshes as uploads finish.
 //
 // The page holds no credential and asks for none: the browser sends the
 // one it was given when its user signed in (Basic auth, kept by the
 // browser where no script can read it) with every request to the server,
 // these uploads included.
 
-import { TUS_VERSION, Upload } from "./tus.js";
+import { PARALLEL_MIN, ParallelUpload, TUS_VERSION, Upload, cancelPieces } from "./tus.js";
 import { formatDuration, formatRate, formatSize } from "./format.js";
 
 const UPLOAD_PREFIX = "largo.upload ";
@@ -181,7 +182,8 @@ export class Uploader {
 			this.jobs.push(job);
 		}
 		Object.assign(job, { file, folder, label: join(dir, file.name), bytes: 0, samples: [], state: "queued", error: null });
-		job.upload = new Upload(file, {
+		const Kind = file.size >= PARALLEL_MIN ? ParallelUpload : Upload;
+		job.upload = new Kind(file, {
 			endpoint: this.endpoint,
 			metadata: { filename: file.name, folder },
 			store,
@@ -271,12 +273,17 @@ export class Uploader {
 		if (job.upload) {
 			await job.upload.cancel();
 		} else {
-			// An unfinished upload from an earlier visit: end it on the server.
+			// An unfinished upload from an earlier visit: end it on the
+			// server (each of its pieces, for a parallel one).
 			store.remove(job.key);
-			try {
-				await fetch(job.url, { method: "DELETE", headers: TUS_HEADERS });
-			} catch {
-				// It expires on the server anyway.
+			if (job.pieces) {
+				await cancelPieces(job.pieces);
+			} else {
+				try {
+					await fetch(job.url, { method: "DELETE", headers: TUS_HEADERS });
+				} catch {
+					// It expires on the server anyway.
+				}
 			}
 			job.state = "cancelled";
 			this.draw(job);
@@ -292,18 +299,21 @@ export class Uploader {
 			if (!saved || typeof saved.folder !== "string" || !below(saved.folder) || this.jobs.some((j) => j.key === key)) continue;
 			let offset = 0;
 			try {
-				const res = await fetch(saved.url, { method: "HEAD", headers: TUS_HEADERS, cache: "no-store" });
-				if (res.status === 404 || res.status === 410 || res.status === 403) {
+				// A parallel upload (tus.js) keeps the bytes of its complete
+				// pieces: what the page shows until it resumes.
+				const res = saved.pieces ? null : await fetch(saved.url, { method: "HEAD", headers: TUS_HEADERS, cache: "no-store" });
+				if (res && (res.status === 404 || res.status === 410 || res.status === 403)) {
 					store.remove(key);
 					continue;
 				}
-				offset = Number(res.headers.get("Upload-Offset")) || 0;
+				offset = res ? Number(res.headers.get("Upload-Offset")) || 0 : saved.sent || 0;
 			} catch {
 				continue;
 			}
 			if (this.jobs.some((j) => j.key === key)) continue;
 			const dir = saved.folder.slice(this.folder.length).replace(/^\//, "");
-			const job = { key, url: saved.url, label: join(dir, saved.name), size: saved.size, bytes: offset, state: "interrupted", samples: [], row: this.newRow() };
+			const pieces = Array.isArray(saved.pieces) ? saved.pieces : null;
+			const job = { key, url: saved.url, pieces, label: join(dir, saved.name), size: saved.size, bytes: offset, state: "interrupted", samples: [], row: this.newRow() };
 			this.jobs.push(job);
 			this.draw(job);
 		}
