@@ -42,16 +42,19 @@ func TestPrecompressBucket(t *testing.T) {
 	}
 
 	var keys []string
-	records := 0
+	records, digests := 0, 0
 	for _, k := range srv.Keys(t, srv.Bucket, "") {
-		if strings.HasPrefix(k, "site/.largo/sidecars/") {
+		switch {
+		case strings.HasPrefix(k, "site/.largo/sidecars/"):
 			records++ // each sidecar's record, in the store's state area
-			continue
+		case strings.HasPrefix(k, "site/.largo/digests/"):
+			digests++ // each sidecar's SHA-256, kept with its version
+		default:
+			keys = append(keys, k)
 		}
-		keys = append(keys, k)
 	}
-	if records != 6 {
-		t.Errorf("%d sidecar records; want 6", records)
+	if records != 6 || digests != 6 {
+		t.Errorf("%d sidecar records and %d digests; want 6 of each", records, digests)
 	}
 	want := []string{"outside.log", "site/.hidden.log", "site/app.log", "site/app.log.br", "site/app.log.gz", "site/app.log.zst",
 		"site/backup.tar.gz", "site/logs/old.log", "site/logs/old.log.br", "site/logs/old.log.gz", "site/logs/old.log.zst"}

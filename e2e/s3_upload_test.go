@@ -222,8 +222,8 @@ func TestS3NothingHalfWritten(t *testing.T) {
 	}
 	c.(*net.TCPConn).SetLinger(0)
 	c.Close()
-	if !waitFor(5*time.Second, func() bool { return multipartUploads(t, srv) == 0 }) {
-		t.Errorf("%d multipart uploads left after the client vanished", multipartUploads(t, srv))
+	if !waitFor(30*time.Second, func() bool { return multipartUploads(t, srv) == 0 }) {
+		t.Errorf("%d multipart uploads left 30 s after the client vanished", multipartUploads(t, srv))
 	}
 	for _, name := range []string{"bad.bin", "cut.bin"} {
 		absent(t, filepath.Join(srv.Dir, srv.Bucket), name)
