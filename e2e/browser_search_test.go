@@ -237,8 +237,8 @@ func TestBrowserSearch(t *testing.T) {
 }
 
 // TestBrowserManagePhone: the file manager on a phone's width, with the
-// keyboard: nothing wider than the screen, a row's menu and the dialogs
-// inside it, and axe-core's rules.
+// keyboard: nothing wider than the screen, the columns shown filling the
+// table, a row's menu and the dialogs inside it, and axe-core's rules.
 func TestBrowserManagePhone(t *testing.T) {
 	needAxe(t)
 	g := &target{kind: "disk", dir: t.TempDir()}
@@ -254,6 +254,7 @@ func TestBrowserManagePhone(t *testing.T) {
 	if eval[bool](b, sideways) {
 		t.Error("the page scrolls sideways on a phone")
 	}
+	b.checkColumns("on a phone")
 	// From the keyboard: a row, its menu, a rename.
 	b.do(chromedp.Focus(chromedp.CSS(rowSel("notes.txt") + " td.name a")))
 	b.key(" ")
@@ -289,4 +290,31 @@ func TestBrowserManagePhone(t *testing.T) {
 		t.Error("the page scrolls sideways after a change")
 	}
 	b.checkPage()
+
+	// Without the script the columns of checkboxes and menus are gone;
+	// the others fill the table all the same.
+	t.Run("without JavaScript", func(t *testing.T) {
+		b := b.with(t)
+		b.setScripts(false)
+		defer b.setScripts(true)
+		b.open(s.URL + "work/")
+		if eval[bool](b, `document.documentElement.classList.contains("js")`) {
+			t.Fatal("the page's script ran")
+		}
+		b.checkColumns("on a phone without JavaScript")
+		b.do(chromedp.ResetViewport())
+		b.open(s.URL + "work/")
+		b.checkColumns("without JavaScript")
+	})
+}
+
+// checkColumns fails the test unless the columns shown in the folder's
+// table fill its width: a row that spans them all (the parent folder's)
+// must not span one the rows do not have, which would take the room.
+func (b *browser) checkColumns(where string) {
+	b.t.Helper()
+	gap := eval[float64](b, `(t => t.getBoundingClientRect().right - Math.max(...Array.from(t.querySelectorAll("thead th"), th => th.getBoundingClientRect().right)))(document.getElementById("files"))`)
+	if gap > 1 || gap < -1 {
+		b.t.Errorf("%s, the table's columns end %.0f px before its right edge", where, gap)
+	}
 }

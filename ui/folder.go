@@ -173,7 +173,6 @@ type page struct {
 	SignIn   string
 	Share    *Share
 	Manage   *Manage
-	Span     int // the table's columns, for a row that spans them
 	Nonce    string
 }
 
@@ -219,10 +218,7 @@ type archiveLink struct{ Format, Href string }
 
 // newPage prepares what f shows above and below the rows.
 func newPage(f Folder) page {
-	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != f.Root, User: f.User, May: sentence(f.May), Nonce: f.Nonce, Share: f.Share, Manage: f.Manage, Span: 4}
-	if f.Manage != nil {
-		p.Span = 5
-	}
+	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != f.Root, User: f.User, May: sentence(f.May), Nonce: f.Nonce, Share: f.Share, Manage: f.Manage}
 	if f.User == "" {
 		p.SignIn = f.SignIn
 	}

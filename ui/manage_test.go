@@ -32,7 +32,10 @@ func TestManagedPage(t *testing.T) {
 		`<input type="checkbox" id="pick-all" aria-label="Select all shown">`,
 		`id="new-folder"`, `id="show-links"`, `id="find"`, `id="selbar"`,
 		`<dialog id="confirm"`, `<dialog id="ask"`, `<dialog id="pick"`, `<dialog id="share-dialog"`, `<dialog id="links-dialog"`, `<dialog id="preview"`,
-		`colspan="5"`,
+		// One cell for each column, so that a column hidden (the
+		// checkboxes and menus without the script, the times on a
+		// phone) hides the parent's too.
+		`<tr class="parent"><td class="pick"></td><td class="name"><a href="../" class="up-link">Parent folder</a></td><td class="size"></td><td class="mod"></td><td class="act"></td></tr>`,
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("managed page lacks %s", want)
@@ -57,7 +60,7 @@ func TestManagedPage(t *testing.T) {
 			t.Errorf("a share link's page has %s", absent)
 		}
 	}
-	for _, want := range []string{`<dialog id="preview"`, `class="row-menu"`, `colspan="4"`} {
+	for _, want := range []string{`<dialog id="preview"`, `class="row-menu"`, `<tr class="parent"><td class="name"><a href="../" class="up-link">Parent folder</a></td><td class="size"></td>`} {
 		if !strings.Contains(shared, want) {
 			t.Errorf("a share link's page lacks %s", want)
 		}
