@@ -43,6 +43,11 @@
 //   - The slow and aborting clients are raw sockets whatever the
 //     configured client: neither Go's client nor curl can be told to stop
 //     reading, or to read 64 KiB every 100 ms, precisely.
+//   - The distance scenario's long path is a proxy in the lab's own
+//     process (shaper.go), not the kernel's netem, which a machine may
+//     lack: its CPU is the lab's, never counted as the server's, and its
+//     clients (largo get and put, curl, rclone) are processes of their
+//     own, timed from start to exit.
 package lab
 
 import (
