@@ -17,9 +17,11 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"largo/internal/testenv"
 )
@@ -288,10 +290,37 @@ func (b *browser) waitJS(what, expr string, timeout time.Duration) {
 }
 
 // key presses one key (a name from the kb package, such as kb.ArrowDown,
-// or a character) in the focused element.
+// or a character) in the focused element, as a keyboard does: a key that
+// types goes as one key-down carrying its text, so that a page that
+// cancels the key-down gets no keypress, and the key's default (typing,
+// a space scrolling the page) does not happen. chromedp's KeyEvent sends
+// the text as an event of its own, which the browser dispatches whatever
+// the page did with the key-down.
 func (b *browser) key(k string) {
 	b.t.Helper()
-	b.do(chromedp.KeyEvent(k))
+	b.call(func(ctx context.Context, t *chromedp.Target) error {
+		var down *input.DispatchKeyEventParams
+		for _, r := range k {
+			for _, ev := range kb.Encode(r) {
+				switch ev.Type {
+				case input.DispatchKeyEventTypeKeyDown:
+					down = ev
+					continue // sent with its text, or alone
+				case input.DispatchKeyEventTypeChar:
+					down.Text, down.UnmodifiedText = ev.Text, ev.UnmodifiedText
+					continue
+				case input.DispatchKeyEventTypeKeyUp:
+					if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, *down); err != nil {
+						return err
+					}
+				}
+				if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, *ev); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // setColorScheme emulates prefers-color-scheme: "light" or "dark".
