@@ -321,15 +321,7 @@ func (p *pieceRun) create(ctx context.Context, at, size int64) (string, error) {
 	if err != nil {
 		return "", cause(actx, err)
 	}
-	if resp.StatusCode != http.StatusCreated {
-		return "", statusError(resp)
-	}
-	resp.Body.Close()
-	loc, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
-	if err != nil || resp.Header.Get("Location") == "" {
-		return "", fmt.Errorf("the server created a partial upload without a usable Location (%q)", resp.Header.Get("Location"))
-	}
-	return loc.String(), nil
+	return createdAt(resp, "a partial upload")
 }
 
 // patch sends the rest of a piece, from off, in one request, and returns

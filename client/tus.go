@@ -193,13 +193,20 @@ func (c *Client) tusCreateOnce(ctx context.Context, d *Destination, up *upload, 
 	if err != nil {
 		return "", cause(actx, err)
 	}
+	return createdAt(resp, "an upload")
+}
+
+// createdAt returns the URL of the upload a tus creation answered (its
+// Location, resolved against the request's URL), or why there is none;
+// what names the upload in the error.
+func createdAt(resp *http.Response, what string) (string, error) {
 	if resp.StatusCode != http.StatusCreated {
 		return "", statusError(resp)
 	}
 	resp.Body.Close()
 	loc, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
 	if err != nil || resp.Header.Get("Location") == "" {
-		return "", fmt.Errorf("the server created an upload without a usable Location (%q)", resp.Header.Get("Location"))
+		return "", fmt.Errorf("the server created %s without a usable Location (%q)", what, resp.Header.Get("Location"))
 	}
 	return loc.String(), nil
 }
