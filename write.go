@@ -150,3 +150,15 @@ type Copier interface {
 	// and Abort discards it. src stays as it is.
 	Copy(ctx context.Context, name, src string, opt CreateOptions) (Upload, error)
 }
+
+// AssemblyAdopter is a store that assembles a file at its own name from
+// parts placed while the file's pieces arrive (on a bucket, a multipart
+// upload begun at the file's key, whose parts the staging of parallel
+// resumable uploads copies in as each piece ends), so that finishing the
+// file is one call whatever its size, never a copy of the whole.
+type AssemblyAdopter interface {
+	// AdoptAssembly returns, as an Upload that takes no more bytes, the
+	// assembly id of the file name, which holds opt.Size bytes: Commit
+	// completes it under the condition, and Abort discards it.
+	AdoptAssembly(ctx context.Context, name, id string, opt CreateOptions) (Upload, error)
+}

@@ -12,11 +12,11 @@ import (
 
 // Store is a largo.Store each of whose calls the Gate decides for the
 // principal of the call's context before the store it wraps is asked.
-// It offers every write capability (largo.Creator, Adopter, Copier,
-// Remover, DirMaker, Renamer, SpaceReporter); where the wrapped store
-// lacks one, the call fails with an error wrapping largo.ErrUnsupported,
-// after the decision, as the store's own refusal would. It does not
-// offer the state area (largo.StateKeeper): that is the server's own,
+// It offers every write capability (largo.Creator, Adopter,
+// AssemblyAdopter, Copier, Remover, DirMaker, Renamer, SpaceReporter);
+// where the wrapped store lacks one, the call fails with an error
+// wrapping largo.ErrUnsupported, after the decision, as the store's own
+// refusal would. It does not offer the state area (largo.StateKeeper): that is the server's own,
 // reached through the raw store.
 //
 // Through a drop-box link, a write only creates (its commit carries
@@ -27,14 +27,15 @@ type Store struct {
 }
 
 var (
-	_ largo.Store         = (*Store)(nil)
-	_ largo.Creator       = (*Store)(nil)
-	_ largo.Adopter       = (*Store)(nil)
-	_ largo.Copier        = (*Store)(nil)
-	_ largo.Remover       = (*Store)(nil)
-	_ largo.DirMaker      = (*Store)(nil)
-	_ largo.Renamer       = (*Store)(nil)
-	_ largo.SpaceReporter = (*Store)(nil)
+	_ largo.Store           = (*Store)(nil)
+	_ largo.Creator         = (*Store)(nil)
+	_ largo.Adopter         = (*Store)(nil)
+	_ largo.AssemblyAdopter = (*Store)(nil)
+	_ largo.Copier          = (*Store)(nil)
+	_ largo.Remover         = (*Store)(nil)
+	_ largo.DirMaker        = (*Store)(nil)
+	_ largo.Renamer         = (*Store)(nil)
+	_ largo.SpaceReporter   = (*Store)(nil)
 )
 
 // Store returns inner behind the gate.
@@ -254,6 +255,30 @@ func (s *Store) Create(ctx context.Context, name string, opt largo.CreateOptions
 
 // Adopt implements largo.Adopter.
 func (s *Store) Adopt(ctx context.Context, name, staged string, opt largo.CreateOptions) (largo.Upload, error) {
+	return s.adopt(ctx, name, opt, func(opt largo.CreateOptions) (largo.Upload, error) {
+		a, ok := s.inner.(largo.Adopter)
+		if !ok {
+			return nil, fmt.Errorf("adopt: %w", largo.ErrUnsupported)
+		}
+		return a.Adopt(ctx, name, staged, opt)
+	})
+}
+
+// AdoptAssembly implements largo.AssemblyAdopter: a write of name, as
+// Adopt's.
+func (s *Store) AdoptAssembly(ctx context.Context, name, id string, opt largo.CreateOptions) (largo.Upload, error) {
+	return s.adopt(ctx, name, opt, func(opt largo.CreateOptions) (largo.Upload, error) {
+		a, ok := s.inner.(largo.AssemblyAdopter)
+		if !ok {
+			return nil, fmt.Errorf("adopt an assembly: %w", largo.ErrUnsupported)
+		}
+		return a.AdoptAssembly(ctx, name, id, opt)
+	})
+}
+
+// adopt decides the adoption of bytes already stored as a write of name,
+// and makes it by take, under the options a link imposes.
+func (s *Store) adopt(ctx context.Context, name string, opt largo.CreateOptions, take func(largo.CreateOptions) (largo.Upload, error)) (largo.Upload, error) {
 	if err := s.checkNew(ctx, name); err != nil {
 		return nil, err
 	}
@@ -261,11 +286,7 @@ func (s *Store) Adopt(ctx context.Context, name, staged string, opt largo.Create
 	if err != nil {
 		return nil, err
 	}
-	a, ok := s.inner.(largo.Adopter)
-	if !ok {
-		return nil, fmt.Errorf("adopt: %w", largo.ErrUnsupported)
-	}
-	u, err := a.Adopt(ctx, name, staged, opt)
+	u, err := take(opt)
 	if err != nil || !drop {
 		return u, err
 	}

@@ -20,8 +20,10 @@
 //     condition, or the abort: a refused or broken write leaves the
 //     target as it was, and nothing of it in the store;
 //   - placing the bytes of a finished resumable upload (Place): adopted
-//     where they are staged when the store can (largo.Adopter), copied
-//     through the same receiving otherwise;
+//     where they are staged when the store can (largo.Adopter), completed
+//     where they were assembled (largo.AssemblyAdopter: a parallel
+//     upload's pieces on a bucket), copied through the same receiving
+//     otherwise;
 //   - locks (Config.Guard): a name another client has locked (WebDAV's
 //     LOCK) refuses every write and removal, whatever protocol carries
 //     it, unless the request presents the lock's token (423 otherwise);

@@ -16,6 +16,12 @@ type Staged struct {
 	// largo.StateDir, for a store that adopts them without a copy
 	// (largo.Adopter); "" when they are held elsewhere.
 	Name string
+	// Assembly, when not "", is the ID of an assembly of the file at the
+	// target's own name that holds the bytes (largo.AssemblyAdopter: on
+	// a bucket, a multipart upload whose parts are the pieces of a
+	// parallel upload), which the store completes in place; Name and
+	// Open are then not used.
+	Assembly string
 	// Size is their length.
 	Size int64
 	// SHA256 is their SHA-256 when it was computed as they arrived; nil
@@ -73,15 +79,26 @@ func (p *Pipeline) admitPlace(ctx context.Context, t *Target) error {
 // adopt returns a Write of the staged bytes taken by the store where they
 // are, or nil when the store cannot.
 func (p *Pipeline) adopt(ctx context.Context, t Target, s Staged) (*Write, error) {
-	a, ok := p.cfg.Store.(largo.Adopter)
-	if !ok || s.Name == "" {
-		return nil, nil
-	}
-	if !largo.Below(largo.StateDir, s.Name) {
-		return nil, fmt.Errorf("%s: %w: not under %s", s.Name, largo.ErrInvalidName, largo.StateDir)
-	}
-	if _, err := largo.ParseName("/" + s.Name); err != nil {
-		return nil, err
+	opt := largo.CreateOptions{Size: s.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond}
+	var take func() (largo.Upload, error)
+	if s.Assembly != "" {
+		a, ok := p.cfg.Store.(largo.AssemblyAdopter)
+		if !ok || len(s.SHA256) != sha256.Size {
+			return nil, fmt.Errorf("an assembled upload on a store that cannot adopt it, or without its digest: %w", largo.ErrUnsupported)
+		}
+		take = func() (largo.Upload, error) { return a.AdoptAssembly(ctx, t.Name, s.Assembly, opt) }
+	} else {
+		a, ok := p.cfg.Store.(largo.Adopter)
+		if !ok || s.Name == "" {
+			return nil, nil
+		}
+		if !largo.Below(largo.StateDir, s.Name) {
+			return nil, fmt.Errorf("%s: %w: not under %s", s.Name, largo.ErrInvalidName, largo.StateDir)
+		}
+		if _, err := largo.ParseName("/" + s.Name); err != nil {
+			return nil, err
+		}
+		take = func() (largo.Upload, error) { return a.Adopt(ctx, t.Name, s.Name, opt) }
 	}
 	sum := s.SHA256
 	if len(sum) != sha256.Size {
@@ -93,8 +110,8 @@ func (p *Pipeline) adopt(ctx context.Context, t Target, s Staged) (*Write, error
 	if t.SHA256 != nil && string(t.SHA256) != string(sum) {
 		return nil, &largo.DigestError{Name: t.Name, SHA256: sum} // and the store untouched
 	}
-	u, err := a.Adopt(ctx, t.Name, s.Name, largo.CreateOptions{Size: s.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
-	if errors.Is(err, largo.ErrUnsupported) {
+	u, err := take()
+	if errors.Is(err, largo.ErrUnsupported) && s.Assembly == "" {
 		return nil, nil // a store behind a wrapper that cannot after all: copied
 	}
 	if err != nil {

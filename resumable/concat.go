@@ -30,8 +30,10 @@ import (
 // partials of one concat-id and one owner form a group. On a folder, a
 // group's partials write straight into one sparse staged file, each at its
 // offset, so that the final upload only renames that file; on a bucket
-// each is an upload of its own, and the final joins them by server-side
-// part copies (UploadPartCopy) into one multipart upload. largo's own
+// each is an upload of its own which, as it ends, the S3 server copies
+// into one multipart upload at the file's own key (UploadPartCopy, part
+// numbers from its offset: s3assembly.go), so that the final only
+// completes that upload in place. largo's own
 // clients (largo put -j, the page) send placed partials; any tus client
 // can (tus-js-client through its onBeforeRequest hook).
 //
@@ -283,6 +285,13 @@ func (h *Handler) concat(ctx context.Context, final tusd.FileInfo) error {
 	// incomplete (none of them, on a folder), which tells it apart from a
 	// join that ended (joined).
 	h.store.saveHash(ctx, final.ID, final.Size, sum)
+	if ok, err := h.assemble(ctx, final, parts, g); ok || err != nil {
+		if err != nil {
+			h.store.saveHash(ctx, final.ID, 0, nil)
+			return h.storeErr("concat", err)
+		}
+		return nil
+	}
 	if err := h.cfg.Staging.Join(ctx, final.ID, parts, g != ""); err != nil {
 		h.store.saveHash(ctx, final.ID, 0, nil)
 		if errors.Is(err, errSmallParts) {
@@ -291,6 +300,29 @@ func (h *Handler) concat(ctx context.Context, final tusd.FileInfo) error {
 		return h.storeErr("concat", err)
 	}
 	return nil
+}
+
+// assembling is a Staging that assembles a group's file where it belongs
+// as its partials end (a bucket: s3assembly.go).
+type assembling interface {
+	placePiece(ctx context.Context, name string, p part) (string, error)
+	assemble(ctx context.Context, final, name string, parts []part, copied func(p part, asm string) bool) (bool, error)
+	Assembly(ctx context.Context, id string) string
+}
+
+// assemble makes the final upload's bytes its group's assembly where the
+// staging makes them: parts, the whole of group g, for the final's own
+// target. ok is false when the final is to be joined otherwise.
+func (h *Handler) assemble(ctx context.Context, final tusd.FileInfo, parts []part, g string) (ok bool, err error) {
+	as, can := h.cfg.Staging.(assembling)
+	if !can || g == "" || h.state == nil {
+		return false, nil
+	}
+	t, err := parseTarget(final.MetaData)
+	if err != nil {
+		return false, nil
+	}
+	return as.assemble(ctx, final.ID, t.Name, parts, func(p part, asm string) bool { return h.pieceAssembled(ctx, p, asm) })
 }
 
 // concatKey is the state key of the record of the final upload that

@@ -32,6 +32,9 @@ import (
 type pieceRecord struct {
 	ID   string `json:"id"`
 	Size int64  `json:"size"`
+	// Assembly is the ID of the assembly the partial was copied into
+	// as it ended (on a bucket: s3assembly.go), "" for none.
+	Assembly string `json:"assembly,omitempty"`
 }
 
 // groupPrefix is where a group's records are in the state area.
@@ -88,18 +91,39 @@ func (h *Handler) saveGroupHash(ctx context.Context, g string, gh groupHash) {
 	}
 }
 
-// pieceDone records a placed partial whose bytes are all in, and starts
-// its group's hasher.
+// pieceDone records a placed partial whose bytes are all in, after
+// copying it into its group's assembly where the staging makes one, and
+// starts its group's hasher.
 func (h *Handler) pieceDone(ctx context.Context, info tusd.FileInfo, pl placement) {
 	if h.state == nil {
 		return // the final hashes the whole file
 	}
-	b, _ := json.Marshal(pieceRecord{ID: info.ID, Size: info.Size})
+	rec := pieceRecord{ID: info.ID, Size: info.Size}
+	if as, ok := h.cfg.Staging.(assembling); ok {
+		if t, err := parseTarget(info.MetaData); err == nil {
+			p := part{ID: info.ID, Size: info.Size, Group: pl.Group, GroupAt: pl.At, Total: pl.Total}
+			if rec.Assembly, err = as.placePiece(ctx, t.Name, p); err != nil {
+				h.log.Warn("copying a partial upload into place", "id", info.ID, "err", err)
+			}
+		}
+	}
+	b, _ := json.Marshal(rec)
 	if err := h.state.Put(ctx, pieceKey(pl.Group, pl.At), b); err != nil {
 		h.log.Warn("recording a partial upload", "id", info.ID, "err", err)
 		return
 	}
 	h.kick(pl.Group)
+}
+
+// pieceAssembled reports whether the partial p of group g, as its record
+// says, was copied into the assembly asm as it ended.
+func (h *Handler) pieceAssembled(ctx context.Context, p part, asm string) bool {
+	b, err := h.state.Get(ctx, pieceKey(p.Group, p.GroupAt))
+	if err != nil {
+		return false
+	}
+	var rec pieceRecord
+	return json.Unmarshal(b, &rec) == nil && rec.ID == p.ID && rec.Size == p.Size && rec.Assembly == asm
 }
 
 // kick makes group g's hasher run: started, or told to look again once

@@ -449,12 +449,16 @@ func (h *Handler) finish(ev tusd.HookEvent) (tusd.HTTPResponse, error) {
 // staged describes a finished upload's bytes for the pipeline.
 func (h *Handler) staged(ctx context.Context, info tusd.FileInfo) ingest.Staged {
 	st := h.cfg.Staging
-	return ingest.Staged{
+	s := ingest.Staged{
 		Name:   st.Staged(info.ID),
 		Size:   info.Size,
 		SHA256: h.store.finishedSum(ctx, info.ID, info.Size),
 		Open:   func(ctx context.Context) (io.ReadCloser, error) { return st.Open(ctx, info.ID) },
 	}
+	if as, ok := st.(assembling); ok && info.IsFinal {
+		s.Assembly = as.Assembly(ctx, info.ID)
+	}
+	return s
 }
 
 // tusErr turns an error into the tus error a client sees: the status and

@@ -59,7 +59,8 @@ func (f *s3Fixture) checkJoined(t *testing.T, r interface{ Get(string) string },
 }
 
 // TestS3ConcatPlaced: placed partials through two instances of one bucket
-// are hashed as their prefix fills in and joined by part copies.
+// are hashed as their prefix fills in and copied, as each ends, into one
+// multipart upload at the file's own key, which the final completes.
 func TestS3ConcatPlaced(t *testing.T) {
 	f := newS3Fixture(t, Config{})
 	data := randomData(17<<20 + 321)
@@ -68,9 +69,18 @@ func TestS3ConcatPlaced(t *testing.T) {
 	poll.Wait(t, 20*time.Second, "the group's hash to cover the file", func() bool {
 		return f.a.h.loadGroupHash(context.Background(), g).n == int64(len(data))
 	})
+	if up := f.srv.Uploads(t, f.srv.Bucket, "site/p/joined.bin"); len(up) != 1 {
+		t.Fatalf("multipart uploads at the file's key before the final: %v; want its assembly", up)
+	}
 	sum := sha256.Sum256(data)
 	r := f.a.final(t, "p/joined.bin", urls, "Repr-Digest", wire.FormatDigest(sum[:]))
 	f.checkJoined(t, r.Header, r.StatusCode, "p/joined.bin", data)
+	if _, up := f.keys(t, "site/p/"); up != 0 {
+		t.Errorf("%d multipart uploads left at the file's key", up)
+	}
+	if keys, _ := f.keys(t, "site/"+largo.StateDir+"/multipart/"); len(keys) != 0 {
+		t.Errorf("records of multipart uploads left: %v", keys)
+	}
 	if f.a.obs.pending+f.b.obs.pending != 0 {
 		t.Errorf("pending bytes across instances: %d", f.a.obs.pending+f.b.obs.pending)
 	}
@@ -78,6 +88,21 @@ func TestS3ConcatPlaced(t *testing.T) {
 	if again.StatusCode != 201 || again.Header.Get("ETag") != r.Header.Get("ETag") {
 		t.Errorf("final again, through the other instance: %d %v", again.StatusCode, again.Header)
 	}
+}
+
+// TestS3ConcatAssemblyLost: a group whose assembly is gone (aborted by a
+// sweep) is joined by part copies at the final.
+func TestS3ConcatAssemblyLost(t *testing.T) {
+	f := newS3Fixture(t, Config{})
+	data := randomData(12<<20 + 5)
+	urls := f.sendPieces(t, "lost.bin", data, pieces(data, 5<<20), "lost-file")
+	g := groupKey(gate.User("").String(), "lost-file")
+	poll.Wait(t, 20*time.Second, "the group's hash to cover the file", func() bool {
+		return f.a.h.loadGroupHash(context.Background(), g).n == int64(len(data))
+	})
+	f.srv.Put(t, "site/"+largo.StateDir+"/tus/"+g+".asm", []byte(`{"name":"lost.bin","key":"site/lost.bin","id":"no-such-upload"}`))
+	r := f.b.final(t, "lost.bin", urls)
+	f.checkJoined(t, r.Header, r.StatusCode, "lost.bin", data)
 }
 
 // TestS3ConcatPlain: partials that announce no place are joined by part

@@ -18,6 +18,8 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/tus/tusd/v2/pkg/s3store"
 	"golang.org/x/sync/errgroup"
+
+	"largo/internal/keylock"
 )
 
 // S3Config locates the staging of a bucket: the client of the served
@@ -44,6 +46,10 @@ type S3Config struct {
 	// TempDir is where the parts of a chunk are written before they are
 	// sent; empty means the system's temporary folder.
 	TempDir string
+	// Assembler, when not nil, begins assemblies of files at their own
+	// keys (s3.Store.BeginAssembly), into which placed partials are
+	// copied as they end (s3assembly.go); nil joins them at the final.
+	Assembler assembler
 }
 
 // s3Staging is tusd's S3 store with what largo keeps beside it. Per
@@ -59,6 +65,8 @@ type s3Staging struct {
 	prefix  string // ends with a slash
 	staged  string
 	tempDir string
+	asm     assembler
+	locks   keylock.Set // by group, held while its assembly is made or used
 }
 
 var _ Staging = (*s3Staging)(nil)
@@ -85,7 +93,7 @@ func S3Staging(cfg S3Config) (Staging, error) {
 		conc = 2
 	}
 	st.SetConcurrentPartUploads(conc)
-	return &s3Staging{S3Store: st, api: api, bucket: cfg.Bucket, prefix: st.ObjectPrefix + "/", staged: cfg.Staged, tempDir: cfg.TempDir}, nil
+	return &s3Staging{S3Store: st, api: api, bucket: cfg.Bucket, prefix: st.ObjectPrefix + "/", staged: cfg.Staged, tempDir: cfg.TempDir, asm: cfg.Assembler}, nil
 }
 
 // objectID is the part of a tus ID before the plus: the key of the
@@ -117,6 +125,9 @@ func (s *s3Staging) Open(ctx context.Context, id string) (io.ReadCloser, error) 
 // removes its objects.
 func (s *s3Staging) Remove(ctx context.Context, id string) error {
 	var errs []error
+	if err := s.dropAssembly(ctx, id); err != nil {
+		errs = append(errs, err)
+	}
 	if _, mp := objectID(id); mp != "" {
 		_, err := s.api.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: s.key(id, ""), UploadId: &mp})
 		if err != nil && !notFound(err) {
@@ -124,7 +135,7 @@ func (s *s3Staging) Remove(ctx context.Context, id string) error {
 		}
 	}
 	var objs []types.ObjectIdentifier
-	for _, suffix := range []string{"", ".info", ".part", ".sha256"} {
+	for _, suffix := range []string{"", ".info", ".part", ".sha256", ".asm"} {
 		objs = append(objs, types.ObjectIdentifier{Key: s.key(id, suffix)})
 	}
 	out, err := s.api.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &s.bucket, Delete: &types.Delete{Objects: objs, Quiet: aws.Bool(true)}})
@@ -180,7 +191,7 @@ func (s *s3Staging) Idle(ctx context.Context, before time.Time) iter.Seq2[IdleUp
 				}
 				up := get(obj)
 				up.Last = maxTime(up.Last, aws.ToTime(o.LastModified))
-				if !strings.HasSuffix(name, ".info") && !strings.HasSuffix(name, ".sha256") {
+				if !strings.HasSuffix(name, ".info") && !strings.HasSuffix(name, ".sha256") && !strings.HasSuffix(name, ".asm") {
 					up.Size += aws.ToInt64(o.Size)
 				}
 			}
@@ -265,12 +276,17 @@ func (s *s3Staging) SaveHash(ctx context.Context, id string, state []byte) error
 		_, err := s.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: s.key(id, ".sha256")})
 		return err
 	}
-	_, err := s.api.PutObject(ctx, &s3.PutObjectInput{
-		Bucket:        &s.bucket,
-		Key:           s.key(id, ".sha256"),
-		Body:          bytes.NewReader(state),
-		ContentLength: aws.Int64(int64(len(state))),
-	})
+	return s.putRecord(ctx, s.key(id, ".sha256"), state, false)
+}
+
+// putRecord writes a small object of the staging's own; with onlyNew,
+// only where there is none (If-None-Match: *).
+func (s *s3Staging) putRecord(ctx context.Context, key *string, b []byte, onlyNew bool) error {
+	in := &s3.PutObjectInput{Bucket: &s.bucket, Key: key, Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b)))}
+	if onlyNew {
+		in.IfNoneMatch = aws.String("*")
+	}
+	_, err := s.api.PutObject(ctx, in)
 	return err
 }
 
@@ -307,6 +323,9 @@ func (s *s3Staging) Seal(ctx context.Context, parts []part) error {
 			_, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: s.key(p.ID, "")})
 			if err == nil || !notFound(err) {
 				return err
+			}
+			if s.Assembly(ctx, p.ID) != "" {
+				return nil // a final whose bytes are an assembly's
 			}
 			up, err := s.S3Store.GetUpload(ctx, p.ID)
 			if err != nil {

@@ -44,7 +44,7 @@ func (f *s3Fixture) instance(t *testing.T, cfg Config) *fixture {
 	sh := store.Shared()
 	st, err := S3Staging(S3Config{
 		Client: sh.Client, Bucket: sh.Bucket, Prefix: sh.Prefix + largo.StateDir + "/tus", Staged: largo.StateDir + "/tus",
-		PartSize: sh.PartSize, PartConcurrency: sh.PartConcurrency, TempDir: t.TempDir(),
+		PartSize: sh.PartSize, PartConcurrency: sh.PartConcurrency, TempDir: t.TempDir(), Assembler: store,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -115,7 +115,9 @@ func StagingFor(store largo.Store) (Staging, error) {
 		return DiskStaging(st.Root(), st.State(), largo.StateDir+"/tus")
 	case bucketStore:
 		sh := st.Shared()
+		asm, _ := st.(assembler)
 		return S3Staging(S3Config{
+			Assembler:       asm,
 			Client:          sh.Client,
 			Bucket:          sh.Bucket,
 			Prefix:          sh.Prefix + largo.StateDir + "/tus",
