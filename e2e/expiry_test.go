@@ -331,4 +331,23 @@ func expiryDownloads(t *testing.T, g *target) {
 	if resp := get(t, link, "Range", "bytes=0-9"); resp.StatusCode != http.StatusGone {
 		t.Errorf("a range after the limit: %d; want 410", resp.StatusCode)
 	}
+
+	// A link made on the page with one download: the links API shows
+	// it used, then the link is gone.
+	auth := []string{"-H", "Authorization: Bearer " + testToken, "-H", "Origin: " + strings.TrimSuffix(s.URL, "/")}
+	made := curlOK(t, append(auth, "-d", "path=/dl/f.bin", "-d", "expires=1h", "-d", "max_downloads=1", s.URL+"_largo/share")...)
+	if !strings.Contains(made, `"max_downloads":1`) {
+		t.Fatalf("share form answered %s; want max_downloads 1", made)
+	}
+	pageLink := s.URL + strings.TrimPrefix(jsonField(t, made, "url"), "/")
+	curlOK(t, "-o", filepath.Join(dir, "once"), pageLink)
+	if list := curlOK(t, append(auth, s.URL+"_largo/links/")...); !strings.Contains(list, `"max_downloads":1,"downloads":1`) {
+		t.Errorf("the links API shows %s; want one download of one used", list)
+	}
+	if resp := get(t, pageLink); resp.StatusCode != http.StatusGone {
+		t.Errorf("the page's link after its download: %d; want 410", resp.StatusCode)
+	}
+	if out, err := curl(need(t, "curl"), append(auth, "-d", "path=/dl/", "-d", "expires=1h", "-d", "max_downloads=1", s.URL+"_largo/share")...); err == nil || !strings.Contains(out+err.Error(), "only a link to a file") {
+		t.Errorf("a download limit on a folder link: %v %s; want 400 saying only a file link counts", err, out)
+	}
 }
