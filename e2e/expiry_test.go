@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -198,10 +199,21 @@ func expiryRules(t *testing.T, g *target) {
 			t.Errorf("%s removed; no table expires it", n)
 		}
 	}
+	// The log line and the count follow each removal by a moment.
+	logged := func() bool {
+		logs := s.stdout.String() + s.stderr.String()
+		for _, n := range names {
+			if !strings.Contains(logs, "name=tmp/"+n+" why=rule") {
+				return false
+			}
+		}
+		return metric(t, s, `largo_expired_files_total{why="rule"}`) == float64(len(names))
+	}
+	waitFor(5*time.Second, logged)
 	logs := s.stdout.String() + s.stderr.String()
 	for _, n := range names {
 		if !strings.Contains(logs, "expired file removed") || !strings.Contains(logs, "name=tmp/"+n) {
-			t.Errorf("no log line for the removal of tmp/%s", n)
+			t.Errorf("no log line for the removal of tmp/%s:\n%s", n, tail(logs, 3000))
 		}
 	}
 	if n := metric(t, s, `largo_expired_files_total{why="rule"}`); n != float64(len(names)) {
@@ -209,6 +221,20 @@ func expiryRules(t *testing.T, g *target) {
 	}
 	if resp := get(t, s.URL+"tmp/put.bin"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET of an expired file: %d; want 404", resp.StatusCode)
+	}
+
+	// A table added to the access file and reloaded (SIGHUP) holds at
+	// the next sweep: other/stays.txt landed long enough ago.
+	more := expiryAccess + "\n[[expire]]\npath = \"/other\"\nafter = \"1s\"\n"
+	if err := os.WriteFile(access, []byte(more), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.signal(syscall.SIGHUP)
+	if !waitFor(15*time.Second, func() bool { return !g.exists("other/stays.txt") }) {
+		t.Error("other/stays.txt still there after a table for /other was reloaded")
+	}
+	if !g.exists("tmp/keep/kept.txt") {
+		t.Error("tmp/keep/kept.txt removed after the reload")
 	}
 }
 
@@ -263,6 +289,9 @@ func expiryDropBox(t *testing.T, g *target) {
 	if _, ok := listed(t, s.URL+"drop/")["replaced.bin"]["expires"]; ok {
 		t.Error("drop/replaced.bin still lists the old version's expiry")
 	}
+	waitFor(5*time.Second, func() bool {
+		return metric(t, s, `largo_expired_files_total{why="link"}`) == 2
+	})
 	logs := s.stdout.String() + s.stderr.String()
 	if !strings.Contains(logs, "name=drop/gone.bin why=link") {
 		t.Errorf("no log line for the removal of drop/gone.bin through its link:\n%s", tail(logs, 2000))
