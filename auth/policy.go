@@ -31,6 +31,8 @@ type Policy struct {
 	// proxied are the groups a trusted proxy named for its users, kept by
 	// the Access the policy is in force in (nil: none).
 	proxied *memberships
+	// expires are the [[expire]] tables (expire.go).
+	expires []Expire
 }
 
 type user struct {
@@ -63,6 +65,10 @@ type user struct {
 //	users = ["alice", "group:admins"]
 //	allow = ["all"]
 //
+//	[[expire]]         # files under /inbox are removed 7 days after they land
+//	path = "/inbox"
+//	after = "7d"
+//
 //	[share]
 //	key_file = "/etc/largo/share.key"   # else kept in the store's state area
 //
@@ -84,7 +90,8 @@ type file struct {
 		Users []string `toml:"users"`
 		Allow []string `toml:"allow"`
 	} `toml:"rule"`
-	Share struct {
+	Expire []expireEntry `toml:"expire"`
+	Share  struct {
 		Key     string `toml:"key"`
 		KeyFile string `toml:"key_file"`
 	} `toml:"share"`
@@ -196,6 +203,9 @@ func LoadFile(path string) (*Policy, error) {
 			rule.Allow |= perm
 		}
 		p.rules = append(p.rules, rule)
+	}
+	if p.expires, err = parseExpires(path, f.Expire); err != nil {
+		return nil, err
 	}
 	switch {
 	case f.Share.Key != "" && f.Share.KeyFile != "":

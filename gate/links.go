@@ -58,6 +58,13 @@ type Link struct {
 	// default for links. Where the server has a default, the lower of
 	// the two governs: a link cannot lift its server's cap.
 	MaxRate int64 `json:"max_rate,omitempty"`
+	// FileTTL, for a drop box, is how long each file that lands through
+	// it is kept, in seconds; zero keeps them (package expiry).
+	FileTTL int64 `json:"file_ttl,omitempty"`
+	// MaxDownloads, for a file link, is how many complete downloads it
+	// gives before it answers 410 Gone; zero means no limit (package
+	// expiry counts them).
+	MaxDownloads int64 `json:"max_downloads,omitempty"`
 }
 
 // grants returns the permissions l's scope gives on name, before its

@@ -94,6 +94,15 @@ type Digests interface {
 	Forget(ctx context.Context, name string)
 }
 
+// Lander is told of each file a write committed, with the context of
+// the write (its principal: package expiry keeps the expiry of a file
+// that lands through a drop box whose files expire). A failure to act
+// fails no write: the implementation logs it. Implementations must be
+// safe for concurrent use.
+type Lander interface {
+	Landed(ctx context.Context, name string, in largo.Info)
+}
+
 // Config configures a Pipeline. Only Store is required; the zero value of
 // every other field means no limit.
 type Config struct {
@@ -116,6 +125,8 @@ type Config struct {
 	Guard Guard
 	// Digests keeps the SHA-256 of each committed file; nil keeps none.
 	Digests Digests
+	// Landed is told of each committed file; nil tells no one.
+	Landed Lander
 	// Now is the clock of the promises of space; nil means time.Now.
 	Now func() time.Time
 }

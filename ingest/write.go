@@ -181,6 +181,9 @@ func (w *Write) Commit(ctx context.Context) (Result, error) {
 			d.Record(ctx, w.t.Name, in, sum)
 		}
 	}
+	if l := w.p.cfg.Landed; l != nil {
+		l.Landed(ctx, w.t.Name, in)
+	}
 	return Result{Info: in, Created: created, SHA256: sum}, nil
 }
 

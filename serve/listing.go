@@ -31,6 +31,9 @@ type Entry struct {
 	// SHA256 is the file's digest in hexadecimal, when one is recorded
 	// for its version (package digests).
 	SHA256 string `json:"sha256,omitempty"`
+	// Expires is when the file will be removed, when an access file's
+	// [[expire]] table or a drop box's file TTL says (package expiry).
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // Listing is a folder's JSON listing.
@@ -92,7 +95,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 		if sorted.Len() > maxListedDigests {
 			digest = nil
 		}
-		if err := writeListing(bw, path, sorted.All(), h.sidecarFilter(r.Context(), name), digest); err != nil {
+		if err := writeListing(bw, path, sorted.All(), h.sidecarFilter(r.Context(), name), digest, h.expiresIn(name)); err != nil {
 			return err
 		}
 		return bw.Flush()
@@ -111,9 +114,14 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 		return busy(w, err)
 	}
 	defer page.Close()
+	expires := h.expiresIn(name)
 	rows := func(yield func(ui.Entry, error) bool) {
 		for in, err := range page.All() {
-			if !yield(ui.Entry{Name: in.Name, Dir: in.IsDir, Size: in.Size, Modified: in.ModTime, ETag: in.ETag}, err) {
+			e := ui.Entry{Name: in.Name, Dir: in.IsDir, Size: in.Size, Modified: in.ModTime, ETag: in.ETag}
+			if expires != nil && err == nil {
+				e.Expires = expires(&in)
+			}
+			if !yield(e, err) {
 				return
 			}
 		}
@@ -124,6 +132,18 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 		return err
 	}
 	return bw.Flush()
+}
+
+// expiresIn returns what tells when each file of the folder dir expires,
+// or nil when nothing does.
+func (h *Handler) expiresIn(dir string) func(*largo.Info) time.Time {
+	if h.cfg.Expiry == nil {
+		return nil
+	}
+	return func(in *largo.Info) time.Time {
+		at, _ := h.cfg.Expiry.Expires(largo.Join(dir, in.Name), *in)
+		return at
+	}
 }
 
 // busy turns a listing refused for want of memory into a 503 with a

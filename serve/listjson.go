@@ -45,7 +45,10 @@ const maxListedDigests = 10_000
 // writeListing writes the JSON listing of the folder at path with the
 // entries keep accepts, as they come; digest, when not nil, gives each
 // file's SHA-256 in hexadecimal ("" for none), listed as "sha256".
-func writeListing(w *bufio.Writer, path string, entries iter.Seq2[largo.Info, error], keep func(largo.Info) bool, digest func(*largo.Info) string) error {
+//
+// expires, when not nil, gives when each file expires (zero for never),
+// listed as "expires" in RFC 3339.
+func writeListing(w *bufio.Writer, path string, entries iter.Seq2[largo.Info, error], keep func(largo.Info) bool, digest func(*largo.Info) string, expires func(*largo.Info) time.Time) error {
 	b := make([]byte, 0, 512)
 	b = append(b, `{"path":`...)
 	b = appendJSONString(b, path)
@@ -68,6 +71,13 @@ func writeListing(w *bufio.Writer, path string, entries iter.Seq2[largo.Info, er
 			if sum := digest(&in); sum != "" {
 				b = append(b[:len(b)-1], `,"sha256":"`...)
 				b = append(b, sum...)
+				b = append(b, '"', '}')
+			}
+		}
+		if expires != nil {
+			if at := expires(&in); !at.IsZero() {
+				b = append(b[:len(b)-1], `,"expires":"`...)
+				b = at.UTC().AppendFormat(b, time.RFC3339)
 				b = append(b, '"', '}')
 			}
 		}

@@ -60,7 +60,7 @@ func jsonListing(t *testing.T, path string, infos []largo.Info, keep func(largo.
 			}
 		}
 	}
-	if err := writeListing(w, path, seq, keep, testDigest); err != nil {
+	if err := writeListing(w, path, seq, keep, testDigest, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Flush(); err != nil {
@@ -208,7 +208,7 @@ func TestListingJSONKeep(t *testing.T) {
 		}
 	}
 	w := bufio.NewWriter(&bytes.Buffer{})
-	if err := writeListing(w, "/", seq, func(largo.Info) bool { return true }, nil); !errors.Is(err, boom) {
+	if err := writeListing(w, "/", seq, func(largo.Info) bool { return true }, nil, nil); !errors.Is(err, boom) {
 		t.Errorf("a listing that fails: %v, want %v", err, boom)
 	}
 }
@@ -232,7 +232,7 @@ func BenchmarkListingJSON(b *testing.B) {
 	var n countWriter
 	w := bufio.NewWriterSize(&n, 32<<10)
 	for b.Loop() {
-		if err := writeListing(w, "/", seq, all, nil); err != nil {
+		if err := writeListing(w, "/", seq, all, nil, nil); err != nil {
 			b.Fatal(err)
 		}
 		w.Flush()

@@ -83,6 +83,7 @@ import (
 	"largo/auth"
 	"largo/digests"
 	"largo/encode"
+	"largo/expiry"
 	"largo/gate"
 	"largo/ingest"
 	"largo/limit"
@@ -184,6 +185,13 @@ type Config struct {
 	Digests *digests.Keeper
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Expiry tells, in listings, when each file expires (package
+	// expiry); nil tells nothing.
+	Expiry *expiry.Expiry
+	// Downloads counts the downloads of share links with a download
+	// limit; nil means one of State's own (no state: such links answer
+	// 503).
+	Downloads *expiry.Downloads
 
 	// Writes turns writes on: PUT, POST (multipart forms) and DELETE in
 	// the file tree, and Resumable under Prefix+"uploads/", all through
@@ -320,6 +328,9 @@ func New(cfg Config) *Handler {
 		if _, gated := w.Store().(*gate.Store); !gated {
 			panic("serve: the write pipeline must write through the gate's store")
 		}
+	}
+	if h.cfg.Downloads == nil && h.cfg.State != nil {
+		h.cfg.Downloads = expiry.NewDownloads(h.cfg.State)
 	}
 	h.sidecars = sidecar.NewChecker(h.cfg.State, sidecar.Options{Now: h.cfg.Now})
 	h.digests = h.cfg.Digests

@@ -1,10 +1,12 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +23,10 @@ import (
 // drop box's largest file, such as 100MB) and max_rate (the link's
 // bandwidth cap in bytes per second each way, shared by every transfer
 // through it, such as 5MB; the server's --rate-per-link still governs
-// when lower). The answer is the link, as LinksPath lists it.
+// when lower), file_ttl (a drop box: how long each file that lands
+// through it is kept, such as 7d) and max_downloads (a file link: how
+// many complete downloads it gives). The answer is the link, as
+// LinksPath lists it.
 const SharePath = Prefix + "share"
 
 // LinksPath is where a signed-in user manages the links they made: GET
@@ -48,14 +53,57 @@ type LinkInfo struct {
 	Password  bool      `json:"password,omitempty"`
 	MaxUpload int64     `json:"max_upload,omitempty"`
 	MaxRate   int64     `json:"max_rate,omitempty"`
+	// FileTTL is a drop box's time to live of the files it receives
+	// (largo.FormatAge: "7d", "36h").
+	FileTTL string `json:"file_ttl,omitempty"`
+	// MaxDownloads is a file link's download limit, and Downloads the
+	// downloads used of it.
+	MaxDownloads int64 `json:"max_downloads,omitempty"`
+	Downloads    int64 `json:"downloads,omitempty"`
 }
 
-func (h *Handler) linkInfo(l *gate.Link) LinkInfo {
-	return LinkInfo{
+func (h *Handler) linkInfo(ctx context.Context, l *gate.Link) LinkInfo {
+	li := LinkInfo{
 		ID: l.ID, URL: l.URLPath(h.gate.Links().Token(l)), Kind: string(l.Kind), Path: "/" + l.Path,
 		Created: l.Created, Expires: l.Expires, Expired: !h.cfg.Now().Before(l.Expires),
 		Password: l.Password != "", MaxUpload: l.MaxUpload, MaxRate: l.MaxRate,
+		MaxDownloads: l.MaxDownloads,
 	}
+	if l.FileTTL > 0 {
+		li.FileTTL = largo.FormatAge(time.Duration(l.FileTTL) * time.Second)
+	}
+	if l.MaxDownloads > 0 && h.cfg.Downloads != nil {
+		if c, err := h.cfg.Downloads.Used(ctx, l.ID); err == nil {
+			li.Downloads = c.Used
+		}
+	}
+	return li
+}
+
+// linkLimits reads the form's file_ttl and max_downloads into l, whose
+// Kind is known.
+func linkLimits(r *http.Request, l *gate.Link) error {
+	if v := r.PostForm.Get("file_ttl"); v != "" {
+		ttl, err := largo.ParseAge(v)
+		if err != nil || ttl < time.Second {
+			return wire.Refuse(http.StatusBadRequest, "file_ttl: a time such as 7d or 36h")
+		}
+		if l.Kind != gate.LinkDrop {
+			return wire.Refuse(http.StatusBadRequest, "file_ttl: only a drop box receives files")
+		}
+		l.FileTTL = int64(ttl / time.Second)
+	}
+	if v := r.PostForm.Get("max_downloads"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return wire.Refuse(http.StatusBadRequest, "max_downloads: a whole number of downloads, such as 3")
+		}
+		if l.Kind != gate.LinkFile {
+			return wire.Refuse(http.StatusBadRequest, "max_downloads: only a link to a file counts downloads")
+		}
+		l.MaxDownloads = n
+	}
+	return nil
 }
 
 var errSignInFirst = fmt.Errorf("share links are made by signed-in users: %w", largo.ErrUnauthorized)
@@ -165,6 +213,9 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 	if l.Kind != gate.LinkDrop && l.MaxUpload != 0 {
 		return wire.Refuse(http.StatusBadRequest, "max_upload: only a drop box takes uploads")
 	}
+	if err := linkLimits(r, &l); err != nil {
+		return err
+	}
 	_, made, err := h.gate.Links().Make(ctx, l, r.PostForm.Get("password"))
 	if errors.Is(err, gate.ErrShortPassword) {
 		return wire.Refuse(http.StatusBadRequest, err.Error())
@@ -172,7 +223,7 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, h.linkInfo(&made))
+	return writeJSON(w, http.StatusCreated, h.linkInfo(ctx, &made))
 }
 
 // listLinks answers the links the requester made.
@@ -187,7 +238,7 @@ func (h *Handler) listLinks(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]LinkInfo, len(links))
 	for i := range links {
-		out[i] = h.linkInfo(&links[i])
+		out[i] = h.linkInfo(r.Context(), &links[i])
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -209,7 +260,7 @@ func (h *Handler) changeLink(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, h.linkInfo(&l))
+	return writeJSON(w, http.StatusOK, h.linkInfo(r.Context(), &l))
 }
 
 // revokeLink revokes a link the requester made: 204.

@@ -23,6 +23,8 @@ type Entry struct {
 	// ETag is a file's, as listed: the page's changes to the file are
 	// made on condition that it still has it (If-Match). "" for none.
 	ETag string
+	// Expires is when the file will be removed; zero for never.
+	Expires time.Time
 }
 
 // Upload describes the upload area of a page whose requester may write
@@ -190,6 +192,7 @@ type column struct {
 
 type row struct {
 	Name, Href, Size, Modified, ISO, Stamp, ETag string
+	Expires, ExpiresISO                          string
 	Dir                                          bool
 	Bytes                                        int64
 	Picks                                        bool // a checkbox to select the row
@@ -211,6 +214,10 @@ func (r *row) set(e Entry) {
 	}
 	if !e.Dir {
 		r.Size = largo.FormatSize(e.Size)
+	}
+	if !e.Dir && !e.Expires.IsZero() {
+		r.Expires = FormatTime(e.Expires)
+		r.ExpiresISO = e.Expires.UTC().Format(time.RFC3339)
 	}
 }
 

@@ -70,6 +70,7 @@ type serveConfig struct {
 	reserve      sizeValue
 	noMkdir      bool
 	uploadExpiry time.Duration
+	expirySweep  time.Duration
 	ietfVersions string
 	webdav       bool
 
@@ -327,6 +328,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
 	f.StringVar(&cfg.ietfVersions, "ietf-versions", joinInts(resumable.DefaultVersions()), "interop versions of the IETF resumable-upload draft that make a PUT or POST resumable (Upload-Draft-Interop-Version), comma-separated, or off")
 	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
+	f.DurationVar(&cfg.expirySweep, "expiry-sweep", time.Minute, "how often expired files are removed: those under an access file's [[expire]] paths, and those a drop box with a file TTL received")
 	documentEnv(f)
 	return cmd
 }
@@ -585,7 +587,17 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 			}
 		}()
 	}
+	exp := newExpiry(logger, st, g, m, hcfg)
 	if !on {
+		// Nothing is written, but expired files are still removed.
+		rcfg := ingest.Config{Store: gated}
+		if keeper != nil {
+			rcfg.Digests = keeper
+		}
+		if locks != nil {
+			rcfg.Guard = locks
+		}
+		sweepExpired(ctx, logger, cfg, exp, ingest.New(rcfg))
 		return nil
 	}
 	staging, err := prepareWrites(ctx, logger, cfg, st)
@@ -608,7 +620,9 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	if locks != nil {
 		icfg.Guard = locks
 	}
+	icfg.Landed = exp
 	writes := ingest.New(icfg)
+	sweepExpired(ctx, logger, cfg, exp, writes)
 	rcfg := resumable.Config{
 		Writes:      writes,
 		Staging:     staging,

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +13,7 @@ import (
 
 	"largo"
 	"largo/auth"
+	"largo/expiry"
 	"largo/gate"
 )
 
@@ -24,6 +27,8 @@ type shareConfig struct {
 	as        string
 	maxUpload sizeValue
 	maxRate   sizeValue
+	fileTTL   string
+	maxDowns  int64
 	list      bool
 	revoke    string
 	extend    string
@@ -52,7 +57,13 @@ bounded by its scope alone.
 folder PATH, at most --max-upload each, and never reads, lists or replaces
 anything. --password asks for a password the link will need too (at least
 8 characters; sent as the password of basic auth, with any user name).
---max-rate caps the bandwidth of everyone using the link together.`,
+--max-rate caps the bandwidth of everyone using the link together.
+
+--file-ttl 7d, with --write, removes each file that lands through the drop
+box that long after it landed (the server's sweep, --expiry-sweep, does it).
+--max-downloads N lets a link to a file give N complete downloads, then
+answer 410 Gone: a download is the file's worth of bytes sent through the
+link, so that a download resumed or made in segments counts once.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runShare(cmd, e, cfg, args)
@@ -70,6 +81,8 @@ anything. --password asks for a password the link will need too (at least
 	f.StringVar(&cfg.as, "as", "", "the user of the access file the link answers to (default: the operator)")
 	f.Var(&cfg.maxUpload, "max-upload", "with --write: the largest file the drop box takes, such as 1GiB (default: the server's --link-max-upload)")
 	f.Var(&cfg.maxRate, "max-rate", "the link's bandwidth cap, shared by every transfer through it, in bytes per second each way, such as 5MB (default: the server's --rate-per-link, which also governs when lower)")
+	f.StringVar(&cfg.fileTTL, "file-ttl", "", "with --write: remove each file that lands through the drop box this long after it landed, such as 7d or 36h")
+	f.Int64Var(&cfg.maxDowns, "max-downloads", 0, "for a link to a file: the complete downloads it gives before it answers 410 Gone (a resumed or segmented download counts once)")
 	f.BoolVar(&cfg.list, "list", false, "list the links (with --as, those USER made)")
 	f.StringVar(&cfg.revoke, "revoke", "", "revoke the link with this ID")
 	f.StringVar(&cfg.extend, "extend", "", "give the link with this ID --expires more, from now")
@@ -121,7 +134,7 @@ func runShare(cmd *cobra.Command, e *env, cfg *shareConfig, args []string) error
 		if err != nil {
 			return failed(err)
 		}
-		printLinks(e, cfg, links, ls)
+		printLinks(ctx, e, cfg, links, expiry.NewDownloads(sk.State()), ls)
 		return nil
 	case cfg.revoke != "":
 		if err := links.Revoke(ctx, cfg.revoke, cfg.as, all); err != nil {
@@ -155,7 +168,25 @@ func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, lin
 	case !cfg.write && cfg.maxUpload != 0:
 		return usageErr(errors.New("--max-upload goes with --write: only a drop box takes uploads"))
 	}
-	l := gate.Link{Path: name, Maker: cfg.as, Expires: time.Now().Add(cfg.expires), MaxUpload: int64(cfg.maxUpload), MaxRate: int64(cfg.maxRate)}
+	l := gate.Link{Path: name, Maker: cfg.as, Expires: time.Now().Add(cfg.expires), MaxUpload: int64(cfg.maxUpload), MaxRate: int64(cfg.maxRate), MaxDownloads: cfg.maxDowns}
+	if cfg.fileTTL != "" {
+		ttl, err := largo.ParseAge(cfg.fileTTL)
+		switch {
+		case err != nil:
+			return usageErr(fmt.Errorf("--file-ttl: %v", err))
+		case ttl < time.Second:
+			return usageErr(errors.New("--file-ttl: at least a second"))
+		case !cfg.write:
+			return usageErr(errors.New("--file-ttl goes with --write: only a drop box receives files"))
+		}
+		l.FileTTL = int64(ttl / time.Second)
+	}
+	switch {
+	case cfg.maxDowns < 0:
+		return usageErr(errors.New("--max-downloads: a positive number"))
+	case cfg.maxDowns > 0 && (cfg.write || in.IsDir):
+		return usageErr(errors.New("--max-downloads goes with a link to a file"))
+	}
 	switch {
 	case cfg.write:
 		l.Kind = gate.LinkDrop
@@ -182,9 +213,9 @@ func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, lin
 }
 
 // printLinks prints links as a table, with their URLs under --url.
-func printLinks(e *env, cfg *shareConfig, links *gate.Links, ls []gate.Link) {
+func printLinks(ctx context.Context, e *env, cfg *shareConfig, links *gate.Links, downs *expiry.Downloads, ls []gate.Link) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tPATH\tMAKER\tEXPIRES\tURL")
+	fmt.Fprintln(tw, "ID\tKIND\tPATH\tMAKER\tEXPIRES\tLIMITS\tURL")
 	now := time.Now()
 	for i := range ls {
 		l := &ls[i]
@@ -195,7 +226,27 @@ func printLinks(e *env, cfg *shareConfig, links *gate.Links, ls []gate.Link) {
 		if !now.Before(l.Expires) {
 			exp += " (expired)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t/%s\t%s\t%s\t%s\n", l.ID, l.Kind, l.Path, maker, exp, strings.TrimSuffix(cfg.url, "/")+l.URLPath(links.Token(l)))
+		fmt.Fprintf(tw, "%s\t%s\t/%s\t%s\t%s\t%s\t%s\n", l.ID, l.Kind, l.Path, maker, exp, linkLimits(ctx, downs, l), strings.TrimSuffix(cfg.url, "/")+l.URLPath(links.Token(l)))
 	}
 	tw.Flush()
+}
+
+// linkLimits describes a link's download limit (downloads used/limit)
+// and a drop box's file TTL, "-" for neither.
+func linkLimits(ctx context.Context, downs *expiry.Downloads, l *gate.Link) string {
+	var parts []string
+	if l.MaxDownloads > 0 {
+		used := "?"
+		if c, err := downs.Used(ctx, l.ID); err == nil {
+			used = strconv.FormatInt(c.Used, 10)
+		}
+		parts = append(parts, fmt.Sprintf("downloads %s/%d", used, l.MaxDownloads))
+	}
+	if l.FileTTL > 0 {
+		parts = append(parts, "files expire after "+largo.FormatAge(time.Duration(l.FileTTL)*time.Second))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -30,8 +30,10 @@ export class Links {
 		shareForm(this.form, this.out);
 		const write = this.el("entry-write");
 		const max = this.el("entry-max");
+		const ttl = this.el("entry-ttl");
 		write.addEventListener("change", () => {
 			max.disabled = !write.checked;
+			ttl.disabled = !write.checked;
 		});
 		this.el("share-close").addEventListener("click", () => this.share.close());
 		this.el("links-close").addEventListener("click", () => this.list.close());
@@ -49,6 +51,11 @@ export class Links {
 		// that (the server refuses anything else).
 		this.el("entry-write").checked = !read;
 		this.el("entry-max").disabled = read;
+		this.el("entry-ttl").disabled = read;
+		// A download limit is counted on a link to a file only.
+		const file = !path.endsWith("/");
+		this.el("entry-file").hidden = !file;
+		this.el("entry-downloads").disabled = !file;
 		this.out.textContent = "";
 		this.share.showModal();
 		this.el("entry-expires").focus();
@@ -78,7 +85,10 @@ export class Links {
 		a.href = new URL(l.url, location.origin).href;
 		a.textContent = l.path;
 		path.append(a);
-		tr.insertCell().textContent = KIND[l.kind] || l.kind;
+		let kind = KIND[l.kind] || l.kind;
+		if (l.max_downloads) kind += ` (${l.downloads || 0} of ${l.max_downloads} downloads)`;
+		if (l.file_ttl) kind += ` (files removed after ${l.file_ttl})`;
+		tr.insertCell().textContent = kind;
 		const when = tr.insertCell();
 		this.setExpiry(when, l);
 		const acts = tr.insertCell();

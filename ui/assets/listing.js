@@ -232,7 +232,7 @@ export class Listing {
 		for (const r of this.rows) r.tr.remove();
 		this.rows = listing.entries.map((e) => {
 			const r = { name: e.name, key: nameKey(e.name), lower: e.name.toLowerCase(), dir: e.dir, size: e.size, modified: stamp(e.modified), etag: e.etag || "" };
-			r.tr = row(r, e.modified ? new Date(e.modified) : null, this.picks);
+			r.tr = row(r, e.modified ? new Date(e.modified) : null, this.picks, e.expires ? new Date(e.expires) : null);
 			return r;
 		});
 		this.sorted = null;
@@ -252,8 +252,9 @@ export class Listing {
 }
 
 // row builds a table row like the server's; modified is a Date or null;
-// picks adds the checkbox that selects it.
-function row(r, modified, picks) {
+// picks adds the checkbox that selects it; expires, a Date or null, is
+// when the file will be removed.
+function row(r, modified, picks, expires) {
 	const tr = document.createElement("tr");
 	tr.dataset.name = r.name;
 	tr.dataset.size = String(r.size);
@@ -276,6 +277,15 @@ function row(r, modified, picks) {
 	a.href = `./${r.name.split("/").map(encodeURIComponent).join("/")}${r.dir ? "/" : ""}`;
 	a.textContent = r.dir ? `${r.name}/` : r.name;
 	name.append(a);
+	if (expires && !r.dir) {
+		const small = document.createElement("small");
+		small.className = "exp";
+		const time = document.createElement("time");
+		time.dateTime = expires.toISOString().replace(/\.\d{3}Z$/, "Z");
+		time.textContent = formatTime(expires);
+		small.append("expires ", time);
+		name.append(" ", small);
+	}
 	const size = tr.insertCell();
 	size.className = "size";
 	size.textContent = r.dir ? "" : formatSize(r.size);
