@@ -332,7 +332,7 @@ func expiryDownloads(t *testing.T, g *target) {
 	if got := fileSHA(t, part); got != sha {
 		t.Fatalf("the resumed download's sha %s; want %s", got, sha)
 	}
-	if list := g.share(t, access, "--list"); !strings.Contains(list, "downloads 1/2") {
+	if list := listShows(t, g, access, "downloads 1/2"); !strings.Contains(list, "downloads 1/2") {
 		t.Errorf("after a resumed download largo share --list shows:\n%s\nwant downloads 1/2", list)
 	}
 
@@ -344,7 +344,7 @@ func expiryDownloads(t *testing.T, g *target) {
 	if got := fileSHA(t, seg); got != sha {
 		t.Fatalf("the segmented download's sha %s; want %s", got, sha)
 	}
-	if list := g.share(t, access, "--list"); !strings.Contains(list, "downloads 2/2") {
+	if list := listShows(t, g, access, "downloads 2/2"); !strings.Contains(list, "downloads 2/2") {
 		t.Errorf("after a segmented download largo share --list shows:\n%s\nwant downloads 2/2", list)
 	}
 
@@ -370,7 +370,12 @@ func expiryDownloads(t *testing.T, g *target) {
 	}
 	pageLink := s.URL + strings.TrimPrefix(jsonField(t, made, "url"), "/")
 	curlOK(t, "-o", filepath.Join(dir, "once"), pageLink)
-	if list := curlOK(t, append(auth, s.URL+"_largo/links/")...); !strings.Contains(list, `"max_downloads":1,"downloads":1`) {
+	// The client may have every byte before the server counts them.
+	var list string
+	if !waitFor(10*time.Second, func() bool {
+		list = curlOK(t, append(auth, s.URL+"_largo/links/")...)
+		return strings.Contains(list, `"max_downloads":1,"downloads":1`)
+	}) {
 		t.Errorf("the links API shows %s; want one download of one used", list)
 	}
 	if resp := get(t, pageLink); resp.StatusCode != http.StatusGone {
@@ -379,4 +384,17 @@ func expiryDownloads(t *testing.T, g *target) {
 	if out, err := curl(need(t, "curl"), append(auth, "-d", "path=/dl/", "-d", "expires=1h", "-d", "max_downloads=1", s.URL+"_largo/share")...); err == nil || !strings.Contains(out+err.Error(), "only a link to a file") {
 		t.Errorf("a download limit on a folder link: %v %s; want 400 saying only a file link counts", err, out)
 	}
+}
+
+// listShows returns what largo share --list prints once it shows want,
+// or after 10 s: a client may have every byte of a download before the
+// server has counted them.
+func listShows(t *testing.T, g *target, access, want string) string {
+	t.Helper()
+	var list string
+	waitFor(10*time.Second, func() bool {
+		list = g.share(t, access, "--list")
+		return strings.Contains(list, want)
+	})
+	return list
 }
