@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	tusd "github.com/tus/tusd/v2/pkg/handler"
+	"golang.org/x/sync/errgroup"
 
 	"largo"
 	"largo/wire"
@@ -426,22 +428,33 @@ func (h *Handler) joined(ctx context.Context, id string) (tusd.FileInfo, bool) {
 
 // forgetParts removes the partials a final upload joined, and their
 // groups, once the final is placed or refused: their bytes are in it, or
-// of no use any more. Their bytes were counted as the final's.
+// of no use any more. Their bytes were counted as the final's. Several
+// are removed at once: on a bucket each takes a few requests, and a file
+// sent by largo put has tens of pieces.
 func (h *Handler) forgetParts(ctx context.Context, final tusd.FileInfo) {
+	var mu sync.Mutex
 	groups := map[string]bool{}
+	var eg errgroup.Group
+	eg.SetLimit(8)
 	for _, id := range final.PartialUploads {
 		if !validID(id) || isGroup(id) {
 			continue
 		}
-		if up, err := h.cfg.Staging.GetUpload(ctx, id); err == nil {
-			if info, err := up.GetInfo(ctx); err == nil {
-				if pl, ok := placementOf(info); ok {
-					groups[pl.Group] = true
+		eg.Go(func() error {
+			if up, err := h.cfg.Staging.GetUpload(ctx, id); err == nil {
+				if info, err := up.GetInfo(ctx); err == nil {
+					if pl, ok := placementOf(info); ok {
+						mu.Lock()
+						groups[pl.Group] = true
+						mu.Unlock()
+					}
 				}
 			}
-		}
-		h.store.remove(ctx, id)
+			h.store.remove(ctx, id)
+			return nil
+		})
 	}
+	eg.Wait()
 	for g := range groups {
 		h.forgetGroup(ctx, g)
 	}
