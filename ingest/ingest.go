@@ -114,6 +114,8 @@ type Config struct {
 	Guard Guard
 	// Digests keeps the SHA-256 of each committed file; nil keeps none.
 	Digests Digests
+	// Quota holds writes to quotas of users and paths; nil means none.
+	Quota Quota
 	// Now is the clock of the promises of space; nil means time.Now.
 	Now func() time.Time
 }
@@ -209,16 +211,20 @@ func (p *Pipeline) Check(ctx context.Context, t Target) error {
 	if err := p.admit(ctx, &t); err != nil {
 		return err
 	}
-	_, _, err := p.room(ctx, t.Name, t.Size, false)
-	return err
+	if _, _, err := p.room(ctx, t.Name, t.Size, false); err != nil {
+		return err
+	}
+	return p.checkQuota(ctx, t.Name, t.Size)
 }
 
 // CheckSpace refuses, before a byte is read, size bytes (-1: unknown)
 // that the free space at name less the reserve and the writes in flight
 // cannot hold: a form of several files, whose length bounds them all.
 func (p *Pipeline) CheckSpace(ctx context.Context, name string, size int64) error {
-	_, _, err := p.room(ctx, name, size, false)
-	return err
+	if _, _, err := p.room(ctx, name, size, false); err != nil {
+		return err
+	}
+	return p.checkQuota(ctx, name, size)
 }
 
 // CheckRemove admits a removal under cond: the name policy, whether the
@@ -250,6 +256,9 @@ func (p *Pipeline) Forget(ctx context.Context, name string) {
 	if p.cfg.Digests != nil {
 		p.cfg.Digests.Forget(ctx, name)
 	}
+	if p.cfg.Quota != nil {
+		p.cfg.Quota.Forget(ctx, name)
+	}
 }
 
 // Renamed tells the pipeline that the store renamed from (a file, or a
@@ -258,6 +267,9 @@ func (p *Pipeline) Forget(ctx context.Context, name string) {
 func (p *Pipeline) Renamed(ctx context.Context, from, to string) {
 	if p.cfg.Digests != nil {
 		p.cfg.Digests.Renamed(ctx, from, to)
+	}
+	if p.cfg.Quota != nil {
+		p.cfg.Quota.Renamed(ctx, from, to)
 	}
 }
 
