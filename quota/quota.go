@@ -103,6 +103,8 @@ type Keeper struct {
 	dirty bool
 	// known are the paths the last pass counted.
 	known map[string]bool
+	// reconciled is when the last pass was, as recorded.
+	reconciled time.Time
 }
 
 var _ ingest.Quota = (*Keeper)(nil)

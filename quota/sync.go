@@ -100,11 +100,19 @@ func (k *Keeper) Load(ctx context.Context) (bool, error) {
 func (k *Keeper) adopt(rec usageRecord) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.base = rec.tally
+	k.base, k.reconciled = rec.tally, rec.Reconciled
 	k.known = map[string]bool{}
 	for _, p := range rec.Counted {
 		k.known[p] = true
 	}
+}
+
+// Reconciled returns when the usage was last reconciled, as last read;
+// the zero time if never.
+func (k *Keeper) Reconciled() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.reconciled
 }
 
 // Sync adds this instance's changes to the usage record, and reads back
