@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"largo"
@@ -101,4 +102,16 @@ func (p *Policy) HasQuotas() bool {
 		}
 	}
 	return false
+}
+
+// QuotaUsers returns the users the access file gives a quota, sorted.
+func (p *Policy) QuotaUsers() []string {
+	var out []string
+	for name, u := range p.users {
+		if u.hasQuota {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -53,6 +54,9 @@ files = 3
 	got := p.PathQuotas()
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("PathQuotas() = %+v, want %+v", got, want)
+	}
+	if got := p.QuotaUsers(); fmt.Sprint(got) != "[alice carol]" {
+		t.Errorf("QuotaUsers() = %v, want [alice carol]", got)
 	}
 	if !p.HasQuotas() || OneUser("a-token-0123456789", false).HasQuotas() {
 		t.Error("HasQuotas is wrong")

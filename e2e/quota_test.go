@@ -16,10 +16,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"largo/s3/s3test"
 )
 
 // Quotas against the real binary, on a folder and a bucket: every
@@ -462,4 +465,60 @@ func (g *target) files(t testing.TB) map[string]int64 {
 		return nil
 	})
 	return out
+}
+
+// TestQuotaReplicas: two instances serving one bucket share the usage
+// within one sync period: what one stores, the other counts once both
+// have synced, and refuses what would overrun.
+func TestQuotaReplicas(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	access := writeAccessFile(t, quotaAccess)
+	a := startS3Largo(t, srv, "", "--access", access, "--quota-sync", "200ms")
+	b := startS3Largo(t, srv, "", "--access", access, "--quota-sync", "200ms")
+	if code := putAs(t, a, "alice", "a/one", 700); code != 201 {
+		t.Fatalf("700 bytes through one instance: %d", code)
+	}
+	start := time.Now()
+	if !waitFor(10*time.Second, func() bool { return metric(t, b, `largo_quota_used_bytes{quota="user:alice"}`) == 700 }) {
+		t.Fatalf("the other instance counts %v bytes of alice's; want 700", metric(t, b, `largo_quota_used_bytes{quota="user:alice"}`))
+	}
+	t.Logf("the other instance counted the write after %s (sync period 200ms)", time.Since(start).Round(time.Millisecond))
+	st, body := refusedBeforeBody(t, b, "PUT", "a/two", 400, "Authorization", tokenOf("alice"))
+	want507(t, "over the quota through the other instance", st, body, "quota of user alice: 1000 B, 700 B used")
+	// A removal through the other instance gives the room back to both.
+	if resp, _ := send(t, "DELETE", b.URL+"a/one", nil, 0, "Authorization", tokenOf("alice")); resp.StatusCode != 204 {
+		t.Fatalf("DELETE: %s", resp.Status)
+	}
+	if !waitFor(10*time.Second, func() bool { return metric(t, a, `largo_quota_used_bytes{quota="user:alice"}`) == 0 }) {
+		t.Fatalf("after the removal the first instance counts %v bytes", metric(t, a, `largo_quota_used_bytes{quota="user:alice"}`))
+	}
+	if code := putAs(t, a, "alice", "a/two", 900); code != 201 {
+		t.Errorf("900 bytes after the removal: %d", code)
+	}
+}
+
+// TestQuotaReload: quotas follow the access file when it is reloaded.
+func TestQuotaReload(t *testing.T) {
+	dir := t.TempDir()
+	access := writeAccessFile(t, quotaAccess)
+	s := startServer(t, dir, "--access", access)
+	if code := putAs(t, s, "alice", "a/one", 600); code != 201 {
+		t.Fatalf("600 bytes: %d", code)
+	}
+	if code := putAs(t, s, "alice", "a/two", 600); code != 507 {
+		t.Fatalf("600 more under a quota of 1000: %d; want 507", code)
+	}
+	more := strings.Replace(quotaAccess, `quota = "1000"`, `quota = "2000"`, 1) + "\n[[quota]]\npath = \"/x\"\nfiles = 1\n"
+	if err := os.WriteFile(access, []byte(more), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.signal(syscall.SIGHUP)
+	if !waitFor(5*time.Second, func() bool { return putAs(t, s, "alice", "a/two", 600) == 201 }) {
+		t.Fatal("after a reload that raised her quota, alice's write is still refused")
+	}
+	if code := putAs(t, s, "bob", "x/1", 1); code != 201 {
+		t.Fatalf("the first file under a new quota of one file: %d", code)
+	}
+	st, body := refusedBeforeBody(t, s, "PUT", "x/2", 1, "Authorization", tokenOf("bob"))
+	want507(t, "a new path's quota", st, body, "quota of /x: 1 files, 1 used")
 }

@@ -98,6 +98,11 @@ type Keeper struct {
 	mu      sync.Mutex
 	base    tally // the record as last read or written
 	pending tally // this instance's changes, not yet added to the record
+	syncing tally // those being added now
+	// log is pending change by change, with the time of each: a change
+	// made before a reconcile pass began its walk is counted by the pass,
+	// and is not added again.
+	log []change
 	held    tally // the writes in flight
 	// dirty: something changed that only a reconcile pass counts.
 	dirty bool
@@ -117,7 +122,7 @@ func New(cfg Config) *Keeper {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Keeper{cfg: cfg, base: newTally(), pending: newTally(), held: newTally(), known: map[string]bool{}}
+	return &Keeper{cfg: cfg, base: newTally(), pending: newTally(), syncing: newTally(), held: newTally(), known: map[string]bool{}}
 }
 
 // tally is a counter per user and per path.
@@ -147,6 +152,12 @@ func (t tally) merge(o tally) {
 	for k, u := range o.Paths {
 		addTo(t.Paths, k, u)
 	}
+}
+
+// change is one change counted, and when.
+type change struct {
+	at time.Time
+	t  tally
 }
 
 // quotaOf is one quota a write falls under.
@@ -224,9 +235,9 @@ func (k *Keeper) paths() []string {
 // usage stands at, with what writes in flight hold. k.mu is held.
 func (k *Keeper) used(user bool, key string) Usage {
 	if user {
-		return k.base.Users[key].Add(k.pending.Users[key]).Add(k.held.Users[key])
+		return k.base.Users[key].Add(k.syncing.Users[key]).Add(k.pending.Users[key]).Add(k.held.Users[key])
 	}
-	return k.base.Paths[key].Add(k.pending.Paths[key]).Add(k.held.Paths[key])
+	return k.base.Paths[key].Add(k.syncing.Paths[key]).Add(k.pending.Paths[key]).Add(k.held.Paths[key])
 }
 
 // hold adds u to the writes in flight of q. k.mu is held.
@@ -241,14 +252,17 @@ func (k *Keeper) hold(q quotaOf, u Usage) {
 // count adds u to this instance's changes, for user (when not "") and
 // for every path with a quota that name is under.
 func (k *Keeper) count(pol Policy, user, name string, u Usage) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
+	c := change{at: k.cfg.Now(), t: newTally()}
 	if user != "" {
-		addTo(k.pending.Users, user, u)
+		addTo(c.t.Users, user, u)
 	}
 	for _, q := range pathQuotas(pol, name) {
-		addTo(k.pending.Paths, q.key, u)
+		addTo(c.t.Paths, q.key, u)
 	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.pending.merge(c.t)
+	k.log = append(k.log, c)
 }
 
 // markDirty asks for a reconcile pass soon.

@@ -296,3 +296,99 @@ func TestReconcileMatchesTruth(t *testing.T) {
 		t.Fatalf("after a pass:\n got %v\nwant %v", got, want)
 	}
 }
+
+// renamer is a folder whose renames tell the pipeline, as the front ends
+// do.
+func (f *fixture) rename(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(f.dir, to)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(f.dir, from), filepath.Join(f.dir, to)); err != nil {
+		t.Fatal(err)
+	}
+	f.pl.Renamed(context.Background(), from, to)
+}
+
+// TestRenamed: a file renamed keeps its owner, and counts for the paths
+// it went to; a folder's files keep theirs, and its paths are counted
+// again by the next pass.
+func TestRenamed(t *testing.T) {
+	f := newFixture(t, policy{paths: []auth.Quota{{Path: "in", Bytes: 100}}})
+	for _, n := range []string{"in/a", "in/d/b", "in/d/c"} {
+		if err := f.put(as("alice"), n, "12345", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.rename(t, "in/a", "out/a")
+	if u := f.usage(t, "/in"); u != (quota.Usage{Bytes: 10, Files: 2}) {
+		t.Fatalf("after a file left: /in %+v, want 10 bytes in 2 files", u)
+	}
+	f.rename(t, "in/d", "out/d")
+	if _, err := f.k.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if u := f.usage(t, "/in"); u != (quota.Usage{}) {
+		t.Fatalf("after its folder left: /in %+v, want nothing", u)
+	}
+	if u := f.usage(t, "user alice"); u != (quota.Usage{Bytes: 15, Files: 3}) {
+		t.Fatalf("after renames and a pass: alice %+v, want her 15 bytes in 3 files", u)
+	}
+	// Her moved file is still hers: replacing it counts what it adds.
+	if err := f.put(as("alice"), "out/d/b", "1", false); err != nil {
+		t.Fatal(err)
+	}
+	if u := f.usage(t, "user alice"); u != (quota.Usage{Bytes: 11, Files: 3}) {
+		t.Fatalf("after replacing a moved file: alice %+v, want 11 bytes in 3 files", u)
+	}
+}
+
+// TestReplicasShare: two keepers of one store see each other's writes
+// once both have synced.
+func TestReplicasShare(t *testing.T) {
+	pol := policy{users: map[string]auth.Quota{"alice": {Bytes: 100}}}
+	f := newFixture(t, pol)
+	other := quota.New(quota.Config{Store: f.st, State: f.st.State(), Policy: func() quota.Policy { return pol }})
+	pl2 := ingest.New(ingest.Config{Store: f.st, Quota: other})
+	ctx := context.Background()
+	if err := f.put(as("alice"), "a", strings.Repeat("x", 70), false); err != nil {
+		t.Fatal(err)
+	}
+	// Within the window, the other one does not know yet.
+	if err := pl2.Check(as("alice"), ingest.Target{Name: "b", Size: 50}); err != nil {
+		t.Fatalf("before a sync: %v", err)
+	}
+	if err := f.k.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantQuotaErr(t, pl2.Check(as("alice"), ingest.Target{Name: "b", Size: 50}), "quota of user alice: 100 B, 70 B used")
+}
+
+// TestSyncKeepsCounting: while the changes are being added to the
+// record, they still count: syncing all the time lets no write through
+// that the quota has no room for.
+func TestSyncKeepsCounting(t *testing.T) {
+	f := newFixture(t, policy{users: map[string]auth.Quota{"alice": {Files: 20}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			f.k.Sync(ctx)
+		}
+	}()
+	stored := 0
+	for i := range 40 {
+		if f.put(as("alice"), fmt.Sprintf("f%d", i), "x", false) == nil {
+			stored++
+		}
+	}
+	cancel()
+	<-done
+	if stored != 20 {
+		t.Fatalf("%d files stored under a quota of 20", stored)
+	}
+}

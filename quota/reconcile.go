@@ -25,6 +25,7 @@ func (k *Keeper) Reconcile(ctx context.Context) ([]Line, error) {
 	}
 	truth := newTally()
 	paths := k.paths()
+	walked := k.cfg.Now()
 	for _, p := range paths {
 		var u Usage
 		if err := k.walk(ctx, p, &u); err != nil {
@@ -55,14 +56,30 @@ func (k *Keeper) Reconcile(ctx context.Context) ([]Line, error) {
 		}
 	}
 	now := k.cfg.Now()
-	rec, err := k.update(ctx, func(r *usageRecord) {
-		r.tally, r.Reconciled, r.Counted = truth, now, paths
+	rec, err := k.update(ctx, func(r *usageRecord) bool {
+		if r.Walked.After(walked) {
+			return false // a later pass (another instance's) is recorded
+		}
+		r.tally, r.Reconciled, r.Walked, r.Counted = truth, now, walked, paths
+		return true
 	})
 	if err != nil {
 		k.markDirty()
 		return nil, err
 	}
-	k.adopt(rec)
+	k.mu.Lock()
+	k.adoptLocked(rec)
+	// This instance's changes made before the walk are in the count.
+	k.pending = newTally()
+	kept := k.log[:0]
+	for _, c := range k.log {
+		if c.at.After(rec.Walked) {
+			k.pending.merge(c.t)
+			kept = append(kept, c)
+		}
+	}
+	k.log = kept
+	k.mu.Unlock()
 	return k.Report(), nil
 }
 
@@ -128,12 +145,17 @@ func (l Line) Name() string {
 }
 
 // Report returns the usage of every path with a quota, and of every user
-// who owns files or has a quota of their own, sorted: paths first.
+// who owns files or has a quota of their own (when the policy lists them:
+// QuotaUsers), sorted: paths first.
 func (k *Keeper) Report() []Line {
 	pol := k.policy()
 	var pq []auth.Quota
+	var listed []string
 	if pol != nil {
 		pq = pol.PathQuotas()
+		if l, ok := pol.(interface{ QuotaUsers() []string }); ok {
+			listed = l.QuotaUsers()
+		}
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -141,13 +163,16 @@ func (k *Keeper) Report() []Line {
 	for _, q := range pq {
 		out = append(out, Line{
 			Path:  q.Path,
-			Used:  k.base.Paths[q.Path].Add(k.pending.Paths[q.Path]),
+			Used:  k.base.Paths[q.Path].Add(k.syncing.Paths[q.Path]).Add(k.pending.Paths[q.Path]),
 			Held:  k.held.Paths[q.Path],
 			Limit: Usage{q.Bytes, q.Files},
 		})
 	}
 	users := map[string]bool{}
-	for _, t := range []tally{k.base, k.pending, k.held} {
+	for _, u := range listed {
+		users[u] = true
+	}
+	for _, t := range []tally{k.base, k.syncing, k.pending, k.held} {
 		for u := range t.Users {
 			users[u] = true
 		}
@@ -161,7 +186,7 @@ func (k *Keeper) Report() []Line {
 		q := k.userQuota(pol, u)
 		out = append(out, Line{
 			User:  u,
-			Used:  k.base.Users[u].Add(k.pending.Users[u]),
+			Used:  k.base.Users[u].Add(k.syncing.Users[u]).Add(k.pending.Users[u]),
 			Held:  k.held.Users[u],
 			Limit: Usage{q.Bytes, q.Files},
 		})

@@ -18,6 +18,9 @@ type usageRecord struct {
 	tally
 	// Reconciled is when a reconcile pass last counted everything.
 	Reconciled time.Time `json:"reconciled,omitzero"`
+	// Walked is when that pass began to walk: the changes made before
+	// are in its count.
+	Walked time.Time `json:"walked,omitzero"`
 	// Counted are the paths that pass counted.
 	Counted []string `json:"counted,omitempty"`
 }
@@ -52,8 +55,9 @@ func (k *Keeper) read(ctx context.Context) (rec usageRecord, ver string, found b
 
 // update reads the usage record, changes it with change, and writes it
 // back if no other instance wrote it meanwhile, trying again if one did.
-// It returns the record written.
-func (k *Keeper) update(ctx context.Context, change func(*usageRecord)) (usageRecord, error) {
+// It returns the record written, or read when change says there is
+// nothing to write.
+func (k *Keeper) update(ctx context.Context, change func(*usageRecord) bool) (usageRecord, error) {
 	sw, swaps := k.cfg.State.(largo.StateSwapper)
 	cr, creates := k.cfg.State.(largo.StateCreator)
 	for range 20 {
@@ -61,7 +65,9 @@ func (k *Keeper) update(ctx context.Context, change func(*usageRecord)) (usageRe
 		if err != nil {
 			return rec, err
 		}
-		change(&rec)
+		if !change(&rec) {
+			return rec, nil
+		}
 		b, err := json.Marshal(rec)
 		if err != nil {
 			return rec, err
@@ -100,6 +106,11 @@ func (k *Keeper) Load(ctx context.Context) (bool, error) {
 func (k *Keeper) adopt(rec usageRecord) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.adoptLocked(rec)
+}
+
+// adoptLocked is adopt with k.mu held.
+func (k *Keeper) adoptLocked(rec usageRecord) {
 	k.base, k.reconciled = rec.tally, rec.Reconciled
 	k.known = map[string]bool{}
 	for _, p := range rec.Counted {
@@ -119,17 +130,30 @@ func (k *Keeper) Reconciled() time.Time {
 // what other instances added.
 func (k *Keeper) Sync(ctx context.Context) error {
 	k.mu.Lock()
-	mine := k.pending
-	k.pending = newTally()
+	// What is being added counts until the record that holds it is
+	// adopted.
+	mine, log := k.pending, k.log
+	k.syncing, k.pending, k.log = mine, newTally(), nil
 	k.mu.Unlock()
-	rec, err := k.update(ctx, func(r *usageRecord) { r.merge(mine) })
+	rec, err := k.update(ctx, func(r *usageRecord) bool {
+		added := false
+		for _, c := range log {
+			if c.at.After(r.Walked) { // else the pass counted it
+				r.merge(c.t)
+				added = true
+			}
+		}
+		return added
+	})
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.syncing = newTally()
 	if err != nil {
-		k.mu.Lock()
 		k.pending.merge(mine) // kept for the next time
-		k.mu.Unlock()
+		k.log = append(log, k.log...)
 		return err
 	}
-	k.adopt(rec)
+	k.adoptLocked(rec)
 	return nil
 }
 
