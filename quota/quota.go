@@ -102,8 +102,8 @@ type Keeper struct {
 	// log is pending change by change, with the time of each: a change
 	// made before a reconcile pass began its walk is counted by the pass,
 	// and is not added again.
-	log []change
-	held    tally // the writes in flight
+	log  []change
+	held tally // the writes in flight
 	// dirty: something changed that only a reconcile pass counts.
 	dirty bool
 	// known are the paths the last pass counted.
