@@ -228,6 +228,17 @@ func TestQuotaProtocols(t *testing.T) {
 		}
 		st, body = refusedBeforeBody(t, s, "PUT", "shared/b2", 400, "Authorization", tokenOf("bob"))
 		want507(t, "a path's quota", st, body, "quota of /shared: 1.5 KiB, 1.2 KiB used")
+		// Moving a file in counts too (a rename on a folder, copies on a
+		// bucket), through WebDAV and the page alike; the file stays.
+		resp, body = send(t, "MOVE", s.URL+"a/one", nil, 0, append(alice, "Destination", s.URL+"shared/one")...)
+		want507(t, "WebDAV MOVE into a path's quota", resp.Status, body, "quota of /shared: 1.5 KiB, 1.2 KiB used")
+		form := "from=/a/one&to=/shared/one"
+		resp, body = send(t, "POST", s.URL+"_largo/move", strings.NewReader(form), int64(len(form)),
+			append(alice, "Content-Type", "application/x-www-form-urlencoded", "Origin", strings.TrimSuffix(s.URL, "/"))...)
+		want507(t, "the page's move into a path's quota", resp.Status, body, "quota of /shared")
+		if got := curlStatus(t, s.URL+"a/one"); got != "200" {
+			t.Errorf("a move refused: GET /a/one %s; want 200", got)
+		}
 
 		// A drop box counts for its maker: alice has 397 bytes left, and
 		// a file.

@@ -24,6 +24,10 @@ type Quota interface {
 	Forget(ctx context.Context, name string)
 	// Renamed is told that the store renamed from to to.
 	Renamed(ctx context.Context, from, to string)
+	// AdmitMove refuses a rename of from (a file, or a folder with all
+	// below it) to to that would take a quota past its limit: that of a
+	// path to is under and from is not.
+	AdmitMove(ctx context.Context, from, to string) error
 }
 
 // Claim is a write's hold on the quotas. A Claim is used by the
@@ -47,6 +51,17 @@ func (p *Pipeline) claim(ctx context.Context, name string, size int64, hold bool
 		return nil, nil
 	}
 	return p.cfg.Quota.Admit(ctx, name, size, hold)
+}
+
+// CheckMove refuses, with an error wrapping largo.ErrNoSpace, a rename
+// of from (a file, or a folder with all below it) to to that would take
+// the quota of a path past its limit. A move by copies (MoveByCopy)
+// needs no such check: each copy is admitted as a write.
+func (p *Pipeline) CheckMove(ctx context.Context, from, to string) error {
+	if p.cfg.Quota == nil {
+		return nil
+	}
+	return p.cfg.Quota.AdmitMove(ctx, from, to)
 }
 
 // checkQuota refuses a write the quotas have no room for, holding

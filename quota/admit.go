@@ -182,3 +182,30 @@ func (c *claim) Commit(ctx context.Context, in largo.Info, created bool) {
 		k.markDirty()
 	}
 }
+
+// AdmitMove implements ingest.Quota: a rename brings what it moves into
+// the paths with a quota that to is under and from is not; its owners do
+// not change. A folder is walked to learn what it holds.
+func (k *Keeper) AdmitMove(ctx context.Context, from, to string) error {
+	var qs []quotaOf
+	for _, q := range pathQuotas(k.policy(), to) {
+		if !largo.Within(q.key, from) {
+			qs = append(qs, q)
+		}
+	}
+	if len(qs) == 0 {
+		return nil
+	}
+	var add Usage
+	if err := k.walk(ctx, from, &add); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, q := range qs {
+		if err := over(q, k.used(false, q.key), add, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
