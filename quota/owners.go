@@ -112,10 +112,10 @@ func (k *Keeper) drop(ctx context.Context, r record) error {
 }
 
 // Forget implements ingest.Quota: the file removed stops counting for
-// its paths and its owner, and its record goes. A folder's files are
-// found among the records; its paths are counted again by a reconcile
-// pass, as is a file removed that no record describes. A name still
-// there (a WebDAV copy that will replace the file) is left alone.
+// its paths and its owner, and its record goes. A folder removed, or a
+// file that no record describes, is counted by the next reconcile pass
+// (see MinPassGap). A name still there (a WebDAV copy that will replace
+// the file) is left alone.
 func (k *Keeper) Forget(ctx context.Context, name string) {
 	in, err := k.cfg.Store.Stat(ctx, name)
 	switch {
@@ -136,17 +136,10 @@ func (k *Keeper) Forget(ctx context.Context, name string) {
 		}
 		return
 	}
-	// A folder (or a file largo never wrote): the records below it go
-	// now, the paths are walked again.
-	k.overlapsDirty(name)
-	k.below(ctx, name, func(r record) {
-		if r.User != "" {
-			k.count(nil, r.User, r.Name, Usage{-r.Size, -1})
-		}
-		if err := k.drop(ctx, r); err != nil {
-			k.cfg.Logger.Warn("quota: removing a file's owner record", "name", r.Name, "err", err)
-		}
-	})
+	// A folder, or a file largo never wrote: which, and what was below
+	// it, is for the next pass to count, not for the removal to look for
+	// among all the records.
+	k.markDirty()
 }
 
 // Renamed implements ingest.Quota: a file's record follows it, and its

@@ -157,18 +157,26 @@ func (k *Keeper) Sync(ctx context.Context) error {
 	return nil
 }
 
+// MinPassGap is the least time between the end of a reconcile pass and
+// the start of one asked for by a change only a pass counts (a folder
+// removed): such changes wait for one pass together. A pass that took
+// long waits ten times its length, so that passes take at most a tenth
+// of the time.
+const MinPassGap = 30 * time.Second
+
 // Run keeps the usage: it reads it (reconciling a store never counted),
 // syncs it every sync period, and reconciles it every reconcile period
-// (zero: never) and soon after a change only a pass counts, until ctx is
-// done, when it syncs one last time.
+// (zero: never) and after a change only a pass counts (see MinPassGap),
+// until ctx is done, when it syncs one last time.
 func (k *Keeper) Run(ctx context.Context, sync, reconcile time.Duration) {
 	found, err := k.Load(ctx)
 	if err != nil {
 		k.cfg.Logger.Warn("quota: reading the usage", "err", err)
 	}
-	last := k.cfg.Now()
+	last, took := k.cfg.Now(), time.Duration(0)
 	if !found {
-		k.pass(ctx)
+		took = k.pass(ctx)
+		last = k.cfg.Now()
 	}
 	t := time.NewTicker(sync)
 	defer t.Stop()
@@ -184,22 +192,23 @@ func (k *Keeper) Run(ctx context.Context, sync, reconcile time.Duration) {
 		if err := k.Sync(ctx); err != nil {
 			k.cfg.Logger.Warn("quota: syncing the usage", "err", err)
 		}
-		now := k.cfg.Now()
-		if k.wantsPass() || reconcile > 0 && now.Sub(last) >= reconcile {
-			k.pass(ctx)
-			last = now
+		since := k.cfg.Now().Sub(last)
+		if k.wantsPass() && since >= max(MinPassGap, 10*took) || reconcile > 0 && since >= reconcile {
+			took = k.pass(ctx)
+			last = k.cfg.Now()
 		}
 	}
 }
 
-// pass runs a reconcile pass, and logs it.
-func (k *Keeper) pass(ctx context.Context) {
+// pass runs a reconcile pass, logs it, and returns how long it took.
+func (k *Keeper) pass(ctx context.Context) time.Duration {
 	start := k.cfg.Now()
 	if _, err := k.Reconcile(ctx); err != nil {
 		k.cfg.Logger.Warn("quota: reconciling the usage", "err", err)
-		return
 	}
-	k.cfg.Logger.Info("quota: usage reconciled", "took", k.cfg.Now().Sub(start).Round(time.Millisecond))
+	took := k.cfg.Now().Sub(start)
+	k.cfg.Logger.Info("quota: usage reconciled", "took", took.Round(time.Millisecond))
+	return took
 }
 
 // wantsPass reports whether something changed that only a pass counts:
