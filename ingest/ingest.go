@@ -25,6 +25,10 @@
 //   - locks (Config.Guard): a name another client has locked (WebDAV's
 //     LOCK) refuses every write and removal, whatever protocol carries
 //     it, unless the request presents the lock's token (423 otherwise);
+//   - quotas (Config.Quota): a write that would take a quota of its user
+//     or of a path past its limit is refused before its body (507, the
+//     quota named), its size held against the quotas while in flight, a
+//     rename into a path admitted by CheckMove;
 //   - digests (Config.Digests): every committed file's SHA-256 is kept
 //     with the version it belongs to, whatever protocol carried it; a
 //     copy made by the store carries its source's, a rename (Renamed) or
