@@ -390,3 +390,54 @@ func TestSyncKeepsCounting(t *testing.T) {
 		t.Fatalf("%d files stored under a quota of 20", stored)
 	}
 }
+
+// TestPassCountsOnce: a change made before another instance's pass began
+// its walk is in that pass's count, and is not added again when its own
+// instance syncs; one made after is.
+func TestPassCountsOnce(t *testing.T) {
+	pol := policy{paths: []auth.Quota{{Path: "", Files: 100}}}
+	f := newFixture(t, pol)
+	clock := time.Unix(1000, 0)
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); clock = clock.Add(time.Second); return clock }
+	other := quota.New(quota.Config{Store: f.st, State: f.st.State(), Policy: func() quota.Policy { return pol }, Now: now})
+	f.k = quota.New(quota.Config{Store: f.st, State: f.st.State(), Policy: func() quota.Policy { return pol }, Now: now})
+	f.pl = ingest.New(ingest.Config{Store: f.st, Quota: f.k})
+	ctx := context.Background()
+	if err := f.put(as("alice"), "a", "12345", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Reconcile(ctx); err != nil { // walks after the write
+		t.Fatal(err)
+	}
+	if err := f.k.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if u := f.usage(t, "/"); u != (quota.Usage{Bytes: 5, Files: 1}) {
+		t.Fatalf("after the other's pass and a sync: %+v, want the one file once", u)
+	}
+	// A write after the pass is added.
+	if err := f.put(as("alice"), "b", "1", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.k.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []*quota.Keeper{f.k, other} {
+		if u := report(k, "/"); u != (quota.Usage{Bytes: 6, Files: 2}) {
+			t.Fatalf("after a later write: %+v, want 6 bytes in 2 files", u)
+		}
+	}
+}
+
+func report(k *quota.Keeper, name string) quota.Usage {
+	for _, l := range k.Report() {
+		if l.Name() == name {
+			return l.Used
+		}
+	}
+	return quota.Usage{}
+}
