@@ -77,3 +77,26 @@ func (e *DigestError) Error() string {
 }
 
 func (e *DigestError) Unwrap() error { return ErrDigest }
+
+// QuotaError is a write refused because it would take a quota past its
+// limit. It wraps ErrNoSpace, and its text is what a client is told: the
+// quota, its limit and its use, with no local path.
+type QuotaError struct {
+	// Quota names the quota: "/projects", "user alice", "the link's
+	// maker".
+	Quota string
+	// Limit and Used are the quota's limit and what is used of it
+	// (stored, and held by writes in flight), in bytes, or in files with
+	// Files.
+	Limit, Used int64
+	Files       bool
+}
+
+func (e *QuotaError) Error() string {
+	if e.Files {
+		return fmt.Sprintf("quota of %s: %d files, %d used", e.Quota, e.Limit, e.Used)
+	}
+	return fmt.Sprintf("quota of %s: %s, %s used", e.Quota, FormatSize(e.Limit), FormatSize(e.Used))
+}
+
+func (e *QuotaError) Unwrap() error { return ErrNoSpace }

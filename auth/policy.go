@@ -33,6 +33,8 @@ type Policy struct {
 	proxied *memberships
 	// expires are the [[expire]] tables (expire.go).
 	expires []Expire
+	// quotas are the [[quota]] tables: limits per path prefix.
+	quotas []Quota
 }
 
 type user struct {
@@ -42,6 +44,8 @@ type user struct {
 	proxy    bool     // signs in only through a trusted proxy
 	rate     int64    // bytes per second; see Policy.Rate
 	hasRate  bool     // the access file gives a rate
+	quota    Quota    // the user's quota; see Policy.UserQuota
+	hasQuota bool     // the access file gives quota or quota_files
 }
 
 // file is the access file's form, in TOML:
@@ -54,6 +58,13 @@ type user struct {
 //	rate = "10MB"      # bandwidth cap, bytes per second each way, all of the
 //	                   # user's transfers together ("0": none, whatever
 //	                   # --rate-per-user says)
+//	quota = "10GB"     # most bytes of the files the user owns ("0": none,
+//	quota_files = 1000 # whatever --quota-per-user says); most files
+//
+//	[[quota]]          # all files under a path, whoever wrote them
+//	path = "/projects"
+//	bytes = "100GB"
+//	files = 100000
 //
 //	[[rule]]
 //	path = "/"
@@ -79,12 +90,19 @@ type user struct {
 // sign in only through the proxy.
 type file struct {
 	User []struct {
-		Name     string   `toml:"name"`
-		Password string   `toml:"password"`
-		Tokens   []string `toml:"tokens"`
-		Groups   []string `toml:"groups"`
-		Rate     *string  `toml:"rate"`
+		Name       string   `toml:"name"`
+		Password   string   `toml:"password"`
+		Tokens     []string `toml:"tokens"`
+		Groups     []string `toml:"groups"`
+		Rate       *string  `toml:"rate"`
+		Quota      *string  `toml:"quota"`
+		QuotaFiles *int64   `toml:"quota_files"`
 	} `toml:"user"`
+	Quota []struct {
+		Path  string `toml:"path"`
+		Bytes string `toml:"bytes"`
+		Files int64  `toml:"files"`
+	} `toml:"quota"`
 	Rule []struct {
 		Path  string   `toml:"path"`
 		Users []string `toml:"users"`
@@ -161,6 +179,9 @@ func LoadFile(path string) (*Policy, error) {
 			}
 			us.hasRate = true
 		}
+		if err := userQuota(&us, u.Quota, u.QuotaFiles); err != nil {
+			return nil, fmt.Errorf("%s: %v", where, err)
+		}
 		for _, t := range u.Tokens {
 			if len(t) < 16 {
 				return nil, fmt.Errorf("%s: a token must be at least 16 characters", where)
@@ -205,6 +226,9 @@ func LoadFile(path string) (*Policy, error) {
 		p.rules = append(p.rules, rule)
 	}
 	if p.expires, err = parseExpires(path, f.Expire); err != nil {
+		return nil, err
+	}
+	if p.quotas, err = pathQuotas(path, f.Quota); err != nil {
 		return nil, err
 	}
 	switch {

@@ -48,8 +48,11 @@ func retryable(err error) bool {
 	case errors.As(err, &te), errors.Is(err, errStalled), errors.Is(err, io.ErrUnexpectedEOF):
 		return true
 	case errors.As(err, &se):
+		// 507 is a full store or a quota: waiting a few seconds does not
+		// free either.
 		return se.Code == http.StatusRequestTimeout || se.Code == http.StatusTooManyRequests ||
-			se.Code >= 500 && se.Code != http.StatusNotImplemented && se.Code != http.StatusHTTPVersionNotSupported
+			se.Code >= 500 && se.Code != http.StatusNotImplemented && se.Code != http.StatusHTTPVersionNotSupported &&
+				se.Code != http.StatusInsufficientStorage
 	}
 	var (
 		unknownCA x509.UnknownAuthorityError

@@ -328,6 +328,9 @@ func (fsys *fileSystem) Rename(ctx context.Context, oldPath, newPath string) err
 	if err := pl.CheckLock(ctx, to, true, tokens); err != nil {
 		return fsys.fail("rename", to, err)
 	}
+	if err := pl.CheckMove(ctx, from, to); err != nil {
+		return fsys.fail("rename", to, err)
+	}
 	if _, err := fsys.view.Stat(ctx, from); err != nil {
 		return fsys.fail("rename", from, err)
 	}

@@ -27,6 +27,10 @@
 //   - locks (Config.Guard): a name another client has locked (WebDAV's
 //     LOCK) refuses every write and removal, whatever protocol carries
 //     it, unless the request presents the lock's token (423 otherwise);
+//   - quotas (Config.Quota): a write that would take a quota of its user
+//     or of a path past its limit is refused before its body (507, the
+//     quota named), its size held against the quotas while in flight, a
+//     rename into a path admitted by CheckMove;
 //   - digests (Config.Digests): every committed file's SHA-256 is kept
 //     with the version it belongs to, whatever protocol carried it; a
 //     copy made by the store carries its source's, a rename (Renamed) or
@@ -127,6 +131,8 @@ type Config struct {
 	Digests Digests
 	// Landed is told of each committed file; nil tells no one.
 	Landed Lander
+	// Quota holds writes to quotas of users and paths; nil means none.
+	Quota Quota
 	// Now is the clock of the promises of space; nil means time.Now.
 	Now func() time.Time
 }
@@ -222,16 +228,20 @@ func (p *Pipeline) Check(ctx context.Context, t Target) error {
 	if err := p.admit(ctx, &t); err != nil {
 		return err
 	}
-	_, _, err := p.room(ctx, t.Name, t.Size, false)
-	return err
+	if _, _, err := p.room(ctx, t.Name, t.Size, false); err != nil {
+		return err
+	}
+	return p.checkQuota(ctx, t.Name, t.Size)
 }
 
 // CheckSpace refuses, before a byte is read, size bytes (-1: unknown)
 // that the free space at name less the reserve and the writes in flight
 // cannot hold: a form of several files, whose length bounds them all.
 func (p *Pipeline) CheckSpace(ctx context.Context, name string, size int64) error {
-	_, _, err := p.room(ctx, name, size, false)
-	return err
+	if _, _, err := p.room(ctx, name, size, false); err != nil {
+		return err
+	}
+	return p.checkQuota(ctx, name, size)
 }
 
 // CheckRemove admits a removal under cond: the name policy, whether the
@@ -263,6 +273,9 @@ func (p *Pipeline) Forget(ctx context.Context, name string) {
 	if p.cfg.Digests != nil {
 		p.cfg.Digests.Forget(ctx, name)
 	}
+	if p.cfg.Quota != nil {
+		p.cfg.Quota.Forget(ctx, name)
+	}
 }
 
 // Renamed tells the pipeline that the store renamed from (a file, or a
@@ -271,6 +284,9 @@ func (p *Pipeline) Forget(ctx context.Context, name string) {
 func (p *Pipeline) Renamed(ctx context.Context, from, to string) {
 	if p.cfg.Digests != nil {
 		p.cfg.Digests.Renamed(ctx, from, to)
+	}
+	if p.cfg.Quota != nil {
+		p.cfg.Quota.Renamed(ctx, from, to)
 	}
 }
 

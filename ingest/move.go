@@ -44,6 +44,9 @@ func (p *Pipeline) MoveByCopy(ctx context.Context, view largo.Store, from, to st
 		if p.cfg.Digests != nil {
 			p.cfg.Digests.Forget(ctx, from) // the copy carries it
 		}
+		if p.cfg.Quota != nil {
+			p.cfg.Quota.Forget(ctx, from) // the copy counts anew
+		}
 		return nil
 	}
 	if dm, ok := p.cfg.Store.(largo.DirMaker); ok {

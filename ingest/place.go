@@ -41,15 +41,26 @@ func (p *Pipeline) Place(ctx context.Context, t Target, s Staged) (Result, error
 	if err := p.admitPlace(ctx, &t); err != nil {
 		return Result{}, err
 	}
-	w, err := p.adopt(ctx, t, s)
+	// The quotas are asked again: other writes may have filled them
+	// since the upload was created.
+	c, err := p.claim(ctx, t.Name, s.Size, true)
 	if err != nil {
 		return Result{}, err
 	}
-	if w == nil {
+	w, err := p.adopt(ctx, t, s)
+	copying := err == nil && w == nil
+	if copying {
 		t.Size = s.Size
-		if w, err = p.beginCopy(ctx, t); err != nil {
-			return Result{}, err
+		w, err = p.beginCopy(ctx, t)
+	}
+	if err != nil {
+		if c != nil {
+			c.Release()
 		}
+		return Result{}, err
+	}
+	w.claim = c
+	if copying {
 		if err := w.copyFrom(ctx, s); err != nil {
 			w.Abort()
 			return Result{}, err
@@ -182,6 +193,10 @@ func (p *Pipeline) BeginCopy(ctx context.Context, t Target, src string) (*Write,
 	if _, _, err := p.room(ctx, t.Name, t.Size, false); err != nil {
 		return nil, err
 	}
+	c, err := p.claim(ctx, t.Name, t.Size, true)
+	if err != nil {
+		return nil, err
+	}
 	var srcETag string // the version copied, whose digest the copy carries
 	if p.cfg.Digests != nil {
 		if in, err := p.cfg.Store.Stat(ctx, src); err == nil && !in.IsDir {
@@ -190,7 +205,10 @@ func (p *Pipeline) BeginCopy(ctx context.Context, t Target, src string) (*Write,
 	}
 	u, err := cp.Copy(ctx, t.Name, src, largo.CreateOptions{Size: t.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
 	if err != nil {
+		if c != nil {
+			c.Release()
+		}
 		return nil, CondErr(targetErr(err), t.Cond)
 	}
-	return &Write{p: p, t: t, u: u, n: max(t.Size, 0), copied: true, src: src, srcETag: srcETag}, nil
+	return &Write{p: p, t: t, u: u, n: max(t.Size, 0), copied: true, src: src, srcETag: srcETag, claim: c}, nil
 }

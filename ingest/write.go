@@ -24,6 +24,8 @@ type Write struct {
 	n    int64
 	room int64 // the most bytes the write may store: the free space, or the size limit
 	hold *hold // the space promised to it, nil for none
+	// claim is its hold on the quotas, nil for none.
+	claim Claim
 	// pending counts the bytes reported to the Observer, taken back when
 	// the write ends.
 	pending int64
@@ -50,6 +52,10 @@ func (p *Pipeline) Begin(ctx context.Context, t Target) (*Write, error) {
 		room = min(room, p.cfg.MaxSize)
 	}
 	w := &Write{p: p, t: t, h: sha256.New(), room: room, hold: h}
+	if w.claim, err = p.claim(ctx, t.Name, t.Size, true); err != nil {
+		w.releaseAll()
+		return nil, err
+	}
 	w.u, err = p.cr.Create(ctx, t.Name, largo.CreateOptions{Size: t.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
 	if err != nil {
 		w.releaseAll()
@@ -105,6 +111,11 @@ func (w *Write) Write(p []byte) (int, error) {
 		return 0, errors.New("write to a copy made by the store")
 	case w.n+int64(len(p)) > w.room:
 		return 0, w.overflow()
+	}
+	if w.claim != nil {
+		if err := w.claim.Grow(int64(len(p))); err != nil {
+			return 0, err
+		}
 	}
 	if w.sp == nil {
 		w.sp = spool.New(w.u, w.h)
@@ -173,6 +184,9 @@ func (w *Write) Commit(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, CondErr(targetErr(err), w.t.Cond)
 	}
+	if w.claim != nil {
+		w.claim.Commit(ctx, in, created)
+	}
 	if d := w.p.cfg.Digests; d != nil {
 		if w.copied {
 			sum = w.copiedSum(ctx)
@@ -236,6 +250,9 @@ func (w *Write) stop() {
 func (w *Write) releaseAll() {
 	w.p.giveBack(w.hold)
 	w.hold = nil
+	if w.claim != nil {
+		w.claim.Release()
+	}
 	w.p.obs.PendingBytes(-w.pending)
 	w.pending = 0
 }

@@ -191,6 +191,9 @@ func (h *Handler) move(w http.ResponseWriter, r *http.Request) error {
 	if err := pl.CheckLock(ctx, to, true, nil); err != nil {
 		return err
 	}
+	if err := pl.CheckMove(ctx, from, to); err != nil {
+		return err
+	}
 	err = store.(largo.Renamer).Rename(ctx, from, to) // a *gate.Store renames, or says it cannot
 	switch {
 	case errors.Is(err, largo.ErrUnsupported):

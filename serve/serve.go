@@ -529,7 +529,11 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		panic(http.ErrAbortHandler)
 	}
 	code, msg := status(err)
-	if code >= 500 {
+	var qe *largo.QuotaError
+	switch {
+	case errors.As(err, &qe):
+		h.log.Info("write refused by a quota", "method", r.Method, "path", r.URL.Path, "err", err) // the client's doing, not a failure
+	case code >= 500:
 		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	var de *largo.DigestError

@@ -63,11 +63,16 @@ var statusTable = []struct {
 
 // Status returns the status and the one-line reason a client is answered
 // with for err. Reasons are fixed phrases, never the error's text, which
-// may hold local paths; a digest mismatch adds the digest computed.
+// may hold local paths; a digest mismatch adds the digest computed, a
+// quota's refusal the quota (largo.QuotaError).
 func Status(err error) (int, string) {
 	var se *StatusError
 	if errors.As(err, &se) {
 		return se.Code, se.Reason
+	}
+	var qe *largo.QuotaError
+	if errors.As(err, &qe) {
+		return http.StatusInsufficientStorage, "insufficient storage: " + qe.Error()
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {

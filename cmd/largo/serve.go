@@ -78,6 +78,8 @@ type serveConfig struct {
 	linkMaxUpload sizeValue
 
 	access accessConfig
+
+	quota quotaConfig
 }
 
 // defaultLinkMaxUpload is the largest file a write through a share link
@@ -326,6 +328,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.symlinks, "symlinks", "which symbolic links inside the folder are followed: follow (all), within (those that lead into their own folder or below it) or none; a name through a link is judged both as spelled and as it resolves, and never reaches a hidden name (default: within with --access, else follow)")
 	f.Var(&cfg.linkMaxUpload, "link-max-upload", "largest file a write through a share link (a drop box) may store, unless the link names a smaller one (0: no cap of the links' own)")
 	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
+	addQuotaFlags(f, &cfg.quota, true)
 	f.StringVar(&cfg.ietfVersions, "ietf-versions", joinInts(resumable.DefaultVersions()), "interop versions of the IETF resumable-upload draft that make a PUT or POST resumable (Upload-Draft-Interop-Version), comma-separated, or off")
 	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
 	f.DurationVar(&cfg.expirySweep, "expiry-sweep", time.Minute, "how often expired files are removed: those under an access file's [[expire]] paths, and those a drop box with a file TTL received")
@@ -621,6 +624,11 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 		icfg.Guard = locks
 	}
 	icfg.Landed = exp
+	if k, err := setUpQuota(ctx, logger, cfg, st, g, m); err != nil {
+		return err
+	} else if k != nil {
+		icfg.Quota = k
+	}
 	writes := ingest.New(icfg)
 	sweepExpired(ctx, logger, cfg, exp, writes)
 	rcfg := resumable.Config{

@@ -1,0 +1,75 @@
+package ingest
+
+import (
+	"context"
+
+	"largo"
+)
+
+// Quota holds writes to the quotas of who writes and where (package
+// quota): a write that would take a quota past its limit is refused
+// before a byte of it is read, with an error wrapping largo.ErrNoSpace
+// (a *largo.QuotaError, answered 507 with the quota named), and the size
+// it announces is held against the quotas while it is in flight, so that
+// writes admitted together cannot together overrun one.
+// Implementations must be safe for concurrent use.
+type Quota interface {
+	// Admit admits a write of size bytes (-1: not known yet) to name,
+	// for the principal ctx carries. With hold the size is held until
+	// the claim is committed or released; without, the claim only
+	// answers the question and must be released.
+	Admit(ctx context.Context, name string, size int64, hold bool) (Claim, error)
+	// Forget is told that name (a file, or a folder with all below it)
+	// was removed.
+	Forget(ctx context.Context, name string)
+	// Renamed is told that the store renamed from to to.
+	Renamed(ctx context.Context, from, to string)
+	// AdmitMove refuses a rename of from (a file, or a folder with all
+	// below it) to to that would take a quota past its limit: that of a
+	// path to is under and from is not.
+	AdmitMove(ctx context.Context, from, to string) error
+}
+
+// Claim is a write's hold on the quotas. A Claim is used by the
+// goroutine of its write.
+type Claim interface {
+	// Grow counts n more bytes received; past the size held, they are
+	// held too, or refused when a quota has no room for them (a body of
+	// unknown length is bounded so).
+	Grow(n int64) error
+	// Commit counts the file committed, in, against the quotas, and
+	// ends the hold; created reports that no file was there before.
+	Commit(ctx context.Context, in largo.Info, created bool)
+	// Release ends the hold of a write that did not commit. It is safe
+	// to call after Commit, when it does nothing.
+	Release()
+}
+
+// claim asks the quotas about a write, when there are any.
+func (p *Pipeline) claim(ctx context.Context, name string, size int64, hold bool) (Claim, error) {
+	if p.cfg.Quota == nil {
+		return nil, nil
+	}
+	return p.cfg.Quota.Admit(ctx, name, size, hold)
+}
+
+// CheckMove refuses, with an error wrapping largo.ErrNoSpace, a rename
+// of from (a file, or a folder with all below it) to to that would take
+// the quota of a path past its limit. A move by copies (MoveByCopy)
+// needs no such check: each copy is admitted as a write.
+func (p *Pipeline) CheckMove(ctx context.Context, from, to string) error {
+	if p.cfg.Quota == nil {
+		return nil
+	}
+	return p.cfg.Quota.AdmitMove(ctx, from, to)
+}
+
+// checkQuota refuses a write the quotas have no room for, holding
+// nothing.
+func (p *Pipeline) checkQuota(ctx context.Context, name string, size int64) error {
+	c, err := p.claim(ctx, name, size, false)
+	if c != nil {
+		c.Release()
+	}
+	return err
+}

@@ -1,0 +1,211 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"largo"
+	"largo/ingest"
+)
+
+// Admit implements ingest.Quota: it refuses a write that would take a
+// quota of its owner or of a path it is under past its limit, with a
+// *largo.QuotaError, and holds its size with hold. A write that replaces
+// a file is counted for what it adds: the new size less the old one,
+// for the paths, and for its owner when the old file was theirs; a new
+// file counts one file more.
+func (k *Keeper) Admit(ctx context.Context, name string, size int64, hold bool) (ingest.Claim, error) {
+	pol := k.policy()
+	user, label := k.owner(ctx)
+	var qs []quotaOf
+	if user != "" {
+		if q := k.userQuota(pol, user); q.Limited() {
+			qs = append(qs, quotaOf{user: true, key: user, label: label, q: q})
+		}
+	}
+	qs = append(qs, pathQuotas(pol, name)...)
+	c := &claim{k: k, pol: pol, name: name, user: user, size: max(size, 0)}
+	in, err := k.cfg.Store.Stat(ctx, name)
+	switch {
+	case err == nil && !in.IsDir:
+		c.old, c.oldETag, c.replaces = in.Size, in.ETag, true
+	case err != nil && !errors.Is(err, largo.ErrNotFound) && !errors.Is(err, largo.ErrNotDir):
+		return nil, err
+	}
+	if len(qs) == 0 {
+		c.done = true
+		return c, nil
+	}
+	// What each quota gets back of the file replaced.
+	back := make([]Usage, len(qs))
+	if c.replaces {
+		rec, recErr := getOwner(ctx, k.cfg.State, name)
+		for i, q := range qs {
+			switch {
+			case !q.user:
+				back[i] = Usage{c.old, 1}
+			case recErr == nil && rec.User == q.key && rec.ETag == c.oldETag:
+				back[i] = Usage{rec.Size, 1}
+			}
+		}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i, q := range qs {
+		u := k.used(q.user, q.key)
+		add := Usage{c.size - back[i].Bytes, 1 - back[i].Files}
+		if err := over(q, u, add, size < 0); err != nil {
+			return nil, err
+		}
+	}
+	if !hold {
+		c.done = true
+		return c, nil
+	}
+	c.qs, c.back = qs, back
+	for _, q := range qs {
+		k.hold(q, Usage{c.size, 1})
+	}
+	c.held = c.size
+	return c, nil
+}
+
+// over returns the error of a quota q, standing at u, that cannot take
+// add more; with unknown, the bytes are not known yet, and the quota
+// must only have room left.
+func over(q quotaOf, u, add Usage, unknown bool) error {
+	if l := q.q.Files; l > 0 && add.Files > 0 && u.Files+add.Files > l {
+		return &largo.QuotaError{Quota: q.label, Limit: l, Used: u.Files, Files: true}
+	}
+	l := q.q.Bytes
+	switch {
+	case l <= 0:
+		return nil
+	case unknown && u.Bytes >= l, !unknown && add.Bytes > 0 && u.Bytes+add.Bytes > l:
+		return &largo.QuotaError{Quota: q.label, Limit: l, Used: u.Bytes}
+	}
+	return nil
+}
+
+// claim is one write's hold on the quotas (ingest.Claim).
+type claim struct {
+	k        *Keeper
+	pol      Policy
+	name     string
+	user     string
+	size     int64 // announced, 0 when unknown
+	old      int64 // the size of the file replaced
+	oldETag  string
+	replaces bool
+
+	mu   sync.Mutex
+	qs   []quotaOf
+	back []Usage
+	held int64 // bytes held against each of qs
+	got  int64 // bytes received
+	done bool
+}
+
+// Grow implements ingest.Claim.
+func (c *claim) Grow(n int64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got += n
+	if c.done || c.got <= c.held {
+		return nil
+	}
+	more := c.got - c.held
+	k := c.k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i, q := range c.qs {
+		// held counts in used already; the file replaced is given back.
+		u := k.used(q.user, q.key)
+		u.Bytes -= c.back[i].Bytes
+		if l := q.q.Bytes; l > 0 && u.Bytes+more > l {
+			return &largo.QuotaError{Quota: q.label, Limit: l, Used: u.Bytes}
+		}
+	}
+	for _, q := range c.qs {
+		k.hold(q, Usage{Bytes: more})
+	}
+	c.held = c.got
+	return nil
+}
+
+// Release implements ingest.Claim.
+func (c *claim) Release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.release()
+}
+
+// release gives back what c holds. c.mu is held.
+func (c *claim) release() {
+	if c.done {
+		return
+	}
+	c.done = true
+	k := c.k
+	k.mu.Lock()
+	for _, q := range c.qs {
+		k.hold(q, Usage{-c.held, -1})
+	}
+	k.mu.Unlock()
+}
+
+// Commit implements ingest.Claim: the file in, just committed at the
+// claim's name, is counted for its paths and for its owner, whose record
+// is written; the file it replaced stops counting for its own owner.
+func (c *claim) Commit(ctx context.Context, in largo.Info, created bool) {
+	c.mu.Lock()
+	c.release()
+	c.mu.Unlock()
+	k := c.k
+	paths := Usage{in.Size, 1}
+	if !created && c.replaces {
+		paths = Usage{in.Size - c.old, 0}
+	}
+	k.count(c.pol, "", c.name, paths)
+	if !created {
+		rec, err := getOwner(ctx, k.cfg.State, c.name)
+		if err == nil && rec.User != "" && (rec.ETag == c.oldETag || rec.ETag == in.ETag) {
+			k.count(nil, rec.User, c.name, Usage{-rec.Size, -1})
+		}
+	}
+	if c.user != "" {
+		k.count(nil, c.user, c.name, Usage{in.Size, 1})
+	}
+	if err := putOwner(ctx, k.cfg.State, owner{Name: c.name, User: c.user, Size: in.Size, ETag: in.ETag}); err != nil {
+		k.cfg.Logger.Warn("quota: recording a file's owner", "name", c.name, "err", err)
+		k.markDirty()
+	}
+}
+
+// AdmitMove implements ingest.Quota: a rename brings what it moves into
+// the paths with a quota that to is under and from is not; its owners do
+// not change. A folder is walked to learn what it holds.
+func (k *Keeper) AdmitMove(ctx context.Context, from, to string) error {
+	var qs []quotaOf
+	for _, q := range pathQuotas(k.policy(), to) {
+		if !largo.Within(q.key, from) {
+			qs = append(qs, q)
+		}
+	}
+	if len(qs) == 0 {
+		return nil
+	}
+	var add Usage
+	if err := k.walk(ctx, from, &add); err != nil {
+		return err
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, q := range qs {
+		if err := over(q, k.used(false, q.key), add, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}

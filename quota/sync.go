@@ -1,0 +1,230 @@
+package quota
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"largo"
+)
+
+// usageKey is the state key of the usage record.
+const usageKey = "quota/usage.json"
+
+// usageRecord is the usage every instance shares.
+type usageRecord struct {
+	tally
+	// Reconciled is when a reconcile pass last counted everything.
+	Reconciled time.Time `json:"reconciled,omitzero"`
+	// Walked is when that pass began to walk: the changes made before
+	// are in its count.
+	Walked time.Time `json:"walked,omitzero"`
+	// Counted are the paths that pass counted.
+	Counted []string `json:"counted,omitempty"`
+}
+
+// read returns the usage record and its version ("" without a
+// largo.StateSwapper); a missing one is an empty record, found false.
+func (k *Keeper) read(ctx context.Context) (rec usageRecord, ver string, found bool, err error) {
+	var b []byte
+	if sw, ok := k.cfg.State.(largo.StateSwapper); ok {
+		b, ver, err = sw.GetVersion(ctx, usageKey)
+	} else {
+		b, err = k.cfg.State.Get(ctx, usageKey)
+	}
+	rec.tally = newTally()
+	switch {
+	case errors.Is(err, largo.ErrNotFound):
+		return rec, "", false, nil
+	case err != nil:
+		return rec, "", false, err
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return rec, "", false, fmt.Errorf("usage record: damaged: %v", err)
+	}
+	if rec.Users == nil {
+		rec.Users = map[string]Usage{}
+	}
+	if rec.Paths == nil {
+		rec.Paths = map[string]Usage{}
+	}
+	return rec, ver, true, nil
+}
+
+// update reads the usage record, changes it with change, and writes it
+// back if no other instance wrote it meanwhile, trying again if one did.
+// It returns the record written, or read when change says there is
+// nothing to write.
+func (k *Keeper) update(ctx context.Context, change func(*usageRecord) bool) (usageRecord, error) {
+	sw, swaps := k.cfg.State.(largo.StateSwapper)
+	cr, creates := k.cfg.State.(largo.StateCreator)
+	for range 20 {
+		rec, ver, found, err := k.read(ctx)
+		if err != nil {
+			return rec, err
+		}
+		if !change(&rec) {
+			return rec, nil
+		}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return rec, err
+		}
+		switch {
+		case swaps && found:
+			_, err = sw.Swap(ctx, usageKey, b, ver)
+		case creates && !found:
+			err = cr.Create(ctx, usageKey, b)
+		default:
+			err = k.cfg.State.Put(ctx, usageKey, b)
+		}
+		if errors.Is(err, largo.ErrUnsupported) {
+			err = k.cfg.State.Put(ctx, usageKey, b) // a bucket without conditional writes: one instance
+		}
+		if errors.Is(err, largo.ErrPrecondition) || errors.Is(err, largo.ErrExist) {
+			continue // another instance's: read it again
+		}
+		return rec, err
+	}
+	return usageRecord{}, errors.New("usage record: changed by other instances twenty times in a row")
+}
+
+// Load reads the usage recorded, and reports whether there is any (a
+// store never counted needs a reconcile pass).
+func (k *Keeper) Load(ctx context.Context) (bool, error) {
+	rec, _, found, err := k.read(ctx)
+	if err != nil {
+		return false, err
+	}
+	k.adopt(rec)
+	return found, nil
+}
+
+// adopt makes rec the base the local changes add to.
+func (k *Keeper) adopt(rec usageRecord) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.adoptLocked(rec)
+}
+
+// adoptLocked is adopt with k.mu held.
+func (k *Keeper) adoptLocked(rec usageRecord) {
+	k.base, k.reconciled = rec.tally, rec.Reconciled
+	k.known = map[string]bool{}
+	for _, p := range rec.Counted {
+		k.known[p] = true
+	}
+}
+
+// Reconciled returns when the usage was last reconciled, as last read;
+// the zero time if never.
+func (k *Keeper) Reconciled() time.Time {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.reconciled
+}
+
+// Sync adds this instance's changes to the usage record, and reads back
+// what other instances added.
+func (k *Keeper) Sync(ctx context.Context) error {
+	k.mu.Lock()
+	// What is being added counts until the record that holds it is
+	// adopted.
+	mine, log := k.pending, k.log
+	k.syncing, k.pending, k.log = mine, newTally(), nil
+	k.mu.Unlock()
+	rec, err := k.update(ctx, func(r *usageRecord) bool {
+		added := false
+		for _, c := range log {
+			if c.at.After(r.Walked) { // else the pass counted it
+				r.merge(c.t)
+				added = true
+			}
+		}
+		return added
+	})
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.syncing = newTally()
+	if err != nil {
+		k.pending.merge(mine) // kept for the next time
+		k.log = append(log, k.log...)
+		return err
+	}
+	k.adoptLocked(rec)
+	return nil
+}
+
+// MinPassGap is the least time between the end of a reconcile pass and
+// the start of one asked for by a change only a pass counts (a folder
+// removed): such changes wait for one pass together. A pass that took
+// long waits ten times its length, so that passes take at most a tenth
+// of the time.
+const MinPassGap = 30 * time.Second
+
+// Run keeps the usage: it reads it (reconciling a store never counted),
+// syncs it every sync period, and reconciles it every reconcile period
+// (zero: never) and after a change only a pass counts (see MinPassGap),
+// until ctx is done, when it syncs one last time.
+func (k *Keeper) Run(ctx context.Context, sync, reconcile time.Duration) {
+	found, err := k.Load(ctx)
+	if err != nil {
+		k.cfg.Logger.Warn("quota: reading the usage", "err", err)
+	}
+	last, took := k.cfg.Now(), time.Duration(0)
+	if !found {
+		took = k.pass(ctx)
+		last = k.cfg.Now()
+	}
+	t := time.NewTicker(sync)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := k.Sync(context.WithoutCancel(ctx)); err != nil {
+				k.cfg.Logger.Warn("quota: syncing the usage", "err", err)
+			}
+			return
+		case <-t.C:
+		}
+		if err := k.Sync(ctx); err != nil {
+			k.cfg.Logger.Warn("quota: syncing the usage", "err", err)
+		}
+		since := k.cfg.Now().Sub(last)
+		if k.wantsPass() && since >= max(MinPassGap, 10*took) || reconcile > 0 && since >= reconcile {
+			took = k.pass(ctx)
+			last = k.cfg.Now()
+		}
+	}
+}
+
+// pass runs a reconcile pass, logs it, and returns how long it took.
+func (k *Keeper) pass(ctx context.Context) time.Duration {
+	start := k.cfg.Now()
+	if _, err := k.Reconcile(ctx); err != nil {
+		k.cfg.Logger.Warn("quota: reconciling the usage", "err", err)
+	}
+	took := k.cfg.Now().Sub(start)
+	k.cfg.Logger.Info("quota: usage reconciled", "took", took.Round(time.Millisecond))
+	return took
+}
+
+// wantsPass reports whether something changed that only a pass counts:
+// a change marked dirty, or a path with a quota the last pass did not
+// count (one a reload added).
+func (k *Keeper) wantsPass() bool {
+	paths := k.paths()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.dirty {
+		return true
+	}
+	for _, p := range paths {
+		if !k.known[p] {
+			return true
+		}
+	}
+	return false
+}
