@@ -174,28 +174,28 @@ func (c *Client) ietfCreate(ctx context.Context, f *os.File, up *upload, key str
 	}
 	resp, err := c.do(req)
 	if err != nil {
-		return ietfState{}, body.n, cause(actx, err)
+		return ietfState{}, body.sent(), cause(actx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return ietfState{}, body.n, statusError(resp)
+		return ietfState{}, body.sent(), statusError(resp)
 	}
 	if complete {
 		st, err := ietfDone(resp, up, repr, fd)
-		return st, body.n, err
+		return st, body.sent(), err
 	}
 	if up.URL == "" { // no 104 came: the final answer names the upload
 		loc, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
 		if err != nil || resp.Header.Get("Location") == "" {
-			return ietfState{}, body.n, fmt.Errorf("%s answered %d without an upload resource: it does not speak the IETF resumable-upload protocol (interop version %s)", up.Target, resp.StatusCode, ietfVersion)
+			return ietfState{}, body.sent(), fmt.Errorf("%s answered %d without an upload resource: it does not speak the IETF resumable-upload protocol (interop version %s)", up.Target, resp.StatusCode, ietfVersion)
 		}
 		up.URL = loc.String()
 		if err := c.saveUpload(key, up); err != nil {
-			return ietfState{}, body.n, err
+			return ietfState{}, body.sent(), err
 		}
 	}
 	st, err := ietfOffsetField(resp, up)
-	return st, body.n, err
+	return st, body.sent(), err
 }
 
 // ietfOffset asks the upload resource where the upload stands.
@@ -274,25 +274,25 @@ func (c *Client) ietfAppend(ctx context.Context, f *os.File, up *upload, off int
 	}
 	resp, err := c.do(req)
 	if err != nil {
-		return ietfState{offset: off}, body.n, cause(actx, err)
+		return ietfState{offset: off}, body.sent(), cause(actx, err)
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound, resp.StatusCode == http.StatusGone:
-		return ietfState{offset: off}, body.n, errGone
+		return ietfState{offset: off}, body.sent(), errGone
 	case resp.StatusCode == http.StatusConflict && resp.Header.Get("Upload-Complete") == "?0":
-		return ietfState{offset: off}, body.n, transient("the server's offset is %s, not %d", resp.Header.Get("Upload-Offset"), off)
+		return ietfState{offset: off}, body.sent(), transient("the server's offset is %s, not %d", resp.Header.Get("Upload-Offset"), off)
 	case resp.StatusCode/100 != 2:
-		return ietfState{offset: off}, body.n, statusError(resp)
+		return ietfState{offset: off}, body.sent(), statusError(resp)
 	case complete:
 		st, err := ietfDone(resp, up, repr, fd)
-		return st, body.n, err
+		return st, body.sent(), err
 	}
 	st, err := ietfOffsetField(resp, up)
 	if err == nil && st.offset < off {
 		err = transient("the server answered with the offset %d, before %d", st.offset, off)
 	}
-	return st, body.n, err
+	return st, body.sent(), err
 }
 
 // ietfDone checks the answer to the request that completed the upload:

@@ -145,6 +145,13 @@ type pieceRun struct {
 	endpoint string
 	prog     Progress
 
+	// made[i] is closed once piece i's creation ahead of its sending
+	// ended (makeAhead), whether or not it made the piece.
+	made []chan struct{}
+	// fresh[i] is set when makeAhead made piece i in this run: it holds
+	// nothing yet. Read after made[i] is closed.
+	fresh []bool
+
 	mu     sync.Mutex
 	next   int   // the lowest piece not yet taken
 	sent   int64 // bytes sent in this run
@@ -191,6 +198,11 @@ func (p *pieceRun) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
+	p.made, p.fresh = make([]chan struct{}, len(p.up.Pieces)), make([]bool, len(p.up.Pieces))
+	for i := range p.made {
+		p.made[i] = make(chan struct{})
+	}
+	wg.Go(func() { p.makeAhead(ctx) })
 	for range min(max(p.c.Parallel, 1), len(p.up.Pieces)) {
 		wg.Go(func() {
 			for {
@@ -214,6 +226,41 @@ func (p *pieceRun) run(ctx context.Context) error {
 	}
 	return ctx.Err()
 }
+
+// makeAhead creates, in order and aheadCreations at once, the pieces
+// that have no partial upload yet, so that a worker finds its next piece
+// made and only sends its bytes: over a long path a creation is a round
+// trip, which a worker would otherwise wait for before each piece. A
+// piece whose creation fails here is made by its worker. Each URL is
+// kept in the state file as soon as it is known, so that a run stopped
+// at any point resumes every piece from the server's offset.
+func (p *pieceRun) makeAhead(ctx context.Context) {
+	sem := make(chan struct{}, aheadCreations)
+	var wg sync.WaitGroup
+	for i := range p.up.Pieces {
+		if p.piece(i).URL != "" || p.piece(i).Done {
+			close(p.made[i])
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			close(p.made[i])
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-sem; close(p.made[i]) }()
+			at := int64(i) * p.up.PieceSize
+			if u, err := p.create(ctx, at, p.span(i)); err == nil && p.set(i, pieceState{URL: u}) == nil {
+				p.fresh[i] = true
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// aheadCreations is how many pieces makeAhead creates at once.
+const aheadCreations = 4
 
 // take returns the lowest piece that is neither complete nor taken.
 func (p *pieceRun) take() (int, bool) {
@@ -260,6 +307,14 @@ func (p *pieceRun) send(ctx context.Context, i int) error {
 	at, size := int64(i)*p.up.PieceSize, p.span(i)
 	r := p.c.retrier()
 	off := int64(-1) // unknown: ask the server
+	select {
+	case <-p.made[i]:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	if p.fresh[i] {
+		off = 0 // made ahead: nothing sent yet
+	}
 	for {
 		ps := p.piece(i)
 		var err error
@@ -338,28 +393,30 @@ func (p *pieceRun) patch(ctx context.Context, u string, at, off, size int64) (in
 	req.Header.Set("Tus-Resumable", tusVersion)
 	req.Header.Set("Upload-Offset", strconv.FormatInt(off, 10))
 	req.Header.Set("Content-Type", "application/offset+octet-stream")
-	req.Header.Set("Expect", "100-continue")
+	// No Expect: 100-continue: waiting for it costs a round trip per
+	// piece; a refusal is rare (the piece gone, another request on it),
+	// and the server answers it at once and closes the connection.
 	resp, err := p.c.do(req)
 	if err != nil {
-		return off, body.n, cause(actx, err)
+		return off, body.sent(), cause(actx, err)
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK, http.StatusNoContent:
 	case http.StatusNotFound, http.StatusGone:
-		return off, body.n, errGone
+		return off, body.sent(), errGone
 	case http.StatusConflict:
-		return off, body.n, transient("the server's offset is not %d", off)
+		return off, body.sent(), transient("the server's offset is not %d", off)
 	case http.StatusLocked:
-		return off, body.n, transient("the partial upload is locked by an earlier request")
+		return off, body.sent(), transient("the partial upload is locked by an earlier request")
 	default:
-		return off, body.n, statusError(resp)
+		return off, body.sent(), statusError(resp)
 	}
 	next, err := strconv.ParseInt(resp.Header.Get("Upload-Offset"), 10, 64)
 	if err != nil || next < off || next > size {
-		return off, body.n, transient("the server answered with the offset %q", resp.Header.Get("Upload-Offset"))
+		return off, body.sent(), transient("the server answered with the offset %q", resp.Header.Get("Upload-Offset"))
 	}
-	return next, body.n, nil
+	return next, body.sent(), nil
 }
 
 // finalResult is what the final upload's answer confirmed.

@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 )
 
 // UploadsPath is where largo serves tus uploads, on the origin of the URL
@@ -287,31 +288,36 @@ func (c *Client) putOnce(ctx context.Context, file string, size int64, target, d
 	prog.Begin(filepath.Base(file), size, 0)
 	resp, err := c.do(req)
 	if err != nil {
-		return body.n, cause(actx, err)
+		return body.sent(), cause(actx, err)
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK, http.StatusCreated, http.StatusNoContent:
 	default:
-		return body.n, statusError(resp)
+		return body.sent(), statusError(resp)
 	}
 	if got, ok := parseDigest(resp.Header.Get("Repr-Digest")); ok && got.alg == "sha-256" && got.String() != dg {
-		return body.n, fmt.Errorf("%w: the server stored %s, the file is %s", ErrDigest, got, dg)
+		return body.sent(), fmt.Errorf("%w: the server stored %s, the file is %s", ErrDigest, got, dg)
 	}
-	return body.n, nil
+	return body.sent(), nil
 }
 
-// countReader counts the bytes read through it.
+// countReader counts the bytes read through it. The count may be read
+// while a request's body is still being sent: a server may answer before
+// it has read the whole body, and the transport goes on sending.
 type countReader struct {
 	r io.Reader
-	n int64
+	n atomic.Int64
 }
 
 func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	c.n += int64(n)
+	c.n.Add(int64(n))
 	return n, err
 }
+
+// sent returns the bytes read so far.
+func (c *countReader) sent() int64 { return c.n.Load() }
 
 // tusMetadata encodes Upload-Metadata: each key with its value in base64.
 func tusMetadata(kv ...string) string {

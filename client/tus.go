@@ -296,33 +296,33 @@ func (c *Client) tusPatch(ctx context.Context, f *os.File, up *upload, off int64
 	}
 	resp, err := c.do(req)
 	if err != nil {
-		return off, body.n, cause(actx, err)
+		return off, body.sent(), cause(actx, err)
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK, http.StatusNoContent:
 	case http.StatusNotFound, http.StatusGone:
-		return off, body.n, errGone
+		return off, body.sent(), errGone
 	case http.StatusConflict:
-		return off, body.n, transient("the server's offset is not %d", off)
+		return off, body.sent(), transient("the server's offset is not %d", off)
 	case 460: // checksum mismatch
-		return off, body.n, transient("the server found a checksum mismatch in bytes %d-%d", off, off+n-1)
+		return off, body.sent(), transient("the server found a checksum mismatch in bytes %d-%d", off, off+n-1)
 	case http.StatusLocked:
-		return off, body.n, transient("the upload is locked by an earlier request")
+		return off, body.sent(), transient("the upload is locked by an earlier request")
 	default:
-		return off, body.n, statusError(resp)
+		return off, body.sent(), statusError(resp)
 	}
 	next, err := strconv.ParseInt(resp.Header.Get("Upload-Offset"), 10, 64)
 	if err != nil || next < off || next > up.Size {
-		return off, body.n, transient("the server answered with the offset %q", resp.Header.Get("Upload-Offset"))
+		return off, body.sent(), transient("the server answered with the offset %q", resp.Header.Get("Upload-Offset"))
 	}
 	if got, ok := parseDigest(resp.Header.Get("Repr-Digest")); ok && repr != "" && next == up.Size {
 		if got.String() != repr {
-			return next, body.n, fmt.Errorf("%w: the server stored %s, the file is %s", ErrDigest, got, repr)
+			return next, body.sent(), fmt.Errorf("%w: the server stored %s, the file is %s", ErrDigest, got, repr)
 		}
 		fd.confirmed = true
 	}
-	return next, body.n, nil
+	return next, body.sent(), nil
 }
 
 // chunkAt is the size of the PATCH that sends bytes from off on, of a file
