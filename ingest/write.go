@@ -42,6 +42,9 @@ func (p *Pipeline) Begin(ctx context.Context, t Target) (*Write, error) {
 	if err := p.admit(ctx, &t); err != nil {
 		return nil, err
 	}
+	if err := p.ask(ctx, &t); err != nil {
+		return nil, err
+	}
 	room, h, err := p.room(ctx, t.Name, t.Size, true)
 	if err != nil {
 		return nil, err
@@ -180,6 +183,9 @@ func (w *Write) Commit(ctx context.Context) (Result, error) {
 		if sum != nil {
 			d.Record(ctx, w.t.Name, in, sum)
 		}
+	}
+	if !w.t.moving {
+		w.p.notify(ctx, Event{Type: EventCommitted, Name: w.t.Name, Info: in, SHA256: sum, Protocol: w.t.Protocol, Metadata: w.t.Hooked})
 	}
 	return Result{Info: in, Created: created, SHA256: sum}, nil
 }

@@ -77,6 +77,8 @@ type serveConfig struct {
 	linkMaxUpload sizeValue
 
 	access accessConfig
+
+	hooks hookConfig
 }
 
 // defaultLinkMaxUpload is the largest file a write through a share link
@@ -327,6 +329,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
 	f.StringVar(&cfg.ietfVersions, "ietf-versions", joinInts(resumable.DefaultVersions()), "interop versions of the IETF resumable-upload draft that make a PUT or POST resumable (Upload-Draft-Interop-Version), comma-separated, or off")
 	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
+	addHookFlags(f, &cfg.hooks)
 	documentEnv(f)
 	return cmd
 }
@@ -607,6 +610,9 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	}
 	if locks != nil {
 		icfg.Guard = locks
+	}
+	if icfg.Hooks, err = setUpHooks(ctx, logger, &cfg.hooks, st, m); err != nil {
+		return err
 	}
 	writes := ingest.New(icfg)
 	rcfg := resumable.Config{
