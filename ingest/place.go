@@ -165,6 +165,9 @@ func (p *Pipeline) BeginCopy(ctx context.Context, t Target, src string) (*Write,
 	if _, _, err := p.room(ctx, t.Name, t.Size, false); err != nil {
 		return nil, err
 	}
+	if err := p.ask(ctx, &t); err != nil {
+		return nil, err // a copy makes a file: the hook is asked as for an upload
+	}
 	var srcETag string // the version copied, whose digest the copy carries
 	if p.cfg.Digests != nil {
 		if in, err := p.cfg.Store.Stat(ctx, src); err == nil && !in.IsDir {
