@@ -25,6 +25,18 @@ type hookConfig struct {
 	timeout    time.Duration
 	failOpen   bool
 	retryMax   time.Duration
+
+	// stop ends the sender and waits for it (it gives up its lease on the
+	// outbox, for the next server to send at once); nil before
+	// setUpHooks.
+	stop func()
+}
+
+// close stops the hooks' sender, if one runs.
+func (c *hookConfig) close() {
+	if c.stop != nil {
+		c.stop()
+	}
 }
 
 // minSecret is the shortest secret --hook-secret-file may hold.
@@ -73,6 +85,9 @@ func setUpHooks(ctx context.Context, logger *slog.Logger, c *hookConfig, st larg
 	if err != nil {
 		return nil, usageErr(err)
 	}
-	go h.Run(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	c.stop = func() { cancel(); <-done }
 	return h, nil
 }

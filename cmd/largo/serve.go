@@ -379,6 +379,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	if err := setUpUploads(ctx, e, logger, cfg, store, m, &hcfg); err != nil {
 		return err
 	}
+	defer cfg.hooks.close()
 	h := serve.New(hcfg)
 
 	lim := limitConns(ln, cfg, logger, tlsConf == nil)
