@@ -385,6 +385,34 @@ func hooksPreUpload(t *testing.T, g *target) {
 	if e := evs[2]; e.Type != "moved" || e.From != "in" || e.Name != "out" || !e.Folder {
 		t.Errorf("moved event of a folder %+v", e)
 	}
+
+	// A parallel upload (tus concatenation, largo put -j): asked once, of
+	// its final upload, with the whole size.
+	src := filepath.Join(t.TempDir(), "big.bin")
+	sum := writeRandom(t, src, 64<<20, 7)
+	env := []string{"LARGO_TOKEN=" + testToken}
+	if code, _, stderr := runLargo(t, env, "put", "-q", "-j", "4", src, s.URL+"par/refuse-big.bin"); code == 0 || !strings.Contains(stderr, "refused by policy: refuse-big.bin") {
+		t.Errorf("a refused parallel upload: exit %d, %q; want a failure with the hook's message", code, stderr)
+	}
+	n = len(rc.received())
+	if code, _, stderr := runLargo(t, env, "put", "-q", "-j", "4", src, s.URL+"par/meta-big.bin"); code != 0 {
+		t.Fatalf("a parallel upload: exit %d, %s", code, stderr)
+	}
+	evs = rc.waitEvents(t, 20*time.Second, "the parallel upload's event", func(evs []hookEvent) bool { return len(evs) > n })
+	if e := evs[n]; e.Type != "committed" || e.Name != "par/meta-big.bin" || e.Size != 64<<20 || e.SHA256 != sum || e.Metadata["by"] != "tus" {
+		t.Errorf("the parallel upload's event %+v", e)
+	}
+	rc.mu.Lock()
+	var bigAsked []any
+	for _, a := range rc.asked {
+		if strings.HasPrefix(a["name"].(string), "par/") {
+			bigAsked = append(bigAsked, a["size"])
+		}
+	}
+	rc.mu.Unlock()
+	if fmt.Sprint(bigAsked) != fmt.Sprint([]any{float64(64 << 20), float64(64 << 20)}) {
+		t.Errorf("the hook was asked of sizes %v for two parallel uploads; want once each, the whole size", bigAsked)
+	}
 	if p := rc.problems(); len(p) > 0 {
 		t.Errorf("requests with problems: %q", p)
 	}
