@@ -517,3 +517,44 @@ func hooksOutage(t *testing.T, g *target) {
 		t.Errorf("requests with problems: %q", p)
 	}
 }
+
+// TestHooksTwoServers: two servers on one folder or bucket, each queuing
+// the events of the uploads it takes into the one outbox while the
+// receiver is down; once it is back, one of them at a time sends, so
+// every event arrives once, in the order of the uploads.
+func TestHooksTwoServers(t *testing.T) { forEachTarget(t, hooksTwoServers) }
+
+func hooksTwoServers(t *testing.T, g *target) {
+	const uploads = 20
+	rc := newHookReceiver(t)
+	rc.down() // both servers queue, and both would send once it is back
+	args := []string{"--hook-notify", rc.URL("/notify"), "--hook-secret-file", hookSecretFile(t), "--hook-retry-max", "1s"}
+	servers := []*server{g.serve(t, args...), g.serve(t, args...)}
+	var names []string
+	for i := range uploads {
+		name := fmt.Sprintf("two/%02d.txt", i)
+		if code, body := hookSend(t, "PUT", servers[i%2].URL+name, strings.NewReader(name)); code != http.StatusCreated {
+			t.Fatalf("PUT %s: %d %q", name, code, body)
+		}
+		names = append(names, name)
+	}
+	time.Sleep(2 * time.Second) // a few failed attempts
+	rc.up()
+	evs := rc.waitEvents(t, 30*time.Second, "every upload's event", func(evs []hookEvent) bool {
+		return len(eventsOf(evs, "committed")) == uploads
+	})
+	time.Sleep(time.Second) // room for a duplicate that should not come
+	evs = rc.received()
+	if len(evs) != uploads {
+		t.Errorf("%d requests for %d events: a record sent by both servers", len(evs), uploads)
+	}
+	for i := range min(len(evs), uploads) {
+		if evs[i].Name != names[i] {
+			t.Errorf("event %d is of %s; want %s (the order of the uploads)", i, evs[i].Name, names[i])
+			break
+		}
+	}
+	if p := rc.problems(); len(p) > 0 {
+		t.Errorf("requests with problems: %q", p)
+	}
+}
