@@ -430,10 +430,11 @@ func eventsOf(evs []hookEvent, typ string) map[string]hookEvent {
 }
 
 // TestHooksOutage: a notification receiver that is down for 30 s while
-// 100 files are uploaded, with the server stopped (SIGTERM) and started
-// again on the same folder or bucket halfway, then back, receives the
-// committed event of every upload, in the order they were made, each
-// signed, duplicates (if any) with the same id and body.
+// 100 files are uploaded (a few of them deleted or moved afterwards),
+// with the server stopped (SIGTERM) and started again on the same folder
+// or bucket halfway, then back, receives the event of every change, in
+// the order they were made, each signed, duplicates (if any) with the
+// same id and body.
 func TestHooksOutage(t *testing.T) { forEachTarget(t, hooksOutage) }
 
 func hooksOutage(t *testing.T, g *target) {
@@ -443,8 +444,9 @@ func hooksOutage(t *testing.T, g *target) {
 	wentDown := time.Now()
 	args := []string{"--hook-notify", rc.URL("/notify"), "--hook-secret-file", hookSecretFile(t), "--hook-retry-max", "2s"}
 	s := g.serve(t, args...)
-	var names []string
-	sums := map[string]string{}
+	var want []string // "type name", in the order of the changes
+	sums, sizes := map[string]string{}, map[string]int64{}
+	restarted := 0 // the changes made before the second server
 	for i := range uploads {
 		if i == uploads/2 {
 			// Stopped and started again: what the first server queued
@@ -454,6 +456,7 @@ func hooksOutage(t *testing.T, g *target) {
 				t.Fatalf("largo exited with %d on SIGTERM", code)
 			}
 			s = g.serve(t, args...)
+			restarted = len(want)
 		}
 		name := fmt.Sprintf("up/%03d.bin", i)
 		content := bytes.Repeat([]byte{byte(i)}, 1000+i)
@@ -461,7 +464,21 @@ func hooksOutage(t *testing.T, g *target) {
 			t.Fatalf("PUT %s: %d %q", name, code, body)
 		}
 		sum := sha256.Sum256(content)
-		names, sums[name] = append(names, name), hex.EncodeToString(sum[:])
+		want, sums[name], sizes[name] = append(want, "committed "+name), hex.EncodeToString(sum[:]), int64(len(content))
+		switch {
+		case i%20 == 19: // some removed
+			if code, body := hookSend(t, "DELETE", s.URL+name, nil); code != http.StatusNoContent {
+				t.Fatalf("DELETE %s: %d %q", name, code, body)
+			}
+			want = append(want, "deleted "+name)
+		case i%25 == 24: // some moved
+			to := fmt.Sprintf("up/moved-%03d.bin", i)
+			form := url.Values{"from": {"/" + name}, "to": {"/" + to}}
+			if code, body := hookSend(t, "POST", s.URL+"_largo/move", strings.NewReader(form.Encode()), "Content-Type", "application/x-www-form-urlencoded"); code >= 300 {
+				t.Fatalf("move of %s: %d %q", name, code, body)
+			}
+			want = append(want, "moved "+to+" from "+name)
+		}
 	}
 	if n := len(rc.received()); n != 0 {
 		t.Fatalf("%d events received while the receiver was down", n)
@@ -469,34 +486,34 @@ func hooksOutage(t *testing.T, g *target) {
 	time.Sleep(time.Until(wentDown.Add(downFor)))
 	rc.up()
 	back := time.Now()
-	evs := rc.waitEvents(t, 60*time.Second, "the committed event of every upload", func(evs []hookEvent) bool {
-		return len(eventsOf(evs, "committed")) == uploads
+	evs := rc.waitEvents(t, 60*time.Second, "the event of every change", func(evs []hookEvent) bool {
+		ids := map[string]bool{}
+		for _, e := range evs {
+			ids[e.ID] = true
+		}
+		return len(ids) >= len(want)
 	})
-	t.Logf("every event received %.1fs after the receiver came back (%d requests for %d events)", time.Since(back).Seconds(), len(evs), uploads)
-	// In the order of the uploads: the first arrival of each id.
+	t.Logf("every event received %.1fs after the receiver came back (%d requests for %d events)", time.Since(back).Seconds(), len(evs), len(want))
+	// In the order of the changes: the first arrival of each id.
 	seen := map[string]bool{}
-	var order []string
+	var got []string
 	for _, e := range evs {
-		if !seen[e.ID] {
-			seen[e.ID] = true
-			order = append(order, e.Name)
+		if seen[e.ID] {
+			continue
 		}
-		if e.Type != "committed" {
-			t.Errorf("an event of type %s: %+v", e.Type, e)
+		seen[e.ID] = true
+		line := e.Type + " " + e.Name
+		if e.From != "" {
+			line += " from " + e.From
 		}
+		got = append(got, line)
 	}
-	if len(order) != uploads {
-		t.Errorf("%d distinct event ids for %d uploads", len(order), uploads)
-	}
-	for i := range min(len(order), len(names)) {
-		if order[i] != names[i] {
-			t.Errorf("event %d is of %s; want %s (the order of the uploads)", i, order[i], names[i])
-			break
-		}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events received, in order:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	for _, e := range eventsOf(evs, "committed") {
-		if e.SHA256 != sums[e.Name] || e.Protocol != "put" {
-			t.Errorf("%s: sha256 %s protocol %q; want %s, put", e.Name, e.SHA256, e.Protocol, sums[e.Name])
+		if e.SHA256 != sums[e.Name] || e.Size != sizes[e.Name] || e.Protocol != "put" {
+			t.Errorf("%s: sha256 %s, %d bytes, protocol %q; want %s, %d, put", e.Name, e.SHA256, e.Size, e.Protocol, sums[e.Name], sizes[e.Name])
 		}
 	}
 	// The second server sent them all: what it queued and what the first
@@ -505,8 +522,8 @@ func hooksOutage(t *testing.T, g *target) {
 	text, _ := io.ReadAll(m.Body)
 	m.Body.Close()
 	for _, want := range []string{
-		`largo_hook_events_total{stage="queued"} 50`,
-		`largo_hook_events_total{stage="delivered"} 100`,
+		fmt.Sprintf(`largo_hook_events_total{stage="queued"} %d`, len(want)-restarted),
+		fmt.Sprintf(`largo_hook_events_total{stage="delivered"} %d`, len(want)),
 		`largo_hook_outbox_depth 0`,
 	} {
 		if !strings.Contains(string(text), want+"\n") {
