@@ -6,9 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"largo"
 	"largo/disk"
@@ -264,4 +267,62 @@ func TestNewRefuses(t *testing.T) {
 			t.Errorf("New(%+v) succeeded", c)
 		}
 	}
+}
+
+// TestDuplicate: a receiver that takes an event but answers too late gets
+// it again, byte for byte, with the same id.
+func TestDuplicate(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		first := len(bodies) == 1
+		mu.Unlock()
+		if first {
+			time.Sleep(300 * time.Millisecond) // past the timeout: not taken
+		}
+	}))
+	defer srv.Close()
+	h, err := New(Config{Notify: srv.URL, State: newState(t), Timeout: 100 * time.Millisecond, MinBackoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(ctx)
+	h.Notify(ctx, ingest.Event{Type: ingest.EventDeleted, Name: "x"})
+	waitFor(t, "a second delivery", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(bodies) >= 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if bodies[0] != bodies[1] {
+		t.Errorf("a retry sent other bytes:\n%s\n%s", bodies[0], bodies[1])
+	}
+}
+
+// FuzzCleanMessage: a refusal's message, whatever the hook answered, is
+// one bounded line without control characters.
+func FuzzCleanMessage(f *testing.F) {
+	f.Add("quota reached")
+	f.Add("a\nb\r\x00c")
+	f.Add(strings.Repeat("é", 1000))
+	f.Fuzz(func(t *testing.T, s string) {
+		m := cleanMessage(s)
+		if utf8.RuneCountInString(m) > maxMessage {
+			t.Errorf("%d characters", utf8.RuneCountInString(m))
+		}
+		for _, r := range m {
+			if unicode.IsControl(r) {
+				t.Errorf("control character %U in %q", r, m)
+			}
+		}
+		if m != strings.TrimSpace(m) {
+			t.Errorf("untrimmed %q", m)
+		}
+	})
 }
