@@ -30,6 +30,10 @@
 //     copy made by the store carries its source's, a rename (Renamed) or
 //     a move by copies carries the moved files', a removal (Forget)
 //     drops the file's;
+//   - hooks (Config.Hooks, hooks.go): the pre-upload hook, asked of an
+//     upload once the pipeline admits it (Begin, BeginCopy, and Accept at
+//     a resumable upload's creation, never again at Place), and every
+//     change told (a commit, a removal, a move, an expiry);
 //   - one table from error to HTTP status and reason (Status), which every
 //     front end uses: package serve answers with it, package resumable
 //     turns it into tus errors.

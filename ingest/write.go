@@ -42,11 +42,12 @@ func (p *Pipeline) Begin(ctx context.Context, t Target) (*Write, error) {
 	if err := p.admit(ctx, &t); err != nil {
 		return nil, err
 	}
-	if err := p.ask(ctx, &t); err != nil {
-		return nil, err
-	}
 	room, h, err := p.room(ctx, t.Name, t.Size, true)
 	if err != nil {
+		return nil, err
+	}
+	if err := p.ask(ctx, &t); err != nil {
+		p.giveBack(h)
 		return nil, err
 	}
 	if p.cfg.MaxSize > 0 {

@@ -2,8 +2,8 @@
 // registry they are registered with, and the handler that exposes them.
 // The rest of largo reports events through small interfaces declared where
 // they are used (serve.Observer, serve.UploadObserver,
-// serve.CompressionObserver, resumable.Observer, hooks.Observer); this package implements
-// them.
+// serve.CompressionObserver, resumable.Observer, hooks.Observer); this
+// package implements them.
 //
 // The process collector is included on purpose: resident memory and open
 // descriptors, not the Go heap, are the figures that show whether a file
