@@ -3,6 +3,7 @@ package hooks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -325,4 +326,28 @@ func FuzzCleanMessage(f *testing.F) {
 			t.Errorf("untrimmed %q", m)
 		}
 	})
+}
+
+// TestOutboxForeignRecord: a record that is no notification is removed,
+// and holds back none after it.
+func TestOutboxForeignRecord(t *testing.T) {
+	rc := &receiver{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	st := newState(t)
+	if err := st.Put(context.Background(), outboxPrefix+"0000000000000000-junk", []byte("not JSON")); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Config{Notify: srv.URL, Secret: secret, State: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(ctx)
+	h.Notify(ctx, ingest.Event{Type: ingest.EventCommitted, Name: "after"})
+	waitFor(t, "the event after the foreign record", func() bool { return len(rc.events()) == 1 })
+	if _, err := st.Get(context.Background(), outboxPrefix+"0000000000000000-junk"); !errors.Is(err, largo.ErrNotFound) {
+		t.Errorf("the foreign record is still there: %v", err)
+	}
 }

@@ -179,7 +179,18 @@ func (h *Hooks) pass(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := h.deliver(ctx, body); err != nil {
+		var head struct{ ID, Type string }
+		if json.Unmarshal(body, &head) != nil || head.ID == "" {
+			// No notification (nothing Notify wrote): it would hold back
+			// every one after it for ever.
+			h.log.Error("not a notification: removed from the outbox", "key", key)
+			h.obs.HookEvent("lost")
+			if err := h.cfg.State.Delete(ctx, key); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := h.deliver(ctx, body, head.ID, head.Type); err != nil {
 			h.obs.HookEvent("failed")
 			return fmt.Errorf("%s: %w", key, err)
 		}
@@ -194,14 +205,10 @@ func (h *Hooks) pass(ctx context.Context) error {
 
 // deliver posts one notification's body; a 2xx within the timeout is
 // success.
-func (h *Hooks) deliver(ctx context.Context, body []byte) error {
-	var head struct{ ID, Type string }
-	if err := json.Unmarshal(body, &head); err != nil {
-		return fmt.Errorf("a record that is no notification: %w", err)
-	}
+func (h *Hooks) deliver(ctx context.Context, body []byte, id, typ string) error {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	resp, err := h.post(ctx, h.cfg.Notify, body, map[string]string{EventIDHeader: head.ID, EventTypeHeader: head.Type})
+	resp, err := h.post(ctx, h.cfg.Notify, body, map[string]string{EventIDHeader: id, EventTypeHeader: typ})
 	if err != nil {
 		return err
 	}
