@@ -587,3 +587,34 @@ func hooksTwoServers(t *testing.T, g *target) {
 		t.Errorf("requests with problems: %q", p)
 	}
 }
+
+// TestHooksRestartSends: a server stopped with SIGTERM gives up its lease
+// on the outbox, so that the server started after it sends at once, not
+// once the lease has run out (15 s).
+func TestHooksRestartSends(t *testing.T) { forEachTarget(t, hooksRestartSends) }
+
+func hooksRestartSends(t *testing.T, g *target) {
+	rc := newHookReceiver(t)
+	args := []string{"--hook-notify", rc.URL("/notify"), "--hook-secret-file", hookSecretFile(t)}
+	s := g.serve(t, args...)
+	if code, _ := hookSend(t, "PUT", s.URL+"first.txt", strings.NewReader("1")); code != http.StatusCreated {
+		t.Fatalf("PUT: %d", code)
+	}
+	rc.waitEvents(t, 10*time.Second, "the first event", func(evs []hookEvent) bool { return len(evs) == 1 })
+	s.signal(syscall.SIGTERM)
+	if code := s.wait(30 * time.Second); code != 0 {
+		t.Fatalf("largo exited with %d on SIGTERM", code)
+	}
+	s = g.serve(t, args...)
+	start := time.Now()
+	if code, _ := hookSend(t, "PUT", s.URL+"second.txt", strings.NewReader("2")); code != http.StatusCreated {
+		t.Fatalf("PUT: %d", code)
+	}
+	evs := rc.waitEvents(t, 20*time.Second, "the second event", func(evs []hookEvent) bool { return len(evs) == 2 })
+	if took := time.Since(start); took > 4*time.Second {
+		t.Errorf("the second server sent its first event after %s: it waited for the first one's lease", took.Round(time.Millisecond))
+	}
+	if evs[1].Name != "second.txt" {
+		t.Errorf("second event %+v", evs[1])
+	}
+}
