@@ -32,6 +32,14 @@ type hookConfig struct {
 	stop func()
 }
 
+// warnIdle says so when hooks were asked for on a server that takes no
+// writes, where they have nothing to do.
+func (c *hookConfig) warnIdle(logger *slog.Logger) {
+	if c.stop == nil && (c.preUpload != "" || c.notify != "") {
+		logger.Warn("hooks are off: this server takes no writes (give --upload, or an access file that grants writes)")
+	}
+}
+
 // close stops the hooks' sender, if one runs.
 func (c *hookConfig) close() {
 	if c.stop != nil {

@@ -380,6 +380,7 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 		return err
 	}
 	defer cfg.hooks.close()
+	cfg.hooks.warnIdle(logger)
 	h := serve.New(hcfg)
 
 	lim := limitConns(ln, cfg, logger, tlsConf == nil)
