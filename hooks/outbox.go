@@ -195,7 +195,8 @@ func (h *Hooks) pass(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", key, err)
 		}
 		h.obs.HookEvent("delivered")
-		if err := h.cfg.State.Delete(ctx, key); err != nil {
+		// Removed even if the server is stopping: sent is sent.
+		if err := h.cfg.State.Delete(context.WithoutCancel(ctx), key); err != nil {
 			return err // sent again later: a duplicate, with its id
 		}
 	}
