@@ -172,7 +172,7 @@ func (f *writeFile) ReadFrom(r io.Reader) (int64, error) {
 		return 0, f.err
 	}
 	if src, ok := r.(*readFile); ok && !src.info.dir && src.f == nil {
-		w, err := f.fsys.h.cfg.Writes.BeginCopy(f.ctx, ingest.Target{Name: f.name, Size: src.info.size, Tokens: f.fsys.allTokens()}, src.name)
+		w, err := f.fsys.h.cfg.Writes.BeginCopy(f.ctx, ingest.Target{Name: f.name, Size: src.info.size, Tokens: f.fsys.allTokens(), Protocol: "webdav"}, src.name)
 		if err == nil {
 			f.w.Abort()
 			f.w = w

@@ -220,7 +220,7 @@ func (fsys *fileSystem) create(ctx context.Context, name string) (webdav.File, e
 	if err := fsys.checkFolder(ctx, name); err != nil {
 		return nil, fsys.fail("create", name, err)
 	}
-	w, err := p.Begin(ctx, ingest.Target{Name: name, Size: -1, Tokens: fsys.allTokens()})
+	w, err := p.Begin(ctx, ingest.Target{Name: name, Size: -1, Tokens: fsys.allTokens(), Protocol: "webdav"})
 	if err != nil {
 		return nil, fsys.fail("create", name, err)
 	}
@@ -295,11 +295,16 @@ func (fsys *fileSystem) remove(ctx context.Context, name string) error {
 	if err != nil {
 		return fsys.fail("remove", name, err)
 	}
+	in, _ := fsys.h.cfg.Store.Stat(ctx, name) // for the deleted event
 	err = rm.Remove(ctx, name, largo.RemoveOptions{Recursive: true})
 	if err != nil && !errors.Is(err, largo.ErrNotFound) {
 		return fsys.fail("remove", name, err)
 	}
-	pl.Forget(ctx, name)
+	if err == nil {
+		pl.Removed(ctx, name, in)
+	} else {
+		pl.Forget(ctx, name) // gone already: no deletion of this request's
+	}
 	return nil
 }
 

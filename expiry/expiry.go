@@ -16,10 +16,11 @@
 //
 // The sweep (Expiry.Sweep, run every --expiry-sweep) walks the paths the
 // tables name and reads the records, and removes each expired file
-// through the write pipeline (the removal's checks, WebDAV locks, the
-// digests forgotten), as the server, under If-Match of the version that
-// expired: a file changed meanwhile stays. Each removal is logged (name,
-// why, age), counted, and told to Config.OnExpire.
+// through the write pipeline (the removal's checks, WebDAV locks; the
+// digest and the quotas' count forgotten, and an expired notification
+// sent: ingest.Pipeline.Expired), as the server, under If-Match of the
+// version that expired: a file changed meanwhile stays. Each removal is
+// logged (name, why, age) and counted.
 //
 // The listings ask Expires, which answers from the tables in force and
 // the records read at the last sweep or written here since: a record
@@ -70,9 +71,6 @@ type Config struct {
 	Links *gate.Links
 	// Observer receives metrics events; nil ignores them.
 	Observer Observer
-	// OnExpire, when not nil, is told of each file removed, after the
-	// removal, with what the file was.
-	OnExpire func(ctx context.Context, name string, in largo.Info)
 	// Logger receives a line per removal and the sweep's troubles; nil
 	// discards them.
 	Logger *slog.Logger
@@ -365,14 +363,11 @@ func (e *Expiry) remove(ctx context.Context, p *ingest.Pipeline, name string, in
 	case err != nil:
 		return false, fmt.Errorf("removing expired %s: %w", name, err)
 	}
-	p.Forget(ctx, name)
+	p.Expired(ctx, name, in) // its digest and quota forgotten, an expired event sent
 	age := e.cfg.Now().Sub(landed).Round(time.Second)
 	e.log.Info("expired file removed", "name", name, "why", why, detail, "age", age.String(), "size", in.Size)
 	if e.cfg.Observer != nil {
 		e.cfg.Observer.Expired(why)
-	}
-	if e.cfg.OnExpire != nil {
-		e.cfg.OnExpire(ctx, name, in)
 	}
 	return true, nil
 }

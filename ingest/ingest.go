@@ -36,6 +36,10 @@
 //     copy made by the store carries its source's, a rename (Renamed) or
 //     a move by copies carries the moved files', a removal (Forget)
 //     drops the file's;
+//   - hooks (Config.Hooks, hooks.go): the pre-upload hook, asked of an
+//     upload once the pipeline admits it (Begin, BeginCopy, and Accept at
+//     a resumable upload's creation, never again at Place), and every
+//     change told (a commit, a removal, a move, an expiry);
 //   - one table from error to HTTP status and reason (Status), which every
 //     front end uses: package serve answers with it, package resumable
 //     turns it into tus errors.
@@ -133,6 +137,9 @@ type Config struct {
 	Landed Lander
 	// Quota holds writes to quotas of users and paths; nil means none.
 	Quota Quota
+	// Hooks asks the pre-upload hook and is told of every change made;
+	// nil asks and tells no one.
+	Hooks Hooks
 	// Now is the clock of the promises of space; nil means time.Now.
 	Now func() time.Time
 }
@@ -205,6 +212,17 @@ type Target struct {
 	// Tokens are the lock tokens the request presents (LockTokens): a
 	// write to a locked name passes only with the lock's token.
 	Tokens []string
+	// Protocol names the front end that carries the write (put, form,
+	// tus, ietf, webdav, precompress), for the hooks.
+	Protocol string
+	// Metadata is what the client said of the file, for the pre-upload
+	// hook (Upload.Metadata).
+	Metadata map[string]string
+	// Hooked is what the pre-upload hook answered (Accept), carried to
+	// the committed event.
+	Hooked map[string]string
+	// moving marks the copy of a move by copies: no upload of its own.
+	moving bool
 }
 
 // CheckName applies the write policy to a name that passed
@@ -279,8 +297,9 @@ func (p *Pipeline) Forget(ctx context.Context, name string) {
 }
 
 // Renamed tells the pipeline that the store renamed from (a file, or a
-// folder with all below it) to to (largo.Renamer): the digests go along.
-// A move by copies (MoveByCopy) needs no telling.
+// folder with all below it) to to (largo.Renamer): the digests go along,
+// and the hooks are told of one move. A move by copies (MoveByCopy) needs
+// no telling.
 func (p *Pipeline) Renamed(ctx context.Context, from, to string) {
 	if p.cfg.Digests != nil {
 		p.cfg.Digests.Renamed(ctx, from, to)
@@ -288,6 +307,7 @@ func (p *Pipeline) Renamed(ctx context.Context, from, to string) {
 	if p.cfg.Quota != nil {
 		p.cfg.Quota.Renamed(ctx, from, to)
 	}
+	p.moved(ctx, from, to)
 }
 
 // CheckLock refuses, with an error wrapping largo.ErrLocked, a change to name

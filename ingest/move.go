@@ -25,7 +25,18 @@ import (
 // and a failure halfway leaves part of a folder at each name; the error
 // says where it stopped. WebDAV's MOVE (package dav) and the page's move
 // (package serve) both move this way where the store has no rename.
+//
+// The hooks are told of one move, once it is whole; a move that failed
+// halfway is told of no event.
 func (p *Pipeline) MoveByCopy(ctx context.Context, view largo.Store, from, to string, tokens []string) error {
+	if err := p.moveByCopy(ctx, view, from, to, tokens); err != nil {
+		return err
+	}
+	p.moved(ctx, from, to)
+	return nil
+}
+
+func (p *Pipeline) moveByCopy(ctx context.Context, view largo.Store, from, to string, tokens []string) error {
 	in, err := view.Stat(ctx, from)
 	if err != nil {
 		return err
@@ -63,7 +74,7 @@ func (p *Pipeline) MoveByCopy(ctx context.Context, view largo.Store, from, to st
 		children = append(children, c.Name)
 	}
 	for _, c := range children {
-		if err := p.MoveByCopy(ctx, view, largo.Join(from, c), largo.Join(to, c), tokens); err != nil {
+		if err := p.moveByCopy(ctx, view, largo.Join(from, c), largo.Join(to, c), tokens); err != nil {
 			return err
 		}
 	}
@@ -77,7 +88,7 @@ func (p *Pipeline) MoveByCopy(ctx context.Context, view largo.Store, from, to st
 // copyFile copies the file from to to: by the store where it can, else
 // streamed from view into a write of the pipeline.
 func (p *Pipeline) copyFile(ctx context.Context, view largo.Store, from, to string, size int64, tokens []string) error {
-	t := Target{Name: to, Size: size, Tokens: tokens}
+	t := Target{Name: to, Size: size, Tokens: tokens, moving: true}
 	if w, err := p.BeginCopy(ctx, t, from); err == nil {
 		defer w.Abort()
 		_, err = w.Commit(context.WithoutCancel(ctx))

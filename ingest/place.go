@@ -193,6 +193,9 @@ func (p *Pipeline) BeginCopy(ctx context.Context, t Target, src string) (*Write,
 	if _, _, err := p.room(ctx, t.Name, t.Size, false); err != nil {
 		return nil, err
 	}
+	if err := p.ask(ctx, &t); err != nil {
+		return nil, err // a copy makes a file: the hook is asked as for an upload
+	}
 	c, err := p.claim(ctx, t.Name, t.Size, true)
 	if err != nil {
 		return nil, err

@@ -48,6 +48,10 @@ func (p *Pipeline) Begin(ctx context.Context, t Target) (*Write, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := p.ask(ctx, &t); err != nil {
+		p.giveBack(h)
+		return nil, err
+	}
 	if p.cfg.MaxSize > 0 {
 		room = min(room, p.cfg.MaxSize)
 	}
@@ -197,6 +201,9 @@ func (w *Write) Commit(ctx context.Context) (Result, error) {
 	}
 	if l := w.p.cfg.Landed; l != nil {
 		l.Landed(ctx, w.t.Name, in)
+	}
+	if !w.t.moving {
+		w.p.notify(ctx, Event{Type: EventCommitted, Name: w.t.Name, Info: in, SHA256: sum, Protocol: w.t.Protocol, Metadata: w.t.Hooked})
 	}
 	return Result{Info: in, Created: created, SHA256: sum}, nil
 }

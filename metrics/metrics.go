@@ -2,8 +2,8 @@
 // registry they are registered with, and the handler that exposes them.
 // The rest of largo reports events through small interfaces declared where
 // they are used (serve.Observer, serve.UploadObserver,
-// serve.CompressionObserver, resumable.Observer); this package implements
-// them.
+// serve.CompressionObserver, resumable.Observer, hooks.Observer); this
+// package implements them.
 //
 // The process collector is included on purpose: resident memory and open
 // descriptors, not the Go heap, are the figures that show whether a file
@@ -35,6 +35,8 @@ type Metrics struct {
 	compressed *prometheus.CounterVec
 
 	throttled *prometheus.CounterVec
+
+	hooks hookMetrics
 }
 
 // New creates the collectors and registers them, with the process and Go
@@ -95,6 +97,7 @@ func New(reg *prometheus.Registry, outcomes []string) *Metrics {
 		m.bytesReceived, m.uploads, m.pending,
 		m.compressed, m.throttled,
 	)
+	m.hooks = newHookMetrics(reg)
 	return m
 }
 

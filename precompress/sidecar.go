@@ -49,7 +49,7 @@ func (s *writer) write(ctx context.Context, name string, c encode.Coding) (size 
 	if err != nil {
 		return 0, false, err
 	}
-	w, err := s.cfg.Writes.Begin(ctx, ingest.Target{Name: target, Size: -1, Cond: cond})
+	w, err := s.cfg.Writes.Begin(ctx, ingest.Target{Name: target, Size: -1, Cond: cond, Protocol: "precompress"})
 	if err != nil {
 		return 0, false, err
 	}

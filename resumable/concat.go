@@ -198,10 +198,13 @@ func (h *Handler) admitFinal(ctx context.Context, info tusd.FileInfo) error {
 	err = h.cfg.Writes.Check(ctx, t)
 	if errors.Is(err, largo.ErrNoSpace) && h.cfg.Staging.JoinsInPlace() {
 		if parts, perr := h.parts(ctx, info.PartialUploads); perr == nil && wholeGroup(parts) != "" {
-			return nil
+			err = nil
 		}
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return h.ask(ctx, t, info.MetaData)
 }
 
 // maxParts is the most partials a final joins: S3's most parts.

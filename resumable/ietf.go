@@ -183,7 +183,8 @@ func (x *IETF) Create(w http.ResponseWriter, r *http.Request, name string) error
 	if err != nil {
 		return err
 	}
-	if err := x.h.cfg.Writes.Check(ctx, t); err != nil {
+	t.Protocol, t.Metadata, _ = hookFields(meta)
+	if err := x.h.accept(ctx, t, meta); err != nil {
 		if errors.Is(err, largo.ErrTooLarge) {
 			hdr.Set("Upload-Limit", v.limitsField(x.h.cfg.Writes.MaxSize(), x.h.cfg.Expiry))
 		}

@@ -350,6 +350,7 @@ func parseTarget(meta tusd.MetaData) (ingest.Target, error) {
 		}
 	}
 	t.Cond = largo.Condition{IfNoneMatch: meta[keyIfNoneMatch] == "*", IfMatch: meta[keyIfMatch]}
+	t.Protocol, t.Metadata, t.Hooked = hookFields(meta)
 	return t, nil
 }
 
@@ -421,7 +422,7 @@ func (h *Handler) preCreate(ev tusd.HookEvent) (tusd.HTTPResponse, tusd.FileInfo
 			if !info.SizeIsDeferred {
 				t.Size = info.Size
 			}
-			err = h.cfg.Writes.Check(ev.Context, t)
+			err = h.accept(ev.Context, t, meta)
 		}
 	}
 	if err != nil {

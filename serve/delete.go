@@ -46,7 +46,10 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) er
 	if err := rm.Remove(r.Context(), name, opt); err != nil {
 		return ingest.CondErr(err, cond)
 	}
-	h.cfg.Writes.Forget(r.Context(), name)
+	if statErr != nil {
+		in = largo.Info{}
+	}
+	h.cfg.Writes.Removed(r.Context(), name, in)
 	if statErr == nil && !in.IsDir {
 		h.removeSidecars(r, rm, name, in)
 	}

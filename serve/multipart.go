@@ -105,7 +105,7 @@ func (h *Handler) storePart(r *http.Request, folder string, part io.Reader, file
 	if err != nil {
 		return Stored{}, err
 	}
-	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: -1, Cond: cond, Tokens: wire.LockTokens(r.Header)})
+	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: -1, Cond: cond, Tokens: wire.LockTokens(r.Header), Protocol: "form"})
 	if err != nil {
 		return Stored{}, err
 	}

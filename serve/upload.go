@@ -32,7 +32,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, name string) error
 		return err
 	}
 	ctx := r.Context()
-	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: r.ContentLength, Cond: cond, SHA256: want, Tokens: wire.LockTokens(r.Header)})
+	wr, err := h.cfg.Writes.Begin(ctx, ingest.Target{Name: name, Size: r.ContentLength, Cond: cond, SHA256: want, Tokens: wire.LockTokens(r.Header), Protocol: "put"})
 	if err != nil {
 		return err
 	}

@@ -80,6 +80,7 @@ type serveConfig struct {
 	access accessConfig
 
 	quota quotaConfig
+	hooks hookConfig
 }
 
 // defaultLinkMaxUpload is the largest file a write through a share link
@@ -332,6 +333,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.StringVar(&cfg.ietfVersions, "ietf-versions", joinInts(resumable.DefaultVersions()), "interop versions of the IETF resumable-upload draft that make a PUT or POST resumable (Upload-Draft-Interop-Version), comma-separated, or off")
 	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
 	f.DurationVar(&cfg.expirySweep, "expiry-sweep", time.Minute, "how often expired files are removed: those under an access file's [[expire]] paths, and those a drop box with a file TTL received")
+	addHookFlags(f, &cfg.hooks)
 	documentEnv(f)
 	return cmd
 }
@@ -381,6 +383,8 @@ func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	if err := setUpUploads(ctx, e, logger, cfg, store, m, &hcfg); err != nil {
 		return err
 	}
+	defer cfg.hooks.close()
+	cfg.hooks.warnIdle(logger)
 	h := serve.New(hcfg)
 
 	lim := limitConns(ln, cfg, logger, tlsConf == nil)
@@ -628,6 +632,9 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 		return err
 	} else if k != nil {
 		icfg.Quota = k
+	}
+	if icfg.Hooks, err = setUpHooks(ctx, logger, &cfg.hooks, st, m); err != nil {
+		return err
 	}
 	writes := ingest.New(icfg)
 	sweepExpired(ctx, logger, cfg, exp, writes)
