@@ -617,3 +617,44 @@ func hooksRestartSends(t *testing.T, g *target) {
 		t.Errorf("the second server sent its first event after %s: it waited for the first one's lease", took.Round(time.Millisecond))
 	}
 }
+
+// TestHooksExpired: a file the expiry sweep removes is told to the
+// receiver as an expired event, after its committed one; a file that
+// does not expire is not.
+func TestHooksExpired(t *testing.T) { forEachTarget(t, hooksExpired) }
+
+func hooksExpired(t *testing.T, g *target) {
+	access := filepath.Join(t.TempDir(), "access.toml")
+	if err := os.WriteFile(access, []byte(expiryAccess), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rc := newHookReceiver(t)
+	args := []string{"--access", access, "--expiry-sweep", "300ms", "--hook-notify", rc.URL("/notify"), "--hook-secret-file", hookSecretFile(t)}
+	var s *server
+	if g.srv == nil {
+		s = startServer(t, g.dir, args...)
+	} else {
+		s = startS3Largo(t, g.srv, "", args...)
+	}
+	for _, name := range []string{"tmp/gone.txt", "other/stays.txt"} {
+		if code, _ := hookSend(t, "PUT", s.URL+name, strings.NewReader("bytes of "+name)); code != http.StatusCreated {
+			t.Fatalf("PUT %s: %d", name, code)
+		}
+	}
+	evs := rc.waitEvents(t, 30*time.Second, "the expired event", func(evs []hookEvent) bool {
+		return eventsOf(evs, "expired")["tmp/gone.txt"].ID != ""
+	})
+	exp, com := eventsOf(evs, "expired")["tmp/gone.txt"], eventsOf(evs, "committed")["tmp/gone.txt"]
+	if com.ID == "" || exp.ETag != com.ETag || exp.Size != int64(len("bytes of tmp/gone.txt")) || !exp.Time.After(com.Time) {
+		t.Errorf("expired event %+v; committed %+v", exp, com)
+	}
+	if _, ok := eventsOf(evs, "expired")["other/stays.txt"]; ok {
+		t.Errorf("an expired event of a file no rule expires: %+v", evs)
+	}
+	if code, _ := hookSend(t, "GET", s.URL+"tmp/gone.txt", nil); code != http.StatusNotFound {
+		t.Errorf("GET of the expired file: %d", code)
+	}
+	if p := rc.problems(); len(p) != 0 {
+		t.Errorf("receiver saw: %v", p)
+	}
+}
