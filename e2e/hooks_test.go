@@ -50,13 +50,12 @@ type hookReceiver struct {
 	t    *testing.T
 	addr string
 
-	mu       sync.Mutex
-	srv      *http.Server
-	events   []hookEvent // every notification received, duplicates too
-	bodies   map[string]string
-	bad      []string // what was wrong with a request
-	asked    []map[string]any
-	slowHook time.Duration
+	mu     sync.Mutex
+	srv    *http.Server
+	events []hookEvent // every notification received, duplicates too
+	bodies map[string]string
+	bad    []string // what was wrong with a request
+	asked  []map[string]any
 }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
@@ -345,7 +344,7 @@ func hooksPreUpload(t *testing.T, g *target) {
 		}
 		downURL := "http://" + down.Addr().String() + "/"
 		down.Close()
-		s2 := s
+		var s2 *server
 		if g.srv == nil { // a second server on the same folder
 			s2 = startServer(t, g.dir, "--upload", "--token", testToken, "--hook-pre-upload", downURL)
 		} else {
@@ -370,7 +369,7 @@ func hooksPreUpload(t *testing.T, g *target) {
 	if code, body := hookSend(t, "POST", s.URL+"_largo/move", strings.NewReader(form.Encode()), "Content-Type", "application/x-www-form-urlencoded"); code >= 300 {
 		t.Fatalf("move of a folder: %d %q", code, body)
 	}
-	evs = rc.waitEvents(t, 20*time.Second, "deleted and moved events", func(evs []hookEvent) bool { return len(evs) >= n+3 })
+	rc.waitEvents(t, 20*time.Second, "deleted and moved events", func(evs []hookEvent) bool { return len(evs) >= n+3 })
 	time.Sleep(500 * time.Millisecond) // room for any event that should not come
 	evs = rc.received()[n:]
 	if len(evs) != 3 {
@@ -569,11 +568,11 @@ func hooksTwoServers(t *testing.T, g *target) {
 	}
 	time.Sleep(2 * time.Second) // a few failed attempts
 	rc.up()
-	evs := rc.waitEvents(t, 30*time.Second, "every upload's event", func(evs []hookEvent) bool {
+	rc.waitEvents(t, 30*time.Second, "every upload's event", func(evs []hookEvent) bool {
 		return len(eventsOf(evs, "committed")) == uploads
 	})
 	time.Sleep(time.Second) // room for a duplicate that should not come
-	evs = rc.received()
+	evs := rc.received()
 	if len(evs) != uploads {
 		t.Errorf("%d requests for %d events: a record sent by both servers", len(evs), uploads)
 	}
