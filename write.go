@@ -159,6 +159,7 @@ type Copier interface {
 type AssemblyAdopter interface {
 	// AdoptAssembly returns, as an Upload that takes no more bytes, the
 	// assembly id of the file name, which holds opt.Size bytes: Commit
-	// completes it under the condition, and Abort discards it.
+	// completes it under the condition; Abort leaves it to whoever began
+	// it, who may adopt it again or discard it.
 	AdoptAssembly(ctx context.Context, name, id string, opt CreateOptions) (Upload, error)
 }

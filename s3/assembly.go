@@ -40,7 +40,7 @@ func (s *Store) BeginAssembly(ctx context.Context, name string) (key, id string,
 // AdoptAssembly implements largo.AssemblyAdopter: the assembly id of
 // name, whose parts hold opt.Size bytes in all, becomes an Upload that
 // takes no bytes; Commit completes it with every part it holds, in order,
-// under the condition, and Abort aborts it.
+// under the condition, and Abort leaves it to whoever began it.
 func (s *Store) AdoptAssembly(ctx context.Context, name, id string, opt largo.CreateOptions) (largo.Upload, error) {
 	if err := s.checkTarget(ctx, name, opt); err != nil {
 		return nil, err
@@ -80,4 +80,8 @@ func (a *assemblySender) finish(ctx context.Context, cond largo.Condition) (writ
 	return a.mp.complete(ctx, cond)
 }
 
-func (a *assemblySender) abort() { a.mp.abort() }
+// abort leaves the assembly as it is: it belongs to whoever began it (the
+// staging), which may adopt it again after a failure of the server's
+// (the final request sent again) and aborts it when it gives the upload
+// up; one forgotten is aborted by Sweep.
+func (a *assemblySender) abort() {}
