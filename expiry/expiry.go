@@ -66,9 +66,9 @@ type Config struct {
 	// State keeps the records of files that landed through drop boxes
 	// with a file TTL; nil keeps none (such files then never expire).
 	State largo.State
-	// Links holds the share links' records, from which a drop box's file
-	// TTL is read; nil: no link gives one.
-	Links *gate.Links
+	// Gate tells the drop box a write came through (Gate.DropBox), whose
+	// file TTL is read; nil: no link gives one.
+	Gate *gate.Gate
 	// Observer receives metrics events; nil ignores them.
 	Observer Observer
 	// Logger receives a line per removal and the sweep's troubles; nil
@@ -135,10 +135,10 @@ func (e *Expiry) Landed(ctx context.Context, name string, in largo.Info) {
 		return
 	}
 	var l *gate.Link
-	if p, ok := gate.From(ctx); ok && p.LinkID() != "" && e.cfg.Links != nil {
-		l, _ = e.cfg.Links.Get(ctx, p.LinkID())
+	if e.cfg.Gate != nil {
+		l = e.cfg.Gate.DropBox(ctx)
 	}
-	if l == nil || l.Kind != gate.LinkDrop || l.FileTTL <= 0 || in.ETag == "" {
+	if l == nil || l.FileTTL <= 0 || in.ETag == "" {
 		e.mu.Lock()
 		_, had := e.records[name]
 		delete(e.records, name)

@@ -61,7 +61,7 @@ func newFixture(t *testing.T, tables string) *fixture {
 	state := f.store.State()
 	f.links = gate.NewLinks(state, []byte("0123456789abcdef0123456789abcdef"), f.clock)
 	g := gate.New(gate.Config{Access: ac, Links: f.links, Resolver: f.store})
-	f.exp = New(Config{Access: ac, State: state, Links: f.links, Now: f.clock})
+	f.exp = New(Config{Access: ac, State: state, Gate: g, Now: f.clock})
 	f.writes = ingest.New(ingest.Config{Store: g.Store(f.store), Landed: f.exp})
 	return f
 }

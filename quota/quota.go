@@ -73,9 +73,10 @@ type Config struct {
 	// PerUser is the quota of every signed-in user the policy gives
 	// none; the zero value means none.
 	PerUser auth.Quota
-	// Maker returns the user who made the share link id: a link's
-	// writes count for its maker. Nil counts them for nobody.
-	Maker func(ctx context.Context, id string) (string, error)
+	// Maker returns the user who made the share link ctx's principal
+	// holds ("" for none): a link's writes count for its maker. Nil
+	// counts them for nobody.
+	Maker func(ctx context.Context) string
 	// Logger receives what fails in the background; nil discards it.
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
@@ -179,8 +180,8 @@ func (k *Keeper) owner(ctx context.Context) (user, label string) {
 	if u := p.UserName(); u != "" {
 		return u, "user " + u
 	}
-	if id := p.LinkID(); id != "" && k.cfg.Maker != nil {
-		if m, err := k.cfg.Maker(ctx, id); err == nil && m != "" {
+	if p.LinkID() != "" && k.cfg.Maker != nil {
+		if m := k.cfg.Maker(ctx); m != "" {
 			return m, "the link's maker"
 		}
 	}

@@ -48,11 +48,11 @@ func newFixture(t *testing.T, pol policy) *fixture {
 		Store:  st,
 		State:  st.State(),
 		Policy: func() quota.Policy { return pol },
-		Maker: func(_ context.Context, id string) (string, error) {
-			if id == "L1" {
-				return "alice", nil
+		Maker: func(ctx context.Context) string {
+			if p, _ := gate.From(ctx); p.LinkID() == "L1" {
+				return "alice"
 			}
-			return "", errors.New("no such link")
+			return ""
 		},
 	})
 	return &fixture{dir: dir, st: st, k: k, pl: ingest.New(ingest.Config{Store: st, Quota: k})}

@@ -15,7 +15,7 @@ import (
 // newExpiry makes the expiry of files (the access file's [[expire]]
 // tables, drop boxes' file TTLs), which the listings show.
 func newExpiry(logger *slog.Logger, st largo.Store, g *gate.Gate, m *metrics.Metrics, hcfg *serve.Config) *expiry.Expiry {
-	ecfg := expiry.Config{Access: g.Access(), Links: g.Links(), Logger: logger, Observer: m.Expired()}
+	ecfg := expiry.Config{Access: g.Access(), Gate: g, Logger: logger, Observer: m.Expired()}
 	if sk, ok := st.(largo.StateKeeper); ok {
 		ecfg.State = sk.State()
 	}

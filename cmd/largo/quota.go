@@ -76,13 +76,12 @@ func setUpQuota(ctx context.Context, logger *slog.Logger, cfg *serveConfig, st l
 		PerUser: q.perUserQuota(),
 		Logger:  logger,
 	}
-	if links := g.Links(); links != nil {
-		qc.Maker = func(ctx context.Context, id string) (string, error) {
-			l, err := links.Get(ctx, id)
-			if err != nil {
-				return "", err
+	if g.Links() != nil {
+		qc.Maker = func(ctx context.Context) string {
+			if l := g.LinkOf(ctx); l != nil {
+				return l.Maker
 			}
-			return l.Maker, nil
+			return ""
 		}
 	}
 	k := quota.New(qc)
