@@ -63,6 +63,15 @@ var (
 	ErrBodyIncomplete = errors.New("request body incomplete")
 	// ErrLocked: another client holds a lock on the target (WebDAV).
 	ErrLocked = errors.New("locked")
+	// ErrSymlink: a store that follows no symbolic link met one on the
+	// way to a name (a link made since the name was judged). The access
+	// gate then decides again where the name leads; a store returns it
+	// wrapped together with ErrNotFound, which is what it means to a
+	// caller that does not decide again.
+	ErrSymlink = errors.New("a symbolic link on the way")
+	// ErrChanged: a folder a write was judged in was moved, removed or
+	// replaced before the write committed; nothing was placed.
+	ErrChanged = errors.New("the folder changed while the write was on its way")
 )
 
 // DigestError is a write whose bytes differ from the digest the client

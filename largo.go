@@ -26,9 +26,11 @@ type Info struct {
 	ModTime time.Time
 	// IsDir reports whether the entry is a folder.
 	IsDir bool
-	// Link reports, in listings, that the entry is reached through a
-	// symbolic link (to a file or folder inside the store). Walkers do
-	// not descend into linked folders, which could form cycles.
+	// Link reports, in listings, that the entry is a symbolic link. A
+	// store that follows no link (a Resolver) yields it with nothing else
+	// known; the access gate lists it with the metadata of what it leads
+	// to, where it may be followed, or leaves it out. Walkers do not
+	// descend into linked folders, which could form cycles.
 	Link bool
 	// ETag is a strong validator in HTTP form, quotes included, that changes
 	// whenever the content may have changed. Empty for folders.
@@ -69,36 +71,32 @@ type OSFile interface {
 }
 
 // Resolver is a store in which one name may reach a file that lives under
-// another (a folder's symbolic links, which os.Root keeps inside the
-// folder). The access gate judges a name where it resolves as well as
-// how it is spelled, so a link cannot carry the rules of its own path to
-// its target.
+// another (a folder's symbolic links). Such a store follows no link when
+// it acts: it is asked for the name a file really has (its physical
+// name), which the access gate learns here and judges, and fails with
+// ErrSymlink when a link stands on the way, so that what was judged is
+// what is done.
 type Resolver interface {
-	// Resolve returns the name that name reaches, and the links met on
-	// the way, in order. A name that reaches no link resolves to itself
-	// with no hops. A missing element ends the resolution: it and what
-	// follows are kept as spelled (the name a write would create). A link
-	// that leads out of the store, nowhere or round in a loop is an error
-	// wrapping ErrNotFound.
+	// Resolve returns the physical name that name reaches, as the kernel
+	// resolves it: each link met is replaced by its target's elements,
+	// read relative to the link's folder, and a ".." among them steps
+	// back from where the link led (pub/x -> d/../s, with pub/d ->
+	// ../private/inner, reaches private/s), never past the root. It also
+	// returns the links met on the way, in order. A name that meets no
+	// link resolves to itself with no hops. A missing element ends the
+	// resolution: it and what follows are kept as spelled (the name a
+	// write would create). A link that leads out of the store (an
+	// absolute target, or ".." past the root), into a missing element
+	// followed by "..", or round in a loop (more than 40 links) is an
+	// error wrapping ErrNotFound.
 	Resolve(ctx context.Context, name string) (string, []Hop, error)
 }
 
 // Hop is one symbolic link met while resolving a name.
 type Hop struct {
-	// Link is the link's own name.
+	// Link is the link's own physical name.
 	Link string
-	// Target is the name it leads to, resolved as far as the link itself
-	// (its own target may be a link too, the next hop).
+	// Target is the physical name it leads to, its own target's links
+	// followed (which are hops of their own, listed before it).
 	Target string
-}
-
-// Located is a File that can tell the name, relative to its store, of the
-// file it really is: where the links on its name's way led when it was
-// opened. The access gate asks it after an open instead of resolving the
-// name element by element first, which costs a system call per element on
-// every request (a folder's file answers from its descriptor).
-type Located interface {
-	// Location returns the file's own name in the store, or an error
-	// wrapping ErrUnsupported when it cannot be told.
-	Location() (string, error)
 }

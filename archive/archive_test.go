@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"largo"
 	"largo/disk"
+	"largo/gate"
 	"largo/listing"
 )
 
@@ -29,7 +31,24 @@ var tree = map[string]string{
 	"b/.git/config":                        "never",
 }
 
-func newStore(t *testing.T) (*disk.Store, string) {
+// served is a folder as the server reads it: behind the gate, which
+// resolves the folder's symbolic links (the store itself follows none),
+// for the server's own principal.
+type served struct{ *gate.Store }
+
+func (s served) Stat(ctx context.Context, name string) (largo.Info, error) {
+	return s.Store.Stat(gate.With(ctx, gate.Server()), name)
+}
+
+func (s served) Open(ctx context.Context, name string) (largo.File, error) {
+	return s.Store.Open(gate.With(ctx, gate.Server()), name)
+}
+
+func (s served) List(ctx context.Context, name string) iter.Seq2[largo.Info, error] {
+	return s.Store.List(gate.With(ctx, gate.Server()), name)
+}
+
+func newStore(t *testing.T) (served, string) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range tree {
@@ -45,7 +64,8 @@ func newStore(t *testing.T) (*disk.Store, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, dir
+	_, gs := gate.Open(s)
+	return served{gs}, dir
 }
 
 // want is what the archive of the whole tree must hold, under "top/".
@@ -196,13 +216,13 @@ func TestChangedTree(t *testing.T) {
 // swapStore replaces a file's content when it is opened, after the walk
 // listed it: the copy must notice.
 type swapStore struct {
-	*disk.Store
+	served
 	dir string
 }
 
 func (s swapStore) Open(ctx context.Context, name string) (largo.File, error) {
 	os.WriteFile(filepath.Join(s.dir, filepath.FromSlash(name)), []byte("swapped"), 0o644)
-	return s.Store.Open(ctx, name)
+	return s.served.Open(ctx, name)
 }
 
 func TestFileChangedBeforeCopy(t *testing.T) {

@@ -1,3 +1,5 @@
+//go:build unix
+
 package disk
 
 import (
@@ -5,9 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"path"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"largo"
 )
@@ -17,26 +18,31 @@ var (
 	_ largo.Renamer  = (*Store)(nil)
 )
 
-// MakeDir implements largo.DirMaker: one mkdir through the root, and an
-// fsync of the parent folder.
+// MakeDir implements largo.DirMaker: one mkdirat in the folder, opened
+// following no link, and an fsync of it.
 func (s *Store) MakeDir(_ context.Context, name string) error {
 	if name == "" {
 		return fmt.Errorf("the root: %w", largo.ErrExist)
 	}
-	if err := s.parentIsDir(name); err != nil {
+	dir, elem := split(name)
+	pfd, err := s.folder(dir)
+	if err != nil {
 		return err
 	}
-	if err := s.root.Mkdir(name, 0o755); err != nil {
-		if errors.Is(err, fs.ErrExist) {
+	defer closeFd(pfd)
+	if err := unix.Mkdirat(pfd, elem, 0o755); err != nil {
+		if errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("%s: %w", name, largo.ErrExist)
 		}
 		return writeErr(err)
 	}
-	return s.syncDir(path.Dir(name))
+	return writeErr0(unix.Fsync(pfd))
 }
 
-// Rename implements largo.Renamer: one rename(2) through the root, under
-// the name locks of both names, then an fsync of both folders.
+// Rename implements largo.Renamer: one renameat between the two
+// folders, each opened following no link, under the name locks of both
+// names, then an fsync of both folders. A link at from is moved, never
+// what it leads to; a link at to is replaced.
 func (s *Store) Rename(_ context.Context, from, to string) error {
 	if from == "" || to == "" {
 		return fmt.Errorf("the root: %w", largo.ErrPermission)
@@ -49,39 +55,45 @@ func (s *Store) Rename(_ context.Context, from, to string) error {
 	defer unlock1()
 	unlock2 := s.locks.Lock(second)
 	defer unlock2()
-	if _, err := s.root.Lstat(from); err != nil {
-		return mapErr(err)
+	fdir, felem := split(from)
+	tdir, telem := split(to)
+	fp, err := s.folder(fdir)
+	if err != nil {
+		return fmt.Errorf("%s: %w", from, largo.ErrNotFound)
 	}
-	if err := s.parentIsDir(to); err != nil {
+	defer closeFd(fp)
+	tp, err := s.folder(tdir)
+	if err != nil {
 		return err
 	}
-	if fi, err := s.root.Stat(to); err == nil && fi.IsDir() {
+	defer closeFd(tp)
+	if st, err := statIn(fp, felem); err != nil || st == nil {
+		return fmt.Errorf("%s: %w", from, largo.ErrNotFound)
+	}
+	if st, err := statIn(tp, telem); err == nil && st != nil && isDir(st) {
 		return fmt.Errorf("%s: %w", to, largo.ErrIsDir)
 	}
-	if err := s.root.Rename(from, to); err != nil {
-		var errno syscall.Errno
-		if errors.As(err, &errno) && (errno == syscall.ENOTEMPTY || errno == syscall.EEXIST) {
+	if err := unix.Renameat(fp, felem, tp, telem); err != nil {
+		if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("%s: %w", to, largo.ErrIsDir)
+		}
+		if errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("%s into itself: %w", from, largo.ErrPermission)
 		}
 		return writeErr(err)
 	}
-	if err := s.syncDir(path.Dir(to)); err != nil {
-		return err
+	if err := unix.Fsync(tp); err != nil {
+		return writeErr(err)
 	}
-	return s.syncDir(path.Dir(from))
+	return writeErr0(unix.Fsync(fp))
 }
 
-// parentIsDir checks that the folder of name exists and is a folder.
-func (s *Store) parentIsDir(name string) error {
-	dir := path.Dir(name)
-	fi, err := s.root.Stat(dir)
-	switch {
-	case err != nil:
-		return fmt.Errorf("folder %s: %w", dir, mapErr(err))
-	case !fi.IsDir():
-		return fmt.Errorf("%s: %w", dir, largo.ErrNotDir)
+// writeErr0 is writeErr, and nil for no error.
+func writeErr0(err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return writeErr(err)
 }
 
 var _ largo.Copier = (*Store)(nil)
@@ -90,27 +102,30 @@ var _ largo.Copier = (*Store)(nil)
 // TempDir by the kernel (copy_file_range: no buffer of largo's, and a
 // reflink on filesystems that share blocks), and Commit renames it into
 // place like any upload.
-func (s *Store) Copy(_ context.Context, name, src string, opt largo.CreateOptions) (largo.Upload, error) {
-	if err := s.checkTarget(name, opt); err != nil {
+func (s *Store) Copy(ctx context.Context, name, src string, opt largo.CreateOptions) (largo.Upload, error) {
+	p, err := s.hold(name, opt.NoMkdir)
+	if err != nil {
 		return nil, err
 	}
-	in, _, err := s.open(src)
+	in, err := s.Open(ctx, src)
 	if err != nil {
-		return nil, mapErr(err)
+		p.release()
+		if errors.Is(err, largo.ErrIsDir) {
+			return nil, fmt.Errorf("%s: not a file: %w", src, largo.ErrIsDir)
+		}
+		return nil, err
 	}
 	defer in.Close()
-	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a file: %w", src, largo.ErrIsDir)
-	}
-	blocking(in)
 	tmp, f, err := s.newTemp()
 	if err != nil {
+		p.release()
 		return nil, err
 	}
-	if _, err := io.Copy(f, in); err != nil {
+	if _, err := io.Copy(f, in.(*file).File); err != nil {
 		f.Close()
 		s.root.Remove(tmp)
+		p.release()
 		return nil, writeErr(err)
 	}
-	return &upload{s: s, name: name, tmp: tmp, opt: opt, f: f}, nil
+	return &upload{s: s, at: p, tmp: tmp, opt: opt, f: f}, nil
 }

@@ -1,21 +1,35 @@
-// Package disk implements largo.Store on a local folder.
+//go:build unix
+
+// Package disk implements largo.Store on a local folder of a unix system.
 //
-// Every open goes through an os.Root, so "..", absolute paths and symlinks
-// that lead out of the folder fail by construction, whatever the name; names
-// are still checked with largo.ParseName by the caller. Symlinks that stay
-// inside the folder work. ETags are strong: they change with the inode, the
-// size or the modification time.
+// The store acts on physical names: those largo.Resolver (Resolve)
+// returns, which the access gate judges. It follows no symbolic link:
+// every name is opened beneath the folder's descriptor with no link
+// allowed on the way or at its end (openat2 with RESOLVE_BENEATH and
+// RESOLVE_NO_SYMLINKS on Linux; element by element with O_NOFOLLOW where
+// there is no openat2), so a call reaches exactly the file whose name was
+// judged, and a link made since the judgement fails the call with
+// largo.ErrSymlink instead of leading it elsewhere. ".." never appears in
+// a name (largo.ParseName), and nothing outside the folder is reachable.
+// Listings yield a link as an entry marked Link with nothing else known
+// of it: where it leads is the resolver's to tell. ETags are strong: they
+// change with the inode, the size or the modification time.
 //
 // A Store is safe for concurrent use. Files it opens are backed by *os.File
 // and implement largo.OSFile, so downloads keep sendfile.
 //
 // Writes (write.go) stream into a temporary file in TempDir, inside the
 // served folder and so on the same filesystem, hashed with SHA-256 on the
-// way; a commit fsyncs the file, renames it over the target and fsyncs the
-// folder, so a reader sees the old file or the whole new one, and after a
-// crash the target is one or the other. Commits and removals of one name
-// are serialised by a per-name lock inside the process; conditions are
-// checked under it. Sweep removes the temporary files a crash left.
+// way. A write holds, from its creation, the folder it will land in (an
+// open descriptor of the deepest folder of its name that exists): its
+// commit checks that this folder is still the one at its name, makes the
+// missing folders below it without following a link, fsyncs the file,
+// renames it into the held folder and fsyncs the folder, so a reader sees
+// the old file or the whole new one, and a folder moved or replaced by a
+// link while the bytes arrived fails the commit (largo.ErrChanged) with
+// nothing placed. Commits and removals of one name are serialised by a
+// per-name lock inside the process; conditions are checked under it.
+// Sweep removes the temporary files a crash left.
 //
 // State records (state.go) are files under .largo, written whole the same
 // way; one is created only where none is by a link into place, and
@@ -32,11 +46,12 @@ import (
 	"io/fs"
 	"iter"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"largo"
 	"largo/internal/keylock"
@@ -45,12 +60,11 @@ import (
 // Store is a largo.Store on a local folder. Create one with Open.
 type Store struct {
 	dir   string
-	real  string   // dir with its own links resolved
-	dirF  *os.File // dir, for the descriptor openDirect opens from
-	dirFd int      // -1: none
+	dirF  *os.File // dir, whose descriptor every name is opened beneath
+	dirFd int
 	// noOpenat2 is set once the kernel refused openat2.
 	noOpenat2 atomic.Bool
-	root      *os.Root
+	root      *os.Root    // the state area's way in
 	locks     keylock.Set // by name: commits and removals
 
 	swapMu sync.Mutex // the state area's swaps, in this process
@@ -63,137 +77,116 @@ var _ largo.Store = (*Store)(nil)
 
 // Open returns a Store on the folder dir, which must exist and be readable.
 func Open(dir string) (*Store, error) {
-	root, err := os.OpenRoot(dir)
+	d, err := os.Open(dir)
 	if err != nil {
 		return nil, err
 	}
 	// A folder we may open but not list is as good as missing.
-	f, err := root.Open(".")
-	if err == nil {
-		_, err = f.ReadDir(1)
-		f.Close()
-		if errors.Is(err, io.EOF) {
-			err = nil
-		}
+	if _, err := d.ReadDir(1); err != nil && !errors.Is(err, io.EOF) {
+		d.Close()
+		return nil, err
 	}
+	root, err := os.OpenRoot(dir)
 	if err != nil {
-		root.Close()
+		d.Close()
 		return nil, err
 	}
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		root.Close()
-		return nil, err
-	}
-	if real, err = filepath.Abs(real); err != nil {
-		root.Close()
-		return nil, err
-	}
-	st := &Store{dir: dir, real: real, root: root, dirFd: -1}
-	if d, err := os.Open(dir); err == nil {
-		st.dirF, st.dirFd = d, int(d.Fd())
-	}
-	return st, nil
+	return &Store{dir: dir, root: root, dirF: d, dirFd: int(d.Fd())}, nil
 }
 
 // Close releases the folder. Files already open stay usable.
 func (s *Store) Close() error {
-	if s.dirF != nil {
-		s.dirF.Close()
-	}
+	s.dirF.Close()
 	return s.root.Close()
 }
 
 // Dir returns the folder the store was opened on.
 func (s *Store) Dir() string { return s.dir }
 
-// Root returns the os.Root the store works through, for packages that keep
-// their own state inside the served folder (uploads).
+// Root returns the os.Root of the folder, for packages that keep their
+// own state inside the served folder's state area (uploads).
 func (s *Store) Root() *os.Root { return s.root }
 
 // Stat implements largo.Store.
 func (s *Store) Stat(_ context.Context, name string) (largo.Info, error) {
-	fi, err := s.root.Stat(osName(name))
+	st, err := s.stat(name)
 	if err != nil {
-		return largo.Info{}, mapErr(err)
+		return largo.Info{}, err
 	}
-	return info(name, fi), nil
+	return infoStat(name, st), nil
 }
 
-// Open implements largo.Store.
+// Open implements largo.Store. Only regular files open: devices, pipes
+// and sockets could block a reader for ever.
 func (s *Store) Open(_ context.Context, name string) (largo.File, error) {
-	f, direct, err := s.open(name)
+	fd, err := s.beneath(name, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, mapErr(err)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		closeFd(fd)
+		return nil, atErr(name, err)
 	}
-	if fi.IsDir() {
-		f.Close()
+	switch {
+	case isDir(&st):
+		closeFd(fd)
 		return nil, fmt.Errorf("%s: %w", name, largo.ErrIsDir)
-	}
-	if !fi.Mode().IsRegular() {
-		// Devices, pipes and sockets: reading them could block forever.
-		f.Close()
+	case !isReg(&st):
+		closeFd(fd)
 		return nil, fmt.Errorf("%s: not a regular file: %w", name, largo.ErrNotFound)
 	}
+	f := os.NewFile(uintptr(fd), name)
 	blocking(f)
-	return &file{File: f, info: info(name, fi), name: name, direct: direct, root: s.real}, nil
+	return &file{File: f, info: infoStat(name, &st)}, nil
 }
 
-// List implements largo.Store. Symlinks are resolved inside the root; those
-// that point outside it or nowhere are left out, as are hidden entries,
-// names no request could name (a backslash, a control byte: what
-// largo.ParseName refuses, and what an archive must never hold) and
-// anything that is neither a regular file nor a folder.
+// List implements largo.Store. A symbolic link is yielded as an entry
+// with Link set and nothing else known (where it leads is Resolve's to
+// tell); left out are hidden entries, names no request could name (a
+// backslash, a control byte: what largo.ParseName refuses, and what an
+// archive must never hold) and anything that is neither a regular file,
+// a folder nor a link.
 func (s *Store) List(_ context.Context, name string) iter.Seq2[largo.Info, error] {
 	return func(yield func(largo.Info, error) bool) {
-		// Through os.Root, whose folders read their entries' metadata
-		// relative to themselves (a folder openDirect opened would read
-		// them relative to the working directory).
-		d, err := s.root.OpenFile(osName(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		fd, err := s.beneath(name, dirFlags)
+		if errors.Is(err, largo.ErrNotFound) && !errors.Is(err, largo.ErrSymlink) {
+			if st, serr := s.stat(name); serr == nil && !isDir(st) {
+				err = fmt.Errorf("%s: %w", name, largo.ErrNotDir)
+			}
+		}
 		if err != nil {
-			yield(largo.Info{}, mapErr(err))
+			yield(largo.Info{}, err)
 			return
 		}
+		d := os.NewFile(uintptr(fd), name)
 		defer d.Close()
-		fi, err := d.Stat()
-		if err != nil {
-			yield(largo.Info{}, mapErr(err))
-			return
-		}
-		if !fi.IsDir() {
-			yield(largo.Info{}, fmt.Errorf("%s: %w", name, largo.ErrNotDir))
-			return
-		}
 		for {
-			ents, err := d.ReadDir(256)
-			for _, e := range ents {
-				if strings.HasPrefix(e.Name(), ".") || !validElem(e.Name()) {
+			// Names only: a folder's entries are looked at relative to
+			// its descriptor, never by a path.
+			names, err := d.Readdirnames(256)
+			for _, elem := range names {
+				if strings.HasPrefix(elem, ".") || !validElem(elem) {
 					continue
 				}
-				child := largo.Join(name, e.Name())
-				var fi fs.FileInfo
-				var ferr error
-				link := e.Type()&fs.ModeSymlink != 0
-				if link {
-					fi, ferr = s.root.Stat(child)
-				} else {
-					fi, ferr = e.Info()
+				child := largo.Join(name, elem)
+				st, serr := statIn(fd, elem)
+				switch {
+				case serr != nil || st == nil:
+					continue // vanished meanwhile
+				case isLink(st):
+					if !yield(largo.Info{Name: elem, Link: true}, nil) {
+						return
+					}
+					continue
+				case !isDir(st) && !isReg(st):
+					continue // a device, a pipe, a socket
 				}
-				if ferr != nil || !fi.IsDir() && !fi.Mode().IsRegular() {
-					continue // vanished, dangling, leads out, or a device
-				}
-				in := info(child, fi)
-				in.Link = link
-				if !yield(in, nil) {
+				if !yield(infoStat(child, st), nil) {
 					return
 				}
 			}
-			if errors.Is(err, io.EOF) || (err == nil && len(ents) == 0) {
+			if errors.Is(err, io.EOF) || (err == nil && len(names) == 0) {
 				return
 			}
 			if err != nil {
@@ -210,62 +203,21 @@ func validElem(elem string) bool {
 	return err == nil && name == elem
 }
 
-// open opens name for reading without blocking: opening a named pipe
-// waits for a writer, which would hold the request (and a thread) for ever.
-// The flag changes nothing for files and folders, whose type the callers
-// check next.
-//
-// direct reports that no symbolic link was on the way (openDirect), so
-// that the file is where its name says.
-func (s *Store) open(name string) (f *os.File, direct bool, err error) {
-	if f, err := s.openDirect(name); f != nil || err != nil {
-		return f, f != nil, err
-	}
-	f, err = s.root.OpenFile(osName(name), os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	return f, false, err
-}
-
 // file is an open file of the store.
 type file struct {
 	*os.File
-	info   largo.Info
-	name   string // as opened
-	direct bool   // opened with no link on the way: it is at name
-	root   string // the folder's real path, which Location strips
+	info largo.Info
 }
 
 var (
-	_ largo.File    = (*file)(nil)
-	_ largo.OSFile  = (*file)(nil)
-	_ largo.Located = (*file)(nil)
+	_ largo.File   = (*file)(nil)
+	_ largo.OSFile = (*file)(nil)
 )
 
 func (f *file) Info() largo.Info           { return f.info }
 func (f *file) OSFile() *os.File           { return f.File }
 func (f *file) String() string             { return f.info.Name }
 func (f *file) Stat() (fs.FileInfo, error) { return f.File.Stat() }
-
-// osName turns a store name into a name for os.Root.
-func osName(name string) string {
-	if name == "" {
-		return "."
-	}
-	return name
-}
-
-// info builds the metadata of name from fi.
-func info(name string, fi fs.FileInfo) largo.Info {
-	in := largo.Info{
-		Name:    name[strings.LastIndexByte(name, '/')+1:],
-		ModTime: fi.ModTime(),
-		IsDir:   fi.IsDir(),
-	}
-	if !in.IsDir {
-		in.Size = fi.Size()
-		in.ETag = etag(fi)
-	}
-	return in
-}
 
 // mapErr wraps an operating-system error in the largo error kind it means.
 // Paths that escape the root (through "..", or a symlink that leads out)

@@ -44,65 +44,6 @@ func TestStore(t *testing.T) {
 	})
 }
 
-func TestSymlinks(t *testing.T) {
-	outside := makeTree(t, map[string]string{"secret": "outside"})
-	dir := makeTree(t, map[string]string{"real/file": "inside", "other": "x"})
-	links := map[string]string{
-		"in":        "real/file",
-		"indir":     "real",
-		"abs":       filepath.Join(outside, "secret"),
-		"up":        "../" + filepath.Base(outside) + "/secret",
-		"real/up2":  "../../" + filepath.Base(outside) + "/secret",
-		"absdir":    outside,
-		"dangling":  "nowhere",
-		"loop":      "loop",
-		"real/back": "../other",
-	}
-	for name, target := range links {
-		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx := context.Background()
-	for _, name := range []string{"in", "indir/file", "real/back"} {
-		f, err := s.Open(ctx, name)
-		if err != nil {
-			t.Errorf("Open(%q): %v", name, err)
-			continue
-		}
-		f.Close()
-	}
-	for _, name := range []string{"abs", "up", "real/up2", "absdir/secret", "dangling", "loop"} {
-		if f, err := s.Open(ctx, name); !errors.Is(err, largo.ErrNotFound) {
-			if f != nil {
-				f.Close()
-			}
-			t.Errorf("Open(%q) = %v; want ErrNotFound", name, err)
-		}
-	}
-	var names []string
-	for in, err := range s.List(ctx, "") {
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, in.Name)
-	}
-	want := map[string]bool{"in": true, "indir": true, "real": true, "other": true}
-	if len(names) != len(want) {
-		t.Errorf("List = %q; want the four entries that stay inside", names)
-	}
-	for _, n := range names {
-		if !want[n] {
-			t.Errorf("List yields %q", n)
-		}
-	}
-}
-
 func TestOpenErrors(t *testing.T) {
 	if _, err := Open(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("Open(missing) succeeded")

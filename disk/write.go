@@ -1,3 +1,5 @@
+//go:build unix
+
 package disk
 
 import (
@@ -6,14 +8,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"largo"
 	"largo/internal/spool"
@@ -33,64 +35,42 @@ var (
 )
 
 // Create implements largo.Creator. The bytes go to a new file in TempDir;
-// Commit fsyncs it, renames it over the target and fsyncs the target's
-// folder.
+// the upload holds the folder name will land in from now on, and Commit
+// renames the file into that folder.
 func (s *Store) Create(_ context.Context, name string, opt largo.CreateOptions) (largo.Upload, error) {
-	if err := s.checkTarget(name, opt); err != nil {
+	p, err := s.hold(name, opt.NoMkdir)
+	if err != nil {
 		return nil, err
 	}
 	tmp, f, err := s.newTemp()
 	if err != nil {
+		p.release()
 		return nil, err
 	}
-	return &upload{s: s, name: name, tmp: tmp, opt: opt, f: f, wb: spool.NewWriteback(f)}, nil
+	return &upload{s: s, at: p, tmp: tmp, opt: opt, f: f, wb: spool.NewWriteback(f)}, nil
 }
 
 // Adopt implements largo.Adopter: staged, a file under largo.StateDir
 // (checked by the caller, the write pipeline), becomes an Upload to name
 // whose Commit renames it into place.
 func (s *Store) Adopt(_ context.Context, name, staged string, opt largo.CreateOptions) (largo.Upload, error) {
-	if err := s.checkTarget(name, opt); err != nil {
+	p, err := s.hold(name, opt.NoMkdir)
+	if err != nil {
 		return nil, err
 	}
 	f, err := s.root.OpenFile(staged, os.O_RDWR, 0)
 	if err != nil {
+		p.release()
 		return nil, mapErr(err)
 	}
-	return &upload{s: s, name: name, tmp: staged, opt: opt, f: f}, nil
-}
-
-// checkTarget refuses early what Commit would refuse anyway: the root, a
-// folder at the target, a file where its folder should be, and under
-// NoMkdir a missing folder.
-func (s *Store) checkTarget(name string, opt largo.CreateOptions) error {
-	if name == "" {
-		return fmt.Errorf("the root: %w", largo.ErrIsDir)
-	}
-	if fi, err := s.root.Stat(name); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s: %w", name, largo.ErrIsDir)
-	}
-	dir := path.Dir(name)
-	if dir == "." {
-		return nil
-	}
-	fi, err := s.root.Stat(dir)
-	switch {
-	case err == nil && !fi.IsDir():
-		return fmt.Errorf("%s: %w", dir, largo.ErrNotDir)
-	case err != nil && errors.Is(err, syscall.ENOTDIR):
-		return fmt.Errorf("%s: %w", dir, largo.ErrNotDir)
-	case err != nil && opt.NoMkdir:
-		return fmt.Errorf("folder %s: %w", dir, mapErr(err))
-	}
-	return nil
+	return &upload{s: s, at: p, tmp: staged, opt: opt, f: f}, nil
 }
 
 // upload is a file being written in TempDir (or a staged file adopted,
-// which takes no more bytes).
+// which takes no more bytes), and the place it will land.
 type upload struct {
 	s    *Store
-	name string
+	at   *place
 	tmp  string
 	opt  largo.CreateOptions
 	f    *os.File
@@ -115,6 +95,7 @@ func (u *upload) Abort() error {
 	}
 	u.done = true
 	u.f.Close()
+	u.at.release()
 	if err := u.s.root.Remove(u.tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
@@ -133,6 +114,7 @@ func (u *upload) Commit(_ context.Context, cond largo.Condition) (largo.Info, bo
 		u.Abort()
 		return largo.Info{}, false, err
 	}
+	u.at.release()
 	return in, created, nil
 }
 
@@ -140,151 +122,60 @@ func (u *upload) commit(cond largo.Condition) (largo.Info, bool, error) {
 	if err := u.f.Sync(); err != nil {
 		return largo.Info{}, false, writeErr(err)
 	}
-	unlock := u.s.locks.Lock(u.name)
+	p := u.at
+	unlock := u.s.locks.Lock(p.name)
 	defer unlock()
-	old, err := u.s.root.Stat(u.name)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return largo.Info{}, false, writeErr(err)
-	}
-	if exists && old.IsDir() {
-		return largo.Info{}, false, fmt.Errorf("%s: %w", u.name, largo.ErrIsDir)
-	}
-	if err := cond.Check(u.name, infoOrZero(u.name, old), exists); err != nil {
+	if err := p.still(u.s); err != nil {
 		return largo.Info{}, false, err
 	}
-	dir := path.Dir(u.name)
-	made, err := u.s.mkdirs(dir, u.opt.NoMkdir)
+	var m made
+	defer m.close()
+	dir, err := p.mkdirs(&m)
 	if err != nil {
 		return largo.Info{}, false, err
 	}
+	old, err := statIn(dir, p.elem)
+	if err != nil {
+		return largo.Info{}, false, err
+	}
+	exists := old != nil
+	var in largo.Info
 	if exists {
+		if isDir(old) {
+			return largo.Info{}, false, fmt.Errorf("%s: %w", p.name, largo.ErrIsDir)
+		}
+		in = infoStat(p.name, old)
+	}
+	if err := cond.Check(p.name, in, exists); err != nil {
+		return largo.Info{}, false, err
+	}
+	perm := uint32(0o644)
+	if exists && isReg(old) {
 		// A replacement keeps the permissions the file had.
-		if err := u.f.Chmod(old.Mode().Perm()); err != nil {
+		perm = old.Mode & 0o777
+		if err := u.f.Chmod(fs.FileMode(perm)); err != nil {
 			return largo.Info{}, false, writeErr(err)
 		}
 	}
 	if err := u.f.Close(); err != nil {
 		return largo.Info{}, false, writeErr(err)
 	}
-	if err := u.s.root.Rename(u.tmp, u.name); errors.Is(err, syscall.EXDEV) {
-		err = u.s.moveAcross(u.tmp, u.name, old)
-		if err != nil {
-			return largo.Info{}, false, writeErr(err)
-		}
-	} else if err != nil {
+	err = unix.Renameat(u.s.dirFd, u.tmp, dir, p.elem)
+	if errors.Is(err, unix.EXDEV) {
+		err = u.s.moveAcross(u.tmp, dir, p.elem, perm)
+	}
+	if err != nil {
 		return largo.Info{}, false, writeErr(err)
 	}
 	u.done = true
-	if err := u.s.syncDirs(dir, made); err != nil {
-		return largo.Info{}, false, writeErr(err)
+	if err := p.sync(&m, dir); err != nil {
+		return largo.Info{}, false, err
 	}
-	fi, err := u.s.root.Stat(u.name)
-	if err != nil {
-		return largo.Info{}, false, mapErr(err)
+	st, err := statIn(dir, p.elem)
+	if err != nil || st == nil {
+		return largo.Info{}, false, fmt.Errorf("%s: gone just after its commit: %w", p.name, largo.ErrNotFound)
 	}
-	return info(u.name, fi), !exists, nil
-}
-
-// moveAcross puts the file tmp at name when name's folder is on another
-// filesystem (a mount inside the served folder), where no rename reaches:
-// it copies tmp into a hidden temporary file beside name, syncs it, and
-// renames that over name, so a reader still sees the old file or the
-// whole new one; then it removes tmp. The copy is the kernel's
-// (copy_file_range), with no buffer of largo's. old, when not nil, is the
-// file being replaced, whose permissions the new one keeps.
-func (s *Store) moveAcross(tmp, name string, old fs.FileInfo) error {
-	src, err := s.root.Open(tmp)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	dst := path.Join(path.Dir(name), fmt.Sprintf(".largo-%d-%s.part", os.Getpid(), hex.EncodeToString(rnd[:])))
-	perm := fs.FileMode(0o644)
-	if old != nil {
-		perm = old.Mode().Perm()
-	}
-	f, err := s.root.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(f, src)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = s.root.Rename(dst, name)
-	}
-	if err != nil {
-		s.root.Remove(dst)
-		return err
-	}
-	s.root.Remove(tmp)
-	return nil
-}
-
-// infoOrZero is info(name, fi), or the zero Info when fi is nil.
-func infoOrZero(name string, fi fs.FileInfo) largo.Info {
-	if fi == nil {
-		return largo.Info{}
-	}
-	return info(name, fi)
-}
-
-// mkdirs makes the folder dir ("." for the root) and the folders above it
-// that are missing, and reports how many it made.
-func (s *Store) mkdirs(dir string, noMkdir bool) (int, error) {
-	if dir == "." {
-		return 0, nil
-	}
-	fi, err := s.root.Stat(dir)
-	if err == nil {
-		if !fi.IsDir() {
-			return 0, fmt.Errorf("%s: %w", dir, largo.ErrNotDir)
-		}
-		return 0, nil
-	}
-	if noMkdir || !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("folder %s: %w", dir, writeErr(err))
-	}
-	made := 0
-	for p := dir; p != "."; p = path.Dir(p) {
-		if _, err := s.root.Stat(p); err == nil {
-			break
-		}
-		made++
-	}
-	if err := s.root.MkdirAll(dir, 0o755); err != nil {
-		return 0, writeErr(err)
-	}
-	return made, nil
-}
-
-// syncDirs fsyncs the folder dir, and when made folders were created above
-// the file, each of their parents too, so that the new entries survive a
-// crash.
-func (s *Store) syncDirs(dir string, made int) error {
-	for i := 0; i <= made; i++ {
-		if err := s.syncDir(dir); err != nil {
-			return err
-		}
-		dir = path.Dir(dir)
-	}
-	return nil
-}
-
-func (s *Store) syncDir(dir string) error {
-	d, err := s.root.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return infoStat(p.name, st), !exists, nil
 }
 
 // writeErr wraps an operating-system error met while writing in the largo
@@ -308,45 +199,54 @@ func writeErr(err error) error {
 	return mapErr(err)
 }
 
-// Remove implements largo.Remover. A symlink is removed, not what it
-// points to.
+// Remove implements largo.Remover. A symbolic link is removed, never
+// what it leads to; nothing on the way to name is followed.
 func (s *Store) Remove(_ context.Context, name string, opt largo.RemoveOptions) error {
 	if name == "" {
 		return fmt.Errorf("the root folder: %w", largo.ErrPermission)
 	}
 	unlock := s.locks.Lock(name)
 	defer unlock()
-	lfi, err := s.root.Lstat(name)
-	if err != nil {
-		return mapErr(err)
+	dir, elem := split(name)
+	pfd, err := s.folder(dir)
+	if errors.Is(err, largo.ErrNotDir) {
+		err = fmt.Errorf("%s: %w", name, largo.ErrNotFound)
 	}
-	fi, err := s.root.Stat(name)
 	if err != nil {
-		fi = lfi // a dangling symlink
+		return err
 	}
-	if fi.IsDir() && lfi.Mode()&fs.ModeSymlink == 0 {
+	defer closeFd(pfd)
+	st, err := statIn(pfd, elem)
+	switch {
+	case err != nil:
+		return err
+	case st == nil:
+		return fmt.Errorf("%s: %w", name, largo.ErrNotFound)
+	case isDir(st):
 		if opt.Condition.IfMatch != "" {
 			return fmt.Errorf("%s is a folder: %w", name, largo.ErrPrecondition)
 		}
 		if opt.Recursive {
-			err = s.root.RemoveAll(name)
+			err = removeAll(pfd, elem)
 		} else {
-			err = s.root.Remove(name)
+			err = unix.Unlinkat(pfd, elem, unix.AT_REMOVEDIR)
 		}
-	} else {
-		if err := opt.Condition.Check(name, info(name, fi), true); err != nil {
+	default:
+		if err := opt.Condition.Check(name, infoStat(name, st), true); err != nil {
 			return err
 		}
-		err = s.root.Remove(name)
+		err = unix.Unlinkat(pfd, elem, 0)
 	}
 	if err != nil {
-		var errno syscall.Errno
-		if errors.As(err, &errno) && (errno == syscall.ENOTEMPTY || errno == syscall.EEXIST) {
+		if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
 			return fmt.Errorf("%s: %w", name, largo.ErrNotEmpty)
 		}
 		return writeErr(err)
 	}
-	return s.syncDir(path.Dir(name))
+	if err := unix.Fsync(pfd); err != nil {
+		return writeErr(err)
+	}
+	return nil
 }
 
 // newTemp creates a new empty file in TempDir, for writing.

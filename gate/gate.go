@@ -2,16 +2,19 @@
 // at the store's door.
 //
 // A Principal (a user, the holder of a share link, or the server itself)
-// travels in each request's context (With). Gate.Check is the only
+// travels in each request's context (With). Gate.Decide is the only
 // reader of the access rules and of share links: may this principal do
-// this to this name, or to this whole tree? Store wraps a largo.Store and
-// asks it on every call (stat, open, list with the entries filtered,
-// create, adopt, copy, remove, rename, make folder), and refuses every
+// this operation (Op) to this name, or to this whole tree? Its answer is
+// a value, a Decision: the principal, the policy and the link it was
+// judged under, and the physical name the store is to act on. Store
+// wraps a largo.Store, decides every call (stat, open, list with the
+// entries filtered, create, adopt, copy, remove, rename, make folder) and
+// acts on the decision's physical name and nothing else; it refuses every
 // call whose context carries no principal. The HTTP front ends (serve,
 // dav, resumable) and the write pipeline hold only the wrapped store; the
 // server's own housekeeping (sweeps, the state area's records) holds the
 // raw one. A front end that must refuse before it reads a body asks
-// Check itself, which is the same decision.
+// Check, which is the same decision.
 //
 // The decision, for a principal other than the server:
 //
@@ -24,14 +27,25 @@
 //     at the moment of the call, from the link's maker under the rules in
 //     force: a link grants only what its maker may still do. A revoked or
 //     expired link, or one whose maker is no user any more, grants
-//     nothing;
+//     nothing; a drop box's limits (it only creates, and is capped) are
+//     the decision's link's, never read again;
 //   - a name of a sidecar's form (NAME.gz, NAME.br, NAME.zst:
 //     largo.SidecarBase) needs read on NAME to be read and write on NAME
 //     to be written, as it may be sent as NAME's encoding;
-//   - a name is judged where it resolves as well as how it is spelled
-//     (largo.Resolver: a folder's symbolic links), by the stricter of the
-//     two; a link that leads into a hidden name refuses the name, and
-//     Symlinks chooses whether links are followed at all.
+//   - what is judged is what is done: on a store with symbolic links
+//     (largo.Resolver, a folder), a name is judged as spelled and at the
+//     physical name it reaches, resolved as the kernel resolves it (each
+//     link's target spliced in, ".." stepping back from where a link
+//     led), by the stricter of the two; a link that leads into a hidden
+//     name refuses the name, and Symlinks chooses whether links are
+//     followed at all. A read, a look or a listing follows a link at the
+//     name's end; a write, a removal or a move acts on the entry itself.
+//     The store follows no link when it acts, so the decision is first
+//     made on the spelling (the physical name assumed equal, which costs
+//     no system call), and only where the store meets a link
+//     (largo.ErrSymlink) is the name resolved and decided again: a link
+//     made between a decision and its act fails the act instead of
+//     leading it elsewhere.
 //
 // A refusal is largo.ErrUnauthorized for an anonymous principal (who may
 // sign in: 401) and largo.ErrPermission for any other (403); it is made
@@ -46,7 +60,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"largo"
 	"largo/auth"
@@ -135,55 +148,11 @@ var errNoPrincipal = fmt.Errorf("no principal in the context: %w", largo.ErrPerm
 
 // Check reports whether ctx's principal may do perm on name (perm 0: any
 // permission at all, what a look at the name needs), and with tree on
-// everything below it too. It is the one decision: the store wrapper
-// asks it on every call, and a front end that refuses early asks it too.
+// everything below it too: Decide, for a front end that refuses early
+// (before a body) and needs only the answer.
 func (g *Gate) Check(ctx context.Context, perm auth.Perm, name string, tree bool) error {
-	p, ok := From(ctx)
-	if !ok {
-		g.log.Error("store call without a principal refused", "name", name)
-		return errNoPrincipal
-	}
-	return g.check(ctx, p, perm, name, tree)
-}
-
-func (g *Gate) check(ctx context.Context, p Principal, perm auth.Perm, name string, tree bool) error {
-	j, err := g.spelled(ctx, p, perm, name, tree)
-	if err != nil || j == nil {
-		return err
-	}
-	return g.resolved(ctx, j, perm, name, tree)
-}
-
-// spelled decides perm on name as it is spelled, and returns the judge
-// that decided it; nil with no error for the server, which needs none.
-func (g *Gate) spelled(ctx context.Context, p Principal, perm auth.Perm, name string, tree bool) (*judge, error) {
-	if p.kind == server {
-		return nil, nil
-	}
-	if largo.Reserved(name) {
-		return nil, fmt.Errorf("%s: hidden: %w", name, largo.ErrNotFound)
-	}
-	j, err := g.judge(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	if !j.allows(perm, name, tree) {
-		return nil, j.refusal(name)
-	}
-	return &j, nil
-}
-
-// resolved decides perm on where name resolves, for the judge that let it
-// through as spelled.
-func (g *Gate) resolved(ctx context.Context, j *judge, perm auth.Perm, name string, tree bool) error {
-	resolved, err := g.resolve(ctx, name)
-	if err != nil {
-		return err
-	}
-	if resolved != name && !j.allows(perm, resolved, tree) {
-		return j.refusal(name)
-	}
-	return nil
+	_, err := g.decide(ctx, opOf(perm), name, tree, true)
+	return err
 }
 
 // NewName is the last element of a name that asks what a folder's rules
@@ -218,54 +187,6 @@ func (g *Gate) CheckRoute(ctx context.Context, perm auth.Perm, name string) erro
 	j := judge{p: p, pol: g.cfg.Access.Policy(), user: p.name}
 	if !j.allowsName(perm, name, false) {
 		return j.refusal(name)
-	}
-	return nil
-}
-
-// resolve returns where name leads, or ErrNotFound when it may not be
-// followed there.
-func (g *Gate) resolve(ctx context.Context, name string) (string, error) {
-	if g.cfg.Resolver == nil || name == "" {
-		return name, nil
-	}
-	if dir, elem, ok := strings.Cut(name, NewName); ok && elem == "" {
-		// A new name no rule names, in a folder: where the folder leads.
-		dir = strings.TrimSuffix(dir, "/")
-		r, err := g.resolve(ctx, dir)
-		return largo.Join(r, NewName), err
-	}
-	resolved, hops, err := g.cfg.Resolver.Resolve(ctx, name)
-	if err != nil {
-		return "", err
-	}
-	if len(hops) == 0 {
-		return name, nil
-	}
-	if err := g.follows(hops); err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
-	}
-	if largo.Reserved(resolved) {
-		return "", fmt.Errorf("%s: leads to a hidden name: %w", name, largo.ErrNotFound)
-	}
-	return resolved, nil
-}
-
-// follows reports whether the links met may be followed.
-func (g *Gate) follows(hops []largo.Hop) error {
-	switch g.cfg.Symlinks {
-	case None:
-		return fmt.Errorf("symbolic links are not followed: %w", largo.ErrNotFound)
-	case Within:
-		for _, h := range hops {
-			if !largo.Within(parent(h.Link), h.Target) {
-				return fmt.Errorf("a symbolic link leads outside its folder: %w", largo.ErrNotFound)
-			}
-		}
-	}
-	for _, h := range hops {
-		if largo.Reserved(h.Target) {
-			return fmt.Errorf("a symbolic link leads to a hidden name: %w", largo.ErrNotFound)
-		}
 	}
 	return nil
 }
@@ -400,8 +321,10 @@ func (g *Gate) LinkOf(ctx context.Context) *Link {
 // MaxUpload returns the largest file ctx's principal may write, zero for
 // no cap of the gate's own: through a share link, the smaller of the
 // link's own cap and Config.LinkMaxUpload.
-func (g *Gate) MaxUpload(ctx context.Context) int64 {
-	l := g.LinkOf(ctx)
+func (g *Gate) MaxUpload(ctx context.Context) int64 { return g.maxUpload(g.LinkOf(ctx)) }
+
+// maxUpload is MaxUpload for a write through l (nil: none).
+func (g *Gate) maxUpload(l *Link) int64 {
 	if l == nil {
 		return 0
 	}

@@ -178,7 +178,7 @@ func TestCheck(t *testing.T) {
 		{anon, auth.Read, "pub/here", false, "ok"},
 		{bob, auth.Write, "pub/priv/planted.txt", false, "404"},
 	} {
-		if got := code(f.gate.check(ctx, tt.who, tt.perm, tt.name, tt.tree)); got != tt.want {
+		if got := code(checkAs(f.gate, ctx, tt.who, tt.perm, tt.name, tt.tree)); got != tt.want {
 			t.Errorf("%v %v %s (tree %v): %s; want %s", tt.who, tt.perm, tt.name, tt.tree, got, tt.want)
 		}
 	}
@@ -195,7 +195,7 @@ func TestLinksFollowTheirMaker(t *testing.T) {
 	ctx := context.Background()
 	tok, l, _ := f.gate.Links().Make(ctx, Link{Kind: LinkFolder, Path: "private", Maker: "alice", Expires: f.now.Add(time.Hour)}, "")
 	holder := LinkHolder(l.ID)
-	read := func() string { return code(f.gate.check(ctx, holder, auth.Read, "private/secret.txt", false)) }
+	read := func() string { return code(checkAs(f.gate, ctx, holder, auth.Read, "private/secret.txt", false)) }
 	if got := read(); got != "ok" {
 		t.Fatalf("a fresh link: %s", got)
 	}
@@ -213,7 +213,7 @@ func TestLinksFollowTheirMaker(t *testing.T) {
 		t.Errorf("after its maker was removed: %s", got)
 	}
 	// Though everyone may read /pub, a removed user's link to it is dead.
-	if got := code(f.gate.check(ctx, LinkHolder(pub.ID), auth.Read, "pub/a.txt", false)); got != "403" {
+	if got := code(checkAs(f.gate, ctx, LinkHolder(pub.ID), auth.Read, "pub/a.txt", false)); got != "403" {
 		t.Errorf("a link to what everyone reads, of a removed maker: %s", got)
 	}
 	os.WriteFile(p, []byte(strings.Replace(policyFile, "users = [\"alice\"]\nallow = [\"all\"]", "users = [\"alice\"]\nallow = []", 1)), 0o600)
@@ -260,18 +260,18 @@ func TestSymlinkModes(t *testing.T) {
 		f := newFixture(t, mode)
 		ctx := context.Background()
 		got := [2]string{
-			code(f.gate.check(ctx, User("alice"), auth.Read, "pub/priv/secret.txt", false)),
-			code(f.gate.check(ctx, Anonymous(), auth.Read, "pub/here", false)),
+			code(checkAs(f.gate, ctx, User("alice"), auth.Read, "pub/priv/secret.txt", false)),
+			code(checkAs(f.gate, ctx, Anonymous(), auth.Read, "pub/here", false)),
 		}
 		if got != want {
 			t.Errorf("%v: %v; want %v", mode, got, want)
 		}
 		// Whatever the mode: the stricter of the two names, and never the
 		// state area.
-		if got := code(f.gate.check(ctx, Anonymous(), auth.Read, "pub/priv/secret.txt", false)); got == "ok" {
+		if got := code(checkAs(f.gate, ctx, Anonymous(), auth.Read, "pub/priv/secret.txt", false)); got == "ok" {
 			t.Errorf("%v: anonymous read through a link into /private", mode)
 		}
-		if got := code(f.gate.check(ctx, User("alice"), auth.Read, "pub/state/share.key", false)); got == "ok" {
+		if got := code(checkAs(f.gate, ctx, User("alice"), auth.Read, "pub/state/share.key", false)); got == "ok" {
 			t.Errorf("%v: a read through a link into the state area", mode)
 		}
 	}
@@ -415,4 +415,9 @@ func TestOpenThroughLinks(t *testing.T) {
 			t.Errorf("%v: bob read /private through a link", mode)
 		}
 	}
+}
+
+// checkAs is Gate.Check for the principal p.
+func checkAs(g *Gate, ctx context.Context, p Principal, perm auth.Perm, name string, tree bool) error {
+	return g.Check(With(ctx, p), perm, name, tree)
 }

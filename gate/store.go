@@ -5,18 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"os"
 
 	"largo"
 	"largo/auth"
 )
 
 // Store is a largo.Store each of whose calls the Gate decides for the
-// principal of the call's context before the store it wraps is asked.
-// It offers every write capability (largo.Creator, Adopter,
-// AssemblyAdopter, Copier, Remover, DirMaker, Renamer, SpaceReporter);
-// where the wrapped store lacks one, the call fails with an error
-// wrapping largo.ErrUnsupported, after the decision, as the store's own
-// refusal would. It does not offer the state area (largo.StateKeeper): that is the server's own,
+// principal of the call's context before the store it wraps is asked,
+// which is then asked for the decision's physical name. It offers every
+// write capability (largo.Creator, Adopter, AssemblyAdopter, Copier,
+// Remover, DirMaker, Renamer, SpaceReporter); where the wrapped store
+// lacks one, the call fails with an error wrapping largo.ErrUnsupported,
+// after the decision, as the store's own refusal would. It does not
+// offer the state area (largo.StateKeeper): that is the server's own,
 // reached through the raw store.
 //
 // Through a drop-box link, a write only creates (its commit carries
@@ -47,164 +49,148 @@ func (s *Store) Gate() *Gate { return s.g }
 // Stat implements largo.Store: any permission on the name lets its
 // metadata be seen.
 func (s *Store) Stat(ctx context.Context, name string) (largo.Info, error) {
-	if err := s.g.Check(ctx, 0, name, false); err != nil {
-		return largo.Info{}, err
+	var in largo.Info
+	err := s.g.act(ctx, OpLook, name, false, func(d *Decision) (err error) {
+		in, err = s.inner.Stat(ctx, d.Physical)
+		in = spelled(in, d)
+		return err
+	})
+	return in, err
+}
+
+// spelled returns in, the metadata of a decision's physical name, under
+// the name as spelled: a link's name, not its target's, names what the
+// client asked for (its type, a download's name).
+func spelled(in largo.Info, d *Decision) largo.Info {
+	if d.Physical != d.Name && in.Name != "" {
+		_, in.Name = split(d.Name)
 	}
-	return s.inner.Stat(ctx, name)
+	return in
 }
 
 // Open implements largo.Store: reading needs read. A folder that may be
 // listed but not read opens as what it is (an error wrapping
 // largo.ErrIsDir), so that its listing can be asked for.
-//
-// Where the name leads is asked of the opened file when it can tell
-// (largo.Located: one system call), and only when it is elsewhere is the
-// name resolved element by element and judged there too; the file is
-// closed, unread, if that refuses it.
 func (s *Store) Open(ctx context.Context, name string) (largo.File, error) {
-	p, ok := From(ctx)
-	if !ok {
-		return nil, s.g.Check(ctx, auth.Read, name, false)
-	}
-	j, err := s.g.spelled(ctx, p, auth.Read, name, false)
-	if err != nil {
+	var f largo.File
+	err := s.g.act(ctx, OpRead, name, false, func(d *Decision) (err error) {
+		f, err = s.inner.Open(ctx, d.Physical)
+		if err == nil && d.Physical != d.Name {
+			f = named(f, spelled(f.Info(), d))
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, largo.ErrIsDir) && isRefusal(err) {
 		return nil, s.listable(ctx, name, err)
 	}
-	if j == nil { // the server
-		return s.inner.Open(ctx, name)
-	}
-	if _, ok := s.inner.(largo.Resolver); !ok {
-		return s.inner.Open(ctx, name)
-	}
-	f, err := s.inner.Open(ctx, name)
-	if err != nil {
-		if errors.Is(err, largo.ErrIsDir) {
-			// A folder: judged where it resolves before it is said to be one.
-			if rerr := s.g.resolved(ctx, j, auth.Read, name, false); rerr != nil {
-				return nil, rerr
-			}
-		}
-		return nil, err
-	}
-	if lf, ok := f.(largo.Located); ok {
-		if loc, err := lf.Location(); err == nil && loc == name {
-			return f, nil // no link on the way
-		}
-	}
-	if err := s.g.resolved(ctx, j, auth.Read, name, false); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
+	return f, err
+}
+
+// isRefusal reports whether err is the gate's refusal of a call.
+func isRefusal(err error) bool {
+	return errors.Is(err, largo.ErrPermission) || errors.Is(err, largo.ErrUnauthorized)
 }
 
 // listable answers an Open refused (err) of a name that may be listed but
 // not read: if it is a folder, that it is one, so that its listing can be
 // asked for; otherwise err.
 func (s *Store) listable(ctx context.Context, name string, err error) error {
-	if s.g.Check(ctx, auth.List, name, false) != nil {
+	var dir bool
+	lerr := s.g.act(ctx, OpList, name, false, func(d *Decision) error {
+		in, err := s.inner.Stat(ctx, d.Physical)
+		dir = err == nil && in.IsDir
 		return err
-	}
-	f, oerr := s.inner.Open(ctx, name)
-	if oerr == nil {
-		f.Close()
-		return err
-	}
-	if errors.Is(oerr, largo.ErrIsDir) {
-		return oerr
+	})
+	if lerr == nil && dir {
+		return fmt.Errorf("%s: %w", name, largo.ErrIsDir)
 	}
 	return err
 }
 
 // List implements largo.Store: listing needs list on the folder, and an
 // entry is yielded only when it may be seen: a file when it may be read,
-// a folder when it may be read or listed, each judged as it resolves too.
+// a folder when it may be read or listed, each judged as spelled and
+// where it is. A symbolic link is yielded with the metadata of what it
+// leads to, where the gate lets it be followed, and judged there too.
 func (s *Store) List(ctx context.Context, name string) iter.Seq2[largo.Info, error] {
 	return func(yield func(largo.Info, error) bool) {
-		p, ok := From(ctx)
-		if !ok {
-			yield(largo.Info{}, s.g.Check(ctx, auth.List, name, false))
-			return
-		}
-		if err := s.g.check(ctx, p, auth.List, name, false); err != nil {
-			yield(largo.Info{}, err)
-			return
-		}
-		f, err := s.g.filter(ctx, p, name)
-		if err != nil {
-			yield(largo.Info{}, err)
-			return
-		}
-		for in, err := range s.inner.List(ctx, name) {
-			if err == nil && !f.sees(ctx, in) {
-				continue
+		for try := 0; ; try++ {
+			d, err := s.g.decide(ctx, OpList, name, false, try > 0)
+			if err != nil {
+				yield(largo.Info{}, err)
+				return
 			}
-			if !yield(in, err) {
+			f := s.filter(d)
+			first, again := true, false
+			for in, err := range s.inner.List(ctx, d.Physical) {
+				if first && s.g.again(err, try) {
+					again = true // a link on the way: decided again
+					break
+				}
+				first = false
+				if err == nil {
+					var ok bool
+					if in, ok = f.sees(ctx, in); !ok {
+						continue
+					}
+				}
+				if !yield(in, err) {
+					return
+				}
+			}
+			if !again {
 				return
 			}
 		}
 	}
 }
 
-// filter judges a folder's entries for one principal.
+// filter judges a folder's entries for one decision's principal.
 type filter struct {
-	g        *Gate
-	j        judge
-	dir      string // the folder as spelled
-	resolved string // where it resolves
-	all      bool   // the principal sees every entry that is no link
+	s   *Store
+	d   *Decision
+	all bool // the principal sees every entry that is no link
 }
 
-func (g *Gate) filter(ctx context.Context, p Principal, dir string) (*filter, error) {
-	j, err := g.judge(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	resolved, err := g.resolve(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	f := &filter{g: g, j: j, dir: dir, resolved: resolved}
-	f.all = p.kind == server || p.kind != link && j.pol.ReadsAll(p.name)
-	return f, nil
+func (s *Store) filter(d *Decision) *filter {
+	p := d.Principal
+	all := p.kind == server || p.kind != link && d.j.pol.ReadsAll(p.name)
+	return &filter{s: s, d: d, all: all}
 }
 
-// sees reports whether the entry in of the folder may be seen.
-func (f *filter) sees(ctx context.Context, in largo.Info) bool {
-	name := largo.Join(f.dir, in.Name)
-	if largo.Reserved(name) {
-		return false
+// sees reports whether the entry in of the folder may be seen, and
+// returns it as it is to be seen: a link as what it leads to.
+func (f *filter) sees(ctx context.Context, in largo.Info) (largo.Info, bool) {
+	name := largo.Join(f.d.Name, in.Name)
+	phys := largo.Join(f.d.Physical, in.Name)
+	if largo.Reserved(name) || largo.Reserved(phys) {
+		return in, false
 	}
-	resolved := largo.Join(f.resolved, in.Name)
 	if in.Link {
-		r, err := f.g.resolve(ctx, name)
+		to, err := f.s.g.physical(ctx, OpLook, phys)
 		if err != nil {
-			return false
+			return in, false
 		}
-		resolved = r
-	} else if f.all {
-		return true
+		target, err := f.s.inner.Stat(ctx, to)
+		if err != nil {
+			return in, false
+		}
+		target.Name, target.Link = in.Name, true
+		in, phys = target, to
+	} else if f.all && !f.d.resolved {
+		return in, true
 	}
-	if f.j.p.kind == server {
-		return true
+	if f.d.Principal.kind == server {
+		return in, true
 	}
-	return f.seen(in.IsDir, name) && (resolved == name || f.seen(in.IsDir, resolved))
+	return in, f.seen(in.IsDir, name) && (phys == name || f.seen(in.IsDir, phys))
 }
 
 func (f *filter) seen(dir bool, name string) bool {
 	if dir {
-		return f.j.allows(auth.Read, name, false) || f.j.allows(auth.List, name, false)
+		return f.d.j.allows(auth.Read, name, false) || f.d.j.allows(auth.List, name, false)
 	}
-	return f.j.allows(auth.Read, name, false)
-}
-
-// checkNew decides a write that creates or replaces name: the write
-// permission, then the policy of new names.
-func (s *Store) checkNew(ctx context.Context, name string) error {
-	if err := s.g.Check(ctx, auth.Write, name, false); err != nil {
-		return err
-	}
-	return largo.CheckNew(name)
+	return f.d.j.allows(auth.Read, name, false)
 }
 
 // CheckWrite decides, before a byte of it is read, a write of size
@@ -212,168 +198,168 @@ func (s *Store) checkNew(ctx context.Context, name string) error {
 // write must carry: cond, or a drop box's If-None-Match: *. The write
 // pipeline's admission asks it; Create and Adopt decide the same again.
 func (s *Store) CheckWrite(ctx context.Context, name string, size int64, cond largo.Condition) (largo.Condition, error) {
-	if err := s.checkNew(ctx, name); err != nil {
+	d, err := s.g.Decide(ctx, OpWrite, name, false)
+	if err != nil {
 		return cond, err
 	}
-	opt, _, _, err := s.forLink(ctx, largo.CreateOptions{Size: size, Condition: cond})
+	if err := largo.CheckNew(name); err != nil {
+		return cond, err
+	}
+	opt, _, err := s.g.forLink(d, largo.CreateOptions{Size: size, Condition: cond})
 	return opt.Condition, err
 }
 
-// forLink applies a drop box's rules to a write's options: it only
-// creates, and stores at most the cap.
-func (s *Store) forLink(ctx context.Context, opt largo.CreateOptions) (largo.CreateOptions, int64, bool, error) {
-	drop := s.g.DropBox(ctx) != nil
-	if drop {
+// forLink applies a drop box's rules to a write's options, from the
+// write's decision: it only creates, and stores at most the cap (zero:
+// none).
+func (g *Gate) forLink(d *Decision, opt largo.CreateOptions) (largo.CreateOptions, int64, error) {
+	if d.DropBox() {
 		opt.Condition = largo.Condition{IfNoneMatch: true}
 	}
-	max := s.g.MaxUpload(ctx)
+	max := g.maxUpload(d.Link)
 	if max > 0 && opt.Size > max {
-		return opt, 0, false, fmt.Errorf("%d bytes through a share link, its cap %d: %w", opt.Size, max, largo.ErrTooLarge)
+		return opt, 0, fmt.Errorf("%d bytes through a share link, its cap %d: %w", opt.Size, max, largo.ErrTooLarge)
 	}
-	return opt, max, drop, nil
+	return opt, max, nil
+}
+
+// write decides a write of name and makes it by do, as upload does.
+func (s *Store) write(ctx context.Context, name string, opt largo.CreateOptions, do func(d *Decision, opt largo.CreateOptions) (largo.Upload, error)) (largo.Upload, error) {
+	var u largo.Upload
+	err := s.g.act(ctx, OpWrite, name, false, func(d *Decision) (err error) {
+		u, err = s.g.upload(d, opt, do)
+		return err
+	})
+	return u, err
+}
+
+// upload makes the write d decided by do, under the options the
+// decision imposes, and returns it capped and only creating where the
+// decision's link says so.
+func (g *Gate) upload(d *Decision, opt largo.CreateOptions, do func(d *Decision, opt largo.CreateOptions) (largo.Upload, error)) (largo.Upload, error) {
+	if err := largo.CheckNew(d.Name); err != nil {
+		return nil, err
+	}
+	opt, max, err := g.forLink(d, opt)
+	if err != nil {
+		return nil, err
+	}
+	u, err := do(d, opt)
+	if err != nil {
+		return nil, err
+	}
+	if max > 0 || d.DropBox() {
+		u = &upload{Upload: u, max: max, createOnly: d.DropBox()}
+	}
+	return u, nil
 }
 
 // Create implements largo.Creator.
 func (s *Store) Create(ctx context.Context, name string, opt largo.CreateOptions) (largo.Upload, error) {
-	if err := s.checkNew(ctx, name); err != nil {
-		return nil, err
-	}
-	opt, max, drop, err := s.forLink(ctx, opt)
-	if err != nil {
-		return nil, err
-	}
 	cr, ok := s.inner.(largo.Creator)
-	if !ok {
-		return nil, fmt.Errorf("write: %w", largo.ErrUnsupported)
-	}
-	u, err := cr.Create(ctx, name, opt)
-	if err != nil || max == 0 && !drop {
-		return u, err
-	}
-	return &upload{Upload: u, max: max, createOnly: drop}, nil
+	return s.write(ctx, name, opt, func(d *Decision, opt largo.CreateOptions) (largo.Upload, error) {
+		if !ok {
+			return nil, fmt.Errorf("write: %w", largo.ErrUnsupported)
+		}
+		return cr.Create(ctx, d.Physical, opt)
+	})
 }
 
 // Adopt implements largo.Adopter.
 func (s *Store) Adopt(ctx context.Context, name, staged string, opt largo.CreateOptions) (largo.Upload, error) {
-	return s.adopt(ctx, name, opt, func(opt largo.CreateOptions) (largo.Upload, error) {
-		a, ok := s.inner.(largo.Adopter)
+	a, ok := s.inner.(largo.Adopter)
+	return s.write(ctx, name, opt, func(d *Decision, opt largo.CreateOptions) (largo.Upload, error) {
 		if !ok {
 			return nil, fmt.Errorf("adopt: %w", largo.ErrUnsupported)
 		}
-		return a.Adopt(ctx, name, staged, opt)
+		return a.Adopt(ctx, d.Physical, staged, opt)
 	})
 }
 
 // AdoptAssembly implements largo.AssemblyAdopter: a write of name, as
 // Adopt's.
 func (s *Store) AdoptAssembly(ctx context.Context, name, id string, opt largo.CreateOptions) (largo.Upload, error) {
-	return s.adopt(ctx, name, opt, func(opt largo.CreateOptions) (largo.Upload, error) {
-		a, ok := s.inner.(largo.AssemblyAdopter)
+	a, ok := s.inner.(largo.AssemblyAdopter)
+	return s.write(ctx, name, opt, func(d *Decision, opt largo.CreateOptions) (largo.Upload, error) {
 		if !ok {
 			return nil, fmt.Errorf("adopt an assembly: %w", largo.ErrUnsupported)
 		}
-		return a.AdoptAssembly(ctx, name, id, opt)
+		return a.AdoptAssembly(ctx, d.Physical, id, opt)
 	})
-}
-
-// adopt decides the adoption of bytes already stored as a write of name,
-// and makes it by take, under the options a link imposes.
-func (s *Store) adopt(ctx context.Context, name string, opt largo.CreateOptions, take func(largo.CreateOptions) (largo.Upload, error)) (largo.Upload, error) {
-	if err := s.checkNew(ctx, name); err != nil {
-		return nil, err
-	}
-	opt, _, drop, err := s.forLink(ctx, opt)
-	if err != nil {
-		return nil, err
-	}
-	u, err := take(opt)
-	if err != nil || !drop {
-		return u, err
-	}
-	return &upload{Upload: u, createOnly: true}, nil
 }
 
 // Copy implements largo.Copier: read of src, write of name.
 func (s *Store) Copy(ctx context.Context, name, src string, opt largo.CreateOptions) (largo.Upload, error) {
-	if err := s.g.Check(ctx, auth.Read, src, false); err != nil {
-		return nil, err
-	}
-	if err := s.checkNew(ctx, name); err != nil {
-		return nil, err
-	}
-	opt, _, drop, err := s.forLink(ctx, opt)
-	if err != nil {
-		return nil, err
-	}
 	cp, ok := s.inner.(largo.Copier)
-	if !ok {
-		return nil, fmt.Errorf("copy: %w", largo.ErrUnsupported)
-	}
-	u, err := cp.Copy(ctx, name, src, opt)
-	if err != nil || !drop {
-		return u, err
-	}
-	return &upload{Upload: u, createOnly: true}, nil
+	var u largo.Upload
+	err := s.g.act2(ctx, OpRead, src, false, OpWrite, name, false, func(sd, d *Decision) (err error) {
+		u, err = s.g.upload(d, opt, func(d *Decision, opt largo.CreateOptions) (largo.Upload, error) {
+			if !ok {
+				return nil, fmt.Errorf("copy: %w", largo.ErrUnsupported)
+			}
+			return cp.Copy(ctx, d.Physical, sd.Physical, opt)
+		})
+		return err
+	})
+	return u, err
 }
 
 // notDrop refuses what a drop box may not do, though it writes: anything
 // but creating a file.
-func (s *Store) notDrop(ctx context.Context, name string) error {
-	if s.g.DropBox(ctx) != nil {
-		return fmt.Errorf("%s: %w: %w", name, largo.ErrCreateOnly, largo.ErrPermission)
+func notDrop(d *Decision) error {
+	if d.DropBox() {
+		return fmt.Errorf("%s: %w: %w", d.Name, largo.ErrCreateOnly, largo.ErrPermission)
 	}
 	return nil
 }
 
 // Remove implements largo.Remover: delete on the name, and below it for
-// a recursive removal.
+// a recursive removal. A link is removed, never what it leads to.
 func (s *Store) Remove(ctx context.Context, name string, opt largo.RemoveOptions) error {
-	if err := s.g.Check(ctx, auth.Delete, name, opt.Recursive); err != nil {
-		return err
-	}
 	rm, ok := s.inner.(largo.Remover)
-	if !ok {
-		return fmt.Errorf("remove: %w", largo.ErrUnsupported)
-	}
-	return rm.Remove(ctx, name, opt)
+	return s.g.act(ctx, OpDelete, name, opt.Recursive, func(d *Decision) error {
+		if !ok {
+			return fmt.Errorf("remove: %w", largo.ErrUnsupported)
+		}
+		return rm.Remove(ctx, d.Physical, opt)
+	})
 }
 
 // MakeDir implements largo.DirMaker: write on the name; a drop box
 // makes no folder.
 func (s *Store) MakeDir(ctx context.Context, name string) error {
-	if err := s.notDrop(ctx, name); err != nil {
-		return err
-	}
-	if err := s.checkNew(ctx, name); err != nil {
-		return err
-	}
 	dm, ok := s.inner.(largo.DirMaker)
-	if !ok {
-		return fmt.Errorf("make folder: %w", largo.ErrUnsupported)
-	}
-	return dm.MakeDir(ctx, name)
+	return s.g.act(ctx, OpWrite, name, false, func(d *Decision) error {
+		if err := notDrop(d); err != nil {
+			return err
+		}
+		if err := largo.CheckNew(name); err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("make folder: %w", largo.ErrUnsupported)
+		}
+		return dm.MakeDir(ctx, d.Physical)
+	})
 }
 
 // Rename implements largo.Renamer: read and delete on from and all below
-// it, write on to and all below it.
+// it, write on to and all below it. A link at from is moved, never what
+// it leads to.
 func (s *Store) Rename(ctx context.Context, from, to string) error {
-	if err := s.notDrop(ctx, to); err != nil {
-		return err
-	}
-	if err := s.g.Check(ctx, auth.Read|auth.Delete, from, true); err != nil {
-		return err
-	}
-	if err := s.g.Check(ctx, auth.Write, to, true); err != nil {
-		return err
-	}
-	if err := largo.CheckNew(to); err != nil {
-		return err
-	}
 	rn, ok := s.inner.(largo.Renamer)
-	if !ok {
-		return fmt.Errorf("rename: %w", largo.ErrUnsupported)
-	}
-	return rn.Rename(ctx, from, to)
+	return s.g.act2(ctx, OpMove, from, true, OpWrite, to, true, func(fd, td *Decision) error {
+		if err := notDrop(td); err != nil {
+			return err
+		}
+		if err := largo.CheckNew(to); err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("rename: %w", largo.ErrUnsupported)
+		}
+		return rn.Rename(ctx, fd.Physical, td.Physical)
+	})
 }
 
 // Free implements largo.SpaceReporter. The free space is no secret of
@@ -440,3 +426,28 @@ func Open(st largo.Store) (*Gate, *Store) {
 	g := New(cfg)
 	return g, g.Store(st)
 }
+
+// named returns f, opened under a physical name, with in (the metadata
+// under the name as spelled) as its metadata, keeping its operating-
+// system file for sendfile.
+func named(f largo.File, in largo.Info) largo.File {
+	n := namedFile{File: f, info: in}
+	if of, ok := f.(largo.OSFile); ok {
+		return &namedOSFile{namedFile: n, of: of}
+	}
+	return &n
+}
+
+type namedFile struct {
+	largo.File
+	info largo.Info
+}
+
+func (f *namedFile) Info() largo.Info { return f.info }
+
+type namedOSFile struct {
+	namedFile
+	of largo.OSFile
+}
+
+func (f *namedOSFile) OSFile() *os.File { return f.of.OSFile() }

@@ -107,9 +107,12 @@ func (k *Keeper) walk(ctx context.Context, name string, u *Usage) error {
 			return err
 		}
 		switch {
-		case in.IsDir && !in.Link:
+		case in.Link:
+			// A link holds no bytes: what it leads to is counted where
+			// it is.
+		case in.IsDir:
 			subs = append(subs, largo.Join(name, in.Name))
-		case !in.IsDir:
+		default:
 			*u = u.Add(Usage{in.Size, 1})
 		}
 	}

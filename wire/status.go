@@ -35,6 +35,7 @@ var statusTable = []struct {
 	{largo.ErrReservedName, http.StatusForbidden, "hidden or reserved name: not writable"},
 	{largo.ErrLocked, http.StatusLocked, "locked: another client holds a lock on this path; send its token in an If header"},
 	{largo.ErrMissingFolder, http.StatusConflict, "folder does not exist"},
+	{largo.ErrChanged, http.StatusConflict, "the target's folder was moved or replaced while the upload was on its way: nothing was stored; send it again"},
 	{largo.ErrParentNotDir, http.StatusConflict, "a parent is a file, not a folder"},
 	{ErrBadDigest, http.StatusBadRequest, "invalid Content-Digest or Repr-Digest"},
 	{ErrBadCondition, http.StatusBadRequest, "unsupported condition: use If-None-Match: * or If-Match with one ETag"},

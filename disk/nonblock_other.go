@@ -1,7 +1,0 @@
-//go:build !unix
-
-package disk
-
-import "os"
-
-func blocking(*os.File) {}
