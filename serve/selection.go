@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"fmt"
 	"iter"
 	"net/http"
 	"path"
@@ -71,6 +72,9 @@ func (h *Handler) selected(r *http.Request, dir, top string, names []string) ite
 	keep := func(d string) func(largo.Info) bool { return h.sidecarFilter(ctx, d) }
 	return func(yield func(archive.Entry, error) bool) {
 		in, err := store.Stat(ctx, dir)
+		if err == nil && !in.IsDir {
+			err = fmt.Errorf("%s: %w", dir, largo.ErrNotDir)
+		}
 		if err != nil {
 			yield(archive.Entry{}, err)
 			return

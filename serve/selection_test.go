@@ -67,6 +67,7 @@ func TestSelection(t *testing.T) {
 		{"alice", url.Values{"dir": {"/private/"}, "format": {"zip"}, "name": {".hidden"}}, 404},
 		{"alice", url.Values{"dir": {"/private/"}, "format": {"rar"}, "name": {"s.txt"}}, 400},
 		{"alice", url.Values{"dir": {"/private/"}, "format": {"zip"}}, 400},
+		{"alice", url.Values{"dir": {"/private/s.txt"}, "format": {"tar"}, "name": {"x"}}, 404}, // a file is no folder
 	} {
 		if rec := f.post(SelectionPath, tt.user, tt.query.Encode()); rec.Code != tt.code {
 			t.Errorf("%s as %q: %d %s; want %d", tt.query.Encode(), tt.user, rec.Code, strings.TrimSpace(rec.Body.String()), tt.code)
