@@ -210,7 +210,7 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 		fsys.shows = func(dir string) func(largo.Info) bool { return shows(r.Context(), dir) }
 	}
 	if dst != "" {
-		fsys.src, fsys.dst = name, dst
+		fsys.src, fsys.dst, fsys.copying = name, dst, r.Method == "COPY"
 	}
 	wh := webdav.Handler{
 		Prefix:     at.prefix,

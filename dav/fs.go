@@ -48,6 +48,9 @@ type fileSystem struct {
 	failed error // the last error of a change, which the answer tells
 
 	src, dst string // a COPY's or MOVE's names, else empty
+	// copying is set for a COPY, whose walk of a folder leaves linked
+	// folders out.
+	copying bool
 
 	dir       string // the folder Readdir listed last, when listed
 	listed    bool
@@ -417,8 +420,8 @@ func (fi *fileInfo) ContentType(context.Context) (string, error) {
 
 // entries lists the folder dir for Readdir: the names of its entries in
 // the store's order (the order of the walk's second listing, see step),
-// without those fsys.shows hides, which it returns apart for the walk to
-// pass over. The test is asked only of the sidecars (names of the form
+// without those fsys.shows hides, nor, for a COPY, linked folders, which
+// it returns apart for the walk to pass over. The test is asked only of the sidecars (names of the form
 // largo.SidecarBase knows) and of the files they would stand for, fed in
 // name order, which is all it needs: so the listing holds no more than
 // names but for those, read again in a second listing when the first
@@ -428,9 +431,19 @@ func (fsys *fileSystem) entries(ctx context.Context, dir string) ([]os.FileInfo,
 		out   []os.FileInfo
 		sides map[string]largo.Info
 	)
+	var linked map[string]bool
 	for in, err := range fsys.view.List(ctx, dir) {
 		if err != nil {
 			return nil, nil, osErr("readdir", dir, err)
+		}
+		if fsys.copying && in.Link && in.IsDir {
+			// A folder's copy holds its own entries: a linked folder
+			// could lead anywhere, back up among them too.
+			if linked == nil {
+				linked = map[string]bool{}
+			}
+			linked[in.Name] = true
+			continue
 		}
 		out = append(out, nameInfo(in.Name))
 		if _, _, ok := largo.SidecarBase(in.Name); ok && fsys.shows != nil && !in.IsDir {
@@ -452,7 +465,7 @@ func (fsys *fileSystem) entries(ctx context.Context, dir string) ([]os.FileInfo,
 		}
 	}
 	if !found {
-		return out, nil, nil // no sidecar beside what it would stand for
+		return out, linked, nil // no sidecar beside what it would stand for
 	}
 	fed := slices.Collect(maps.Values(sides))
 	for in, err := range fsys.view.List(ctx, dir) {
@@ -466,6 +479,9 @@ func (fsys *fileSystem) entries(ctx context.Context, dir string) ([]os.FileInfo,
 	slices.SortFunc(fed, func(a, b largo.Info) int { return strings.Compare(a.Name, b.Name) })
 	show := fsys.shows(dir)
 	hidden := map[string]bool{}
+	for name := range linked {
+		hidden[name] = true
+	}
 	for _, in := range fed {
 		if !show(in) {
 			hidden[in.Name] = true

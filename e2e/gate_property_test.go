@@ -17,32 +17,38 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"largo"
-	"largo/auth"
 )
 
 // TestGateProperty drives the real binary with random access files
 // (users, rules, share links and drop boxes) and random requests over
 // every protocol (downloads, listings, archives, sidecars; PUT, forms,
 // tus, IETF uploads; DELETE; the WebDAV methods; the page's moves,
-// selections, searches and SHA256SUMS), on a folder with
-// symbolic links and on a bucket. The store itself records every effect:
-// after each request the stored files are compared with those before,
-// and every file created, changed or removed must be allowed, for the
-// request's principal, by the decision as the access file states it,
-// judged where the file really is; a refused request must leave no
-// effect at all; and no answer may carry the bytes of a file the
-// principal may not read. Every file's bytes are a secret of their own,
-// so a leak cannot hide in a copy, a move or an archive.
+// selections, searches and SHA256SUMS), on a folder with a random graph
+// of symbolic links (chains, links to links, ".." inside targets, links
+// into the state area, out of the folder, round in loops) and on a
+// bucket. The store itself records every effect: after each request the
+// stored files, folders and links are compared with those before, and
+// every one created, changed or removed must be allowed, for the
+// request's principal, by a model of the rules written here, apart from
+// the server's own code, judged where the entry physically is (links
+// resolved the way the kernel resolves them); a refused request must
+// leave no effect at all; no answer may carry the bytes of a file the
+// principal may not read, nor the share key; and the state area must
+// keep its own. Every file's bytes are a secret of their own, so a leak
+// cannot hide in a copy, a move or an archive. Requests are aimed so that
+// at least a third have an effect.
 //
-// The seed of each run is logged; LARGO_PROPERTY_SEED replays one.
+// The seeds are new each run and logged; LARGO_PROPERTY_SEED replays one,
+// and LARGO_PROPERTY_VERBOSE=1 logs the access file and every refusal.
 func TestGateProperty(t *testing.T) {
-	seeds := []uint64{1, 2, 3, 4, 5, 6}
+	seeds := []uint64{rand.Uint64(), rand.Uint64(), rand.Uint64()}
 	if s := os.Getenv("LARGO_PROPERTY_SEED"); s != "" {
 		n, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
@@ -53,11 +59,14 @@ func TestGateProperty(t *testing.T) {
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			forEachTarget(t, func(t *testing.T, g *target) {
-				requests := 250
+				requests := 240
 				if g.srv != nil {
 					requests = 120
 				}
 				runProperty(t, g, seed, requests)
+				if t.Failed() {
+					t.Logf("replay with LARGO_PROPERTY_SEED=%d", seed)
+				}
 			})
 		})
 	}
@@ -68,15 +77,17 @@ var propUsers = map[string]string{"u1": "u1-token-0123456789", "u2": "u2-token-0
 
 // prop is one run: the world as the test knows it, and the server.
 type prop struct {
-	t      *testing.T
-	g      *target
-	s      *server
-	rng    *rand.Rand
-	pol    *auth.Policy
-	ps     []*principal
-	n      int      // a counter for new names and secrets
-	folder []string // folders to aim requests at
-	names  []string // names to aim requests at, existing or not
+	t        *testing.T
+	g        *target
+	s        *server
+	rng      *rand.Rand
+	rules    []propRule // the access file, as the model reads it
+	key      []byte     // the share key, which no answer may hold
+	ps       []*principal
+	n        int      // a counter for new names and secrets
+	folder   []string // folders to aim requests at
+	names    []string // names to aim requests at, existing or not
+	symlinks []string // the symbolic links made
 	// what the run exercised
 	effects, refused, links int
 }
@@ -100,29 +111,38 @@ func runProperty(t *testing.T, g *target, seed uint64, requests int) {
 	w := &prop{t: t, g: g, rng: rand.New(rand.NewPCG(seed, 0x1a260))}
 	w.seedTree()
 	file := writeAccessFile(t, w.accessFile())
-	var err error
-	if w.pol, err = auth.LoadFile(file); err != nil {
-		t.Fatal(err)
+	if os.Getenv("LARGO_PROPERTY_VERBOSE") != "" {
+		b, _ := os.ReadFile(file)
+		t.Logf("access file:\n%s", b)
+		for _, l := range w.symlinks {
+			to, _ := os.Readlink(filepath.Join(g.dir, filepath.FromSlash(l)))
+			t.Logf("link %s -> %s", l, to)
+		}
 	}
 	args := []string{"--access", file, "--webdav", "--sidecars", []string{"any", "recorded"}[seed%2]}
 	if g.srv == nil {
+		args = append(args, "--symlinks", []string{"follow", "within"}[seed/2%2])
 		w.s = startServer(t, g.dir, args...)
 	} else {
 		w.s = startS3Largo(t, g.srv, "", args...)
 	}
 	w.ps = []*principal{{name: "anonymous"}, {name: "u1", user: "u1"}, {name: "u2", user: "u2"}}
 	w.makeLinks()
+	var err error
+	if w.key, err = os.ReadFile(filepath.Join(g.dir, ".largo", "share.key")); err != nil || len(w.key) < 16 {
+		t.Fatalf("the share key: %v", err)
+	}
 	for i := 0; i < requests && !t.Failed(); i++ {
 		w.step(i)
 	}
 	t.Logf("%d requests: %d with effects, %d refused, %d through links", requests, w.effects, w.refused, w.links)
-	if w.effects == 0 || w.refused == 0 || w.links == 0 {
-		t.Errorf("the run exercised too little to judge: %d with effects, %d refused, %d through links", w.effects, w.refused, w.links)
+	if w.effects*3 < requests || w.refused == 0 || w.links == 0 {
+		t.Errorf("the run exercised too little to judge: %d of %d with effects (a third wanted), %d refused, %d through links", w.effects, requests, w.refused, w.links)
 	}
 }
 
 // seedTree writes the files every run starts from, each holding a secret
-// of its own, and on a folder the symbolic links.
+// of its own, and on a folder a random graph of symbolic links.
 func (w *prop) seedTree() {
 	for _, name := range []string{"top.txt", "a/f1.txt", "a/f1.txt.gz", "a/b/f2.txt", "a/b/NOTES", "a/b/NOTES.gz", "c/f3.txt", "c/deep/f4.txt", "d/f5.txt", "e/f6.txt"} {
 		w.g.seed(w.t, name, w.secret())
@@ -132,13 +152,62 @@ func (w *prop) seedTree() {
 	if w.g.srv != nil {
 		return
 	}
-	for link, to := range map[string]string{"a/toc": "../c", "a/st": "../.largo", "c/b2": "../a/b", "a/b/here": "f2.txt", "e/up": ".."} {
-		if err := os.Symlink(to, filepath.Join(w.g.dir, filepath.FromSlash(link))); err != nil {
-			w.t.Fatal(err)
-		}
+	// The links of a known attack first, then random ones.
+	w.link("a/toc", "../c")
+	w.link("c/x", "../a/toc/../top.txt")
+	w.link("c/up", "../a/toc/..")
+	w.link("kk", ".largo/share.key")
+	w.link("c/key", "../a/toc/../kk")
+	for range 10 + w.rng.IntN(6) {
+		at := w.pick(w.folder[:7])
+		w.link(largo.Join(at, fmt.Sprintf("l%d", len(w.symlinks))), w.randomTarget(at))
 	}
-	w.folder = append(w.folder, "a/toc", "c/b2", "e/up", "e/up/a")
-	w.names = append(w.names, "a/toc/f3.txt", "a/st/share.key", "c/b2/f2.txt", "c/b2/NOTES.gz", "a/b/here", "e/up/c/f3.txt", "a/toc/deep/f4.txt")
+	children := []string{"f1.txt", "f2.txt", "f3.txt", "NOTES", "NOTES.gz", "top.txt", "share.key", "deep/f4.txt", "b/f2.txt", "n.txt"}
+	for _, l := range w.symlinks {
+		w.names = append(w.names, l, largo.Join(l, w.pick(children)), largo.Join(l, w.pick(children)))
+		w.folder = append(w.folder, l)
+	}
+}
+
+// link makes the symbolic link name, leading to target.
+func (w *prop) link(name, target string) {
+	p := filepath.Join(w.g.dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.Symlink(target, p); err != nil {
+		w.t.Fatal(err)
+	}
+	w.symlinks = append(w.symlinks, name)
+}
+
+// randomTarget returns a link target for a link in the folder at: to a
+// file or folder, to another link (a chain), through a link and back
+// with "..", into the state area, up and out, nowhere, or round.
+func (w *prop) randomTarget(at string) string {
+	up := strings.Repeat("../", len(elements(at)))
+	pickOf := func(from []string) string { return w.pick(from) }
+	switch w.rng.IntN(9) {
+	case 0, 1:
+		return up + pickOf(append(w.names[:10], w.folder[1:7]...))
+	case 2, 3:
+		return up + pickOf(w.symlinks)
+	case 4, 5:
+		return up + pickOf(w.symlinks) + "/../" + pickOf([]string{"top.txt", "f1.txt", "f3.txt", "b", "deep", "c", "a", ".largo/share.key", "share.key"})
+	case 6:
+		return pickOf([]string{up + ".largo", up + ".largo/share.key", up + "a/../.largo"})
+	case 7:
+		return pickOf([]string{".", "..", up + "..", up + "../etc", "/etc", "/"})
+	}
+	return pickOf([]string{"nowhere/f", "nowhere/../" + up + "top.txt", "self", up + "l0"})
+}
+
+// elements returns the elements of a name, none for the root.
+func elements(name string) []string {
+	if name == "" {
+		return nil
+	}
+	return strings.Split(name, "/")
 }
 
 // secret returns new bytes no other file holds.
@@ -149,6 +218,23 @@ func (w *prop) secret() string {
 
 var secretRE = regexp.MustCompile(`SECRET-[0-9]{4}-[0-9a-f]{8}`)
 
+// propRule is a rule of the access file, as the model reads it.
+type propRule struct {
+	path  string
+	users []string
+	allow perm
+}
+
+// perm is a set of permissions, the model's own.
+type perm uint8
+
+const (
+	pRead perm = 1 << iota
+	pList
+	pWrite
+	pDelete
+)
+
 // accessFile writes random rules: for some of the paths, for some of the
 // requesters, some of the permissions.
 func (w *prop) accessFile() string {
@@ -157,24 +243,32 @@ func (w *prop) accessFile() string {
 		fmt.Fprintf(&b, "[[user]]\nname = %q\ntokens = [%q]\n\n", u, propUsers[u])
 	}
 	perms := []string{"read", "list", "write", "delete"}
+	// One folder where everyone may do everything, unless a rule for
+	// them says otherwise: every run has writes that pass.
+	w.rules = append(w.rules, propRule{path: "new", users: []string{"*"}, allow: pRead | pList | pWrite | pDelete})
+	b.WriteString("[[rule]]\npath = \"/new\"\nusers = [\"*\"]\nallow = [\"all\"]\n\n")
 	for _, p := range []string{"", "a", "a/b", "a/b/NOTES", "a/f1.txt", "c", "c/deep", "d", "e", "new"} {
 		for range 1 + w.rng.IntN(2) {
-			var users []string
+			var users, quoted []string
 			for _, u := range []string{"*", "anonymous", "u1", "u2"} {
 				if w.rng.IntN(2) == 0 {
-					users = append(users, fmt.Sprintf("%q", u))
+					users = append(users, u)
+					quoted = append(quoted, fmt.Sprintf("%q", u))
 				}
 			}
 			if len(users) == 0 {
 				continue
 			}
+			r := propRule{path: p, users: users}
 			var allow []string
-			for _, pm := range perms {
+			for i, pm := range perms {
 				if w.rng.IntN(5) < 3 {
 					allow = append(allow, fmt.Sprintf("%q", pm))
+					r.allow |= 1 << i
 				}
 			}
-			fmt.Fprintf(&b, "[[rule]]\npath = %q\nusers = [%s]\nallow = [%s]\n\n", "/"+p, strings.Join(users, ", "), strings.Join(allow, ", "))
+			w.rules = append(w.rules, r)
+			fmt.Fprintf(&b, "[[rule]]\npath = %q\nusers = [%s]\nallow = [%s]\n\n", "/"+p, strings.Join(quoted, ", "), strings.Join(allow, ", "))
 		}
 	}
 	return b.String()
@@ -215,11 +309,75 @@ func (w *prop) makeLinks() {
 
 func (w *prop) pick(from []string) string { return from[w.rng.IntN(len(from))] }
 
+// pickFor picks one of from, most of the time among those the model
+// lets p do perm on (as spelled): the run must have requests that the
+// gate lets through, not only refusals.
+func (w *prop) pickFor(p *principal, perm perm, from []string) string {
+	if w.rng.IntN(8) != 0 {
+		// Allowed as spelled and where it leads; mostly with no link on
+		// the way, which the links' mode may refuse.
+		direct := w.rng.IntN(6) != 0
+		var ok []string
+		for _, n := range from {
+			phys, found := w.physical(n, perm&(pWrite|pDelete) == 0)
+			if !found || !w.may(p, perm, n) || !w.may(p, perm, phys) || direct && phys != n {
+				continue
+			}
+			_, err := os.Lstat(filepath.Join(w.g.dir, filepath.FromSlash(phys)))
+			switch {
+			case perm&(pRead|pDelete) != 0 && err != nil:
+				continue // nothing there to read or remove
+			case perm == pWrite && p.link != nil && p.link.kind == "drop" && err == nil:
+				continue // a drop box only creates
+			}
+			ok = append(ok, n)
+		}
+		if len(ok) > 0 {
+			return w.pick(ok)
+		}
+	}
+	return w.pick(from)
+}
+
+// writer returns a principal who may do what the request kind k needs
+// on one of the names it aims at, or p when none may.
+func (w *prop) writer(p *principal, k int) *principal {
+	pm := pWrite
+	switch k {
+	case 7, 8:
+		pm = pDelete
+	case 17:
+		pm = pRead | pDelete
+	}
+	var ok []*principal
+	for _, q := range w.ps {
+		if q.link != nil && (k >= 14 && k != 15 && k != 16) || k == 17 && q.user == "" {
+			continue // no link on the page's routes, nor for tus; no page move without a user
+		}
+		if slices.ContainsFunc(append(w.names, w.folder...), func(n string) bool { return w.may(q, pm, n) || w.may(q, pm, joinName(n, "x")) }) {
+			ok = append(ok, q)
+		}
+	}
+	if len(ok) == 0 {
+		return p
+	}
+	return ok[w.rng.IntN(len(ok))]
+}
+
 // newName returns a name no file has yet, in one of the folders, now
 // and then of a sidecar's form.
 func (w *prop) newName() string {
+	return w.newNameFor(nil)
+}
+
+// newNameFor is newName, in a drop box's folder for its holder p.
+func (w *prop) newNameFor(p *principal) string {
 	w.n++
-	name := largo.Join(w.pick(w.folder), fmt.Sprintf("n%d.txt", w.n))
+	dir := w.pick(w.folder)
+	if p != nil && p.link != nil && p.link.kind == "drop" && w.rng.IntN(4) != 0 {
+		dir = p.link.path
+	}
+	name := largo.Join(dir, fmt.Sprintf("n%d.txt", w.n))
 	if w.rng.IntN(4) == 0 {
 		name = w.pick(w.names) + ".gz"
 	}
@@ -261,6 +419,15 @@ func (p *principal) auth() []string {
 func (w *prop) step(i int) {
 	p := w.ps[w.rng.IntN(len(w.ps))]
 	k := w.rng.IntN(21)
+	if w.rng.IntN(4) < 3 {
+		// A write, more often than not, mostly by a principal who may
+		// write somewhere: the run must change things to judge them.
+		writes := []int{4, 5, 6, 7, 8, 10, 11, 12, 14, 15, 16, 17}
+		k = writes[w.rng.IntN(len(writes))]
+		if w.rng.IntN(8) != 0 {
+			p = w.writer(p, k)
+		}
+	}
 	if k >= 17 && p.link != nil {
 		p = w.ps[0] // the page's routes are no link's: its holder is anonymous there
 	}
@@ -284,25 +451,25 @@ func (w *prop) step(i int) {
 		desc = "GET " + dir + "/?archive=tar"
 		resp, body = send(w.t, "GET", w.target(p, dir, true)+"?archive=tar", nil, 0, hdr...)
 	case 4, 5:
-		name := w.pick(append(w.names, w.newName()))
+		name := w.pickFor(p, pWrite, append(w.names, w.newNameFor(p)))
 		desc = "PUT " + name
 		data := w.secret()
 		resp, body = send(w.t, "PUT", w.target(p, name, false), strings.NewReader(data), int64(len(data)), hdr...)
 	case 6:
-		dir := w.pick(w.folder)
+		dir := w.pickFor(p, pWrite, w.folder)
 		desc = "POST form to " + dir
 		var b bytes.Buffer
 		mw := multipart.NewWriter(&b)
-		fw, _ := mw.CreateFormFile("file", path.Base(w.newName()))
+		fw, _ := mw.CreateFormFile("file", path.Base(w.newNameFor(p)))
 		fw.Write([]byte(w.secret()))
 		mw.Close()
 		resp, body = send(w.t, "POST", w.target(p, dir, true), &b, int64(b.Len()), append(hdr, "Content-Type", mw.FormDataContentType())...)
 	case 7:
-		name := w.pick(w.names)
+		name := w.pickFor(p, pDelete, w.names)
 		desc = "DELETE " + name
 		resp, body = send(w.t, "DELETE", w.target(p, name, false), nil, 0, hdr...)
 	case 8:
-		dir := w.pick(w.folder[1:])
+		dir := w.pickFor(p, pDelete, w.folder[1:])
 		desc = "DELETE " + dir + "/?recursive=1"
 		resp, body = send(w.t, "DELETE", w.target(p, dir, true)+"?recursive=1", nil, 0, hdr...)
 	case 9:
@@ -311,11 +478,11 @@ func (w *prop) step(i int) {
 		resp, body = send(w.t, "PROPFIND", w.target(p, dir, true), nil, 0, append(hdr, "Depth", "1")...)
 	case 10, 11:
 		method := []string{"COPY", "MOVE"}[k-10]
-		from, to := w.pick(append(w.names, w.folder[1:]...)), w.pick(append(w.names, w.newName()))
+		from, to := w.pickFor(p, pRead, append(w.names, w.folder[1:]...)), w.pickFor(p, pWrite, append(w.names, w.newName()))
 		desc = method + " " + from + " -> " + to
 		resp, body = send(w.t, method, w.target(p, from, false), nil, 0, append(hdr, "Destination", w.target(p, to, false), "Overwrite", w.pick([]string{"T", "F"}))...)
 	case 12:
-		dir := largo.Join(w.pick(w.folder), fmt.Sprintf("m%d", i))
+		dir := largo.Join(w.pickFor(p, pWrite, w.folder), fmt.Sprintf("m%d", i))
 		desc = "MKCOL " + dir
 		resp, body = send(w.t, "MKCOL", w.target(p, dir, false), nil, 0, hdr...)
 		w.folder = append(w.folder, dir)
@@ -329,7 +496,7 @@ func (w *prop) step(i int) {
 	case 15, 16:
 		resp, body, desc, owner = w.ietf(p, k == 16)
 	case 17:
-		from, to := w.pick(append(w.names, w.folder[1:]...)), w.pick(append(w.names, w.newName()))
+		from, to := w.pickFor(p, pDelete, append(w.names, w.folder[1:]...)), w.pickFor(p, pWrite, append(w.names, w.newName()))
 		desc = "page move " + from + " -> " + to
 		f := url.Values{"from": {"/" + from}, "to": {"/" + to}}.Encode()
 		resp, body = send(w.t, "POST", w.s.URL+"_largo/move", strings.NewReader(f), int64(len(f)), append(hdr, "Content-Type", "application/x-www-form-urlencoded")...)
@@ -345,50 +512,40 @@ func (w *prop) step(i int) {
 		dir := w.pick(w.folder)
 		desc = "GET " + dir + "/SHA256SUMS"
 		resp, body = send(w.t, "GET", w.target(p, dir, true)+"SHA256SUMS", nil, 0, hdr...)
-		w.namesMay(i, p, desc, resp, dir, sumsNames(body), auth.Read)
+		w.namesMay(i, p, desc, resp, dir, sumsNames(body), pRead)
 	case 20:
 		dir := w.pick(w.folder)
 		q := url.Values{"path": {"/" + dir}, "q": {w.pick([]string{"f", ".txt", "NOTES", "n"})}}
 		desc = "page search " + q.Encode()
 		resp, body = send(w.t, "GET", w.s.URL+"_largo/search?"+q.Encode(), nil, 0, hdr...)
-		w.namesMay(i, p, desc, resp, dir, searchNames(body), auth.List)
+		w.namesMay(i, p, desc, resp, dir, searchNames(body), pList)
 	}
 	after := w.snapshot()
 	w.check(i, p, owner, desc, resp, body, before, after)
 }
 
 // namesMay checks the names an answer shows below dir: each must be one
-// p may perm (List: in the folder that holds it). Names that go through
-// a symbolic link are left to the other checks, as their rights are
-// where the link leads.
-func (w *prop) namesMay(i int, p *principal, desc string, resp *http.Response, dir string, names []string, perm auth.Perm) {
+// p may perm (List: in the folder that holds it), where it physically
+// is.
+func (w *prop) namesMay(i int, p *principal, desc string, resp *http.Response, dir string, names []string, pm perm) {
 	if resp.StatusCode != 200 {
 		return
 	}
 	for _, n := range names {
-		full := largo.Join(dir, n)
-		if throughLink(full) {
-			continue
-		}
+		full := joinName(dir, n)
 		on := full
-		if perm == auth.List {
+		if pm == pList {
 			on = parentOf(full)
 		}
-		if !w.may(p, perm, on) {
-			w.t.Errorf("request %d, %s as %s: the answer names %s, which %s may not see", i, desc, p.name, full, p.name)
+		phys, ok := w.physical(on, true)
+		if !ok {
+			w.t.Errorf("request %d, %s as %s: the answer names %s, which leads nowhere", i, desc, p.name, full)
+			continue
+		}
+		if !w.may(p, pm, phys) || !w.may(p, pm, on) {
+			w.t.Errorf("request %d, %s as %s: the answer names %s (%s), which %s may not see", i, desc, p.name, full, phys, p.name)
 		}
 	}
-}
-
-// throughLink reports whether name goes through one of the symbolic
-// links seedTree makes.
-func throughLink(name string) bool {
-	for _, l := range []string{"a/toc", "a/st", "c/b2", "a/b/here", "e/up"} {
-		if largo.Within(l, name) {
-			return true
-		}
-	}
-	return false
 }
 
 // sumsNames returns the names a SHA256SUMS file lists.
@@ -421,7 +578,7 @@ func (w *prop) tus(p *principal) (*http.Response, string, string, *principal) {
 	if p.link != nil {
 		p = w.ps[0] // tus is not spoken through a link: its holder is anonymous there
 	}
-	name := w.pick(append(w.names, w.newName()))
+	name := w.pickFor(p, pWrite, append(w.names, w.newName()))
 	data := w.secret()
 	b64 := base64.StdEncoding.EncodeToString
 	meta := "filename " + b64([]byte(path.Base(name))) + ",folder " + b64([]byte(path.Dir("/"+name)))
@@ -451,7 +608,7 @@ func (w *prop) tus(p *principal) (*http.Response, string, string, *principal) {
 // ietf sends a PUT of the IETF resumable-upload protocol as p: whole, or
 // in two parts, the second now and then sent by another principal.
 func (w *prop) ietf(p *principal, parts bool) (*http.Response, string, string, *principal) {
-	name := w.pick(append(w.names, w.newName()))
+	name := w.pickFor(p, pWrite, append(w.names, w.newNameFor(p)))
 	data := w.secret()
 	desc := "IETF PUT " + name + " by " + p.name
 	v := []string{"Upload-Draft-Interop-Version", "6"}
@@ -470,7 +627,9 @@ func (w *prop) ietf(p *principal, parts bool) (*http.Response, string, string, *
 	}
 	sender := p
 	if w.rng.IntN(3) == 0 {
-		sender = w.ps[w.rng.IntN(len(w.ps))]
+		if sender = w.ps[w.rng.IntN(len(w.ps))]; sender.link != nil {
+			sender = w.ps[0] // the upload's own URL is no link's: its holder is anonymous there
+		}
 	}
 	desc += ", finished by " + sender.name
 	resp, body = send(w.t, "PATCH", loc, strings.NewReader(data[half:]), int64(len(data)-half), append(append(sender.auth(), v...), "Upload-Complete", "?1", "Upload-Offset", strconv.Itoa(half), "Content-Type", "application/partial-upload")...)
@@ -480,14 +639,17 @@ func (w *prop) ietf(p *principal, parts bool) (*http.Response, string, string, *
 	return resp, body, desc, p
 }
 
-// entry is a stored file as the snapshot sees it.
+// entry is a stored file, folder or symbolic link as the snapshot sees
+// it.
 type entry struct {
-	sum    [32]byte
-	secret string // the secret its bytes hold, if any
+	kind   byte     // 'f' file, 'd' folder, 'l' link
+	sum    [32]byte // a file's bytes, a link's target
+	secret string   // the secret a file's bytes hold, if any
 }
 
-// snapshot reads every stored file (not following links, and leaving
-// hidden names out: the state area and the S3 server's own).
+// snapshot reads every stored file, folder and link (not following
+// links, and leaving hidden names out: the state area and the S3
+// server's own).
 func (w *prop) snapshot() map[string]entry {
 	out := map[string]entry{}
 	filepath.WalkDir(w.g.dir, func(p string, d fs.DirEntry, err error) error {
@@ -496,20 +658,30 @@ func (w *prop) snapshot() map[string]entry {
 		}
 		rel, _ := filepath.Rel(w.g.dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel != "." && strings.HasPrefix(d.Name(), ".") {
+		if rel == "." {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), ".") {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
 			return nil
 		}
-		if !d.Type().IsRegular() {
-			return nil
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			out[rel] = entry{kind: 'l', sum: sha256.Sum256([]byte(target))}
+		case d.IsDir():
+			if w.g.srv == nil {
+				out[rel] = entry{kind: 'd'} // a bucket's folders are no entries of its own
+			}
+		case d.Type().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil
+			}
+			out[rel] = entry{kind: 'f', sum: sha256.Sum256(b), secret: secretRE.FindString(string(b))}
 		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil
-		}
-		out[rel] = entry{sum: sha256.Sum256(b), secret: secretRE.FindString(string(b))}
 		return nil
 	})
 	return out
@@ -519,13 +691,15 @@ func (w *prop) snapshot() map[string]entry {
 func (w *prop) check(i int, p, owner *principal, desc string, resp *http.Response, body string, before, after map[string]entry) {
 	t := w.t
 	where := fmt.Sprintf("request %d, %s as %s: %d", i, desc, p.name, resp.StatusCode)
-	var created, changed, removed []string
+	var created, changed, removed, folders []string
 	for name, e := range after {
 		old, ok := before[name]
 		switch {
+		case !ok && e.kind == 'd':
+			folders = append(folders, name)
 		case !ok:
 			created = append(created, name)
-		case old.sum != e.sum:
+		case old != e:
 			changed = append(changed, name)
 		}
 	}
@@ -537,18 +711,27 @@ func (w *prop) check(i int, p, owner *principal, desc string, resp *http.Respons
 	sort.Strings(created)
 	sort.Strings(changed)
 	sort.Strings(removed)
-	effects := len(created) + len(changed) + len(removed)
+	effects := len(created) + len(changed) + len(removed) + len(folders)
 	if effects > 0 {
 		w.effects++
+		if os.Getenv("LARGO_PROPERTY_VERBOSE") != "" {
+			t.Logf("effects: %s: created %v %v, changed %v, removed %v", where, created, folders, changed, removed)
+		}
 	}
 	if resp.StatusCode >= 400 {
 		w.refused++
+		if os.Getenv("LARGO_PROPERTY_VERBOSE") != "" {
+			t.Logf("refused: %s: %s", where, strings.TrimSpace(body))
+		}
 	}
 	if p.link != nil {
 		w.links++
 	}
+	if resp.StatusCode >= 500 {
+		t.Errorf("%s: a server error: %q", where, body)
+	}
 	if resp.StatusCode >= 400 && effects > 0 {
-		t.Errorf("%s: refused, yet created %v, changed %v, removed %v", where, created, changed, removed)
+		t.Errorf("%s: refused, yet created %v %v, changed %v, removed %v", where, created, folders, changed, removed)
 	}
 	holders := map[string][]string{} // secret -> where it was before
 	for name, e := range before {
@@ -557,35 +740,49 @@ func (w *prop) check(i int, p, owner *principal, desc string, resp *http.Respons
 		}
 	}
 	for _, name := range append(created, changed...) {
-		if !w.may(owner, auth.Write, name) {
+		if !w.may(owner, pWrite, name) {
 			t.Errorf("%s: wrote %s, which %s may not write", where, name, owner.name)
 		}
-		if owner.link != nil && owner.link.kind == "drop" && (slicesContain(changed, name) || parentOf(name) != owner.link.path) {
+		if owner.link != nil && owner.link.kind == "drop" && (slices.Contains(changed, name) || parentOf(name) != owner.link.path) {
 			t.Errorf("%s: a drop box changed %s", where, name)
 		}
-		if from := holders[after[name].secret]; len(from) > 0 && !w.mayAny(owner, auth.Read, from) {
+		if from := holders[after[name].secret]; len(from) > 0 && !w.mayAny(owner, pRead, from) {
 			t.Errorf("%s: copied the bytes of %v, which %s may not read, to %s", where, from, owner.name, name)
 		}
 	}
+	for _, dir := range folders {
+		// A folder is made by MKCOL, a move, or a write below it.
+		below := slices.ContainsFunc(created, func(n string) bool { return strings.HasPrefix(n, dir+"/") })
+		if !below && !w.may(owner, pWrite, dir) {
+			t.Errorf("%s: made the folder %s, where %s may not write", where, dir, owner.name)
+		}
+	}
 	for _, name := range removed {
-		if !w.may(owner, auth.Delete, name) {
+		if !w.may(owner, pDelete, name) {
 			t.Errorf("%s: removed %s, which %s may not delete", where, name, owner.name)
 		}
 	}
-	for _, s := range secretRE.FindAllString(body+strings.Join(resp.Header.Values("Location"), " "), -1) {
-		if from := holders[s]; len(from) > 0 && !w.mayAny(p, auth.Read, from) {
+	answer := body + strings.Join(resp.Header.Values("Location"), " ")
+	for _, s := range secretRE.FindAllString(answer, -1) {
+		if from := holders[s]; len(from) > 0 && !w.mayAny(p, pRead, from) {
 			t.Errorf("%s: the answer holds the bytes of %v, which %s may not read", where, from, p.name)
 		}
 	}
-}
-
-func slicesContain(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
+	// The state area is the server's: its key is never read nor replaced,
+	// and nothing of a user's lands in it.
+	if strings.Contains(answer, string(w.key)) {
+		t.Errorf("%s: the answer holds the share key", where)
+	}
+	if key, err := os.ReadFile(filepath.Join(w.g.dir, ".largo", "share.key")); err != nil || !bytes.Equal(key, w.key) {
+		t.Errorf("%s: the share key was changed or removed (%v)", where, err)
+	}
+	if ents, err := os.ReadDir(filepath.Join(w.g.dir, ".largo")); err == nil {
+		for _, e := range ents {
+			if !e.IsDir() && (strings.HasPrefix(e.Name(), "n") || strings.HasPrefix(e.Name(), "m") || strings.HasSuffix(e.Name(), ".gz")) && strings.HasSuffix(e.Name(), ".txt") {
+				t.Errorf("%s: a user's file %s landed in the state area", where, e.Name())
+			}
 		}
 	}
-	return false
 }
 
 func parentOf(name string) string {
@@ -595,48 +792,157 @@ func parentOf(name string) string {
 	return ""
 }
 
-// mayAny reports whether p may do perm on one of names.
-func (w *prop) mayAny(p *principal, perm auth.Perm, names []string) bool {
+// joinName joins a folder and a name below it.
+func joinName(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// mayAny reports whether p may do pm on one of names.
+func (w *prop) mayAny(p *principal, pm perm, names []string) bool {
 	for _, n := range names {
-		if w.may(p, perm, n) {
+		if w.may(p, pm, n) {
 			return true
 		}
 	}
 	return false
 }
 
+// within reports whether name is dir or below it.
+func within(dir, name string) bool {
+	return dir == "" || name == dir || strings.HasPrefix(name, dir+"/")
+}
+
+// hidden reports whether a name is the server's, never a user's: an
+// element with a leading dot, or the reserved prefix.
+func hidden(name string) bool {
+	for _, e := range elements(name) {
+		if strings.HasPrefix(e, ".") {
+			return true
+		}
+	}
+	return name == "_largo" || strings.HasPrefix(name, "_largo/")
+}
+
+// sidecarOf returns the file a name of a sidecar's form may be the
+// encoding of.
+func sidecarOf(name string) (string, bool) {
+	for _, ext := range []string{".gz", ".br", ".zst"} {
+		if b, ok := strings.CutSuffix(name, ext); ok && b != "" && !strings.HasSuffix(b, "/") {
+			return b, true
+		}
+	}
+	return "", false
+}
+
+// allowed is what the rules give user ("" anonymous) on name: the rule
+// with the longest path that covers name and names the user (anonymous
+// by that name, anyone by "*"); at one path, a rule naming the user
+// beats one for "*", and of two alike the first in the file wins.
+func (w *prop) allowed(user, name string) perm {
+	if user == "" {
+		user = "anonymous"
+	}
+	best, have := -1, perm(0)
+	for _, r := range w.rules {
+		if !within(r.path, name) {
+			continue
+		}
+		rank := -1
+		for _, u := range r.users {
+			switch {
+			case u == user:
+				rank = 2
+			case u == "*" && rank < 0:
+				rank = 0
+			}
+		}
+		if rank < 0 {
+			continue
+		}
+		if k := 3*len(r.path) + rank; k > best {
+			best, have = k, r.allow
+		}
+	}
+	return have
+}
+
 // may is the decision as the access file states it, for the principals
-// of this test, on a name where a file really is: the rules for a user
-// (or anonymous); for a link holder, the link's scope and its maker's
-// rules; a sidecar's name needs the same on its file's.
-func (w *prop) may(p *principal, perm auth.Perm, name string) bool {
-	if largo.Reserved(name) {
+// of this test, on a name where an entry physically is: the rules for a
+// user (or anonymous); for a link holder, the link's scope and its
+// maker's rules; a sidecar's name needs the same on its file's.
+func (w *prop) may(p *principal, pm perm, name string) bool {
+	if hidden(name) {
 		return false
 	}
-	if base, _, ok := largo.SidecarBase(name); ok && perm&(auth.Read|auth.Write) != 0 && !w.may(p, perm&(auth.Read|auth.Write), base) {
+	if base, ok := sidecarOf(name); ok && pm&(pRead|pWrite) != 0 && !w.may(p, pm&(pRead|pWrite), base) {
 		return false
 	}
 	if p.link == nil {
-		return w.pol.Allowed(p.user, name)&perm == perm
+		return w.allowed(p.user, name)&pm == pm
 	}
 	l := p.link
-	var scope auth.Perm
+	var scope perm
 	switch l.kind {
 	case "folder":
-		if l.path == "" || name == l.path || strings.HasPrefix(name, l.path+"/") {
-			scope = auth.Read | auth.List
+		if within(l.path, name) {
+			scope = pRead | pList
 		}
 	case "file":
-		if b, _, ok := largo.SidecarBase(name); name == l.path || ok && b == l.path {
-			scope = auth.Read
+		if b, ok := sidecarOf(name); name == l.path || ok && b == l.path {
+			scope = pRead
 		}
 	case "drop":
 		if parentOf(name) == l.path && name != l.path {
-			scope = auth.Write
+			scope = pWrite
 		}
 	}
-	if scope&perm != perm {
+	if scope&pm != pm {
 		return false
 	}
-	return l.maker == "" || w.pol.Allowed(l.maker, name)&perm == perm
+	return l.maker == "" || w.allowed(l.maker, name)&pm == pm
+}
+
+// physical returns where name leads on the folder, resolved as the
+// kernel resolves it (each link's target in its place, ".." stepping back
+// from where a link led); with follow, a link at its end is followed
+// too. ok is false for a name that leads out of the folder or round.
+func (w *prop) physical(name string, follow bool) (string, bool) {
+	if w.g.srv != nil {
+		return name, true
+	}
+	var done []string
+	queue := elements(name)
+	links := 0
+	for len(queue) > 0 {
+		e := queue[0]
+		queue = queue[1:]
+		switch e {
+		case "", ".":
+			continue
+		case "..":
+			if len(done) == 0 {
+				return "", false
+			}
+			done = done[:len(done)-1]
+			continue
+		}
+		cur := strings.Join(append(append([]string{}, done...), e), "/")
+		fi, err := os.Lstat(filepath.Join(w.g.dir, filepath.FromSlash(cur)))
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 || len(queue) == 0 && !follow {
+			done = append(done, e)
+			continue
+		}
+		if links++; links > 40 {
+			return "", false
+		}
+		target, _ := os.Readlink(filepath.Join(w.g.dir, filepath.FromSlash(cur)))
+		if strings.HasPrefix(target, "/") {
+			return "", false
+		}
+		queue = append(elements(target), queue...)
+	}
+	return strings.Join(done, "/"), true
 }

@@ -172,7 +172,7 @@ func (h *Handler) move(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := h.gate.Check(ctx, auth.Read|auth.Delete, from, in.IsDir); err != nil {
+	if err := h.gate.Check(ctx, h.moveNeeds(in.IsDir), from, in.IsDir); err != nil {
 		return err
 	}
 	if err := h.gate.Check(ctx, auth.Write, to, in.IsDir); err != nil {
