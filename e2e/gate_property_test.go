@@ -61,7 +61,7 @@ func TestGateProperty(t *testing.T) {
 			forEachTarget(t, func(t *testing.T, g *target) {
 				requests := 240
 				if g.srv != nil {
-					requests = 120
+					requests = 180
 				}
 				runProperty(t, g, seed, requests)
 				if t.Failed() {
@@ -132,6 +132,7 @@ func runProperty(t *testing.T, g *target, seed uint64, requests int) {
 	if w.key, err = os.ReadFile(filepath.Join(g.dir, ".largo", "share.key")); err != nil || len(w.key) < 16 {
 		t.Fatalf("the share key: %v", err)
 	}
+	w.sweep()
 	for i := 0; i < requests && !t.Failed(); i++ {
 		w.step(i)
 	}
@@ -152,12 +153,16 @@ func (w *prop) seedTree() {
 	if w.g.srv != nil {
 		return
 	}
-	// The links of a known attack first, then random ones.
+	// The links of a known attack first, in the folder everyone may
+	// read: each spelled to stay in its folder, while its ".." steps
+	// back from where d led. Then random ones.
+	w.link("new/d", "../c/deep")
+	w.link("new/x", "d/../f3.txt")
+	w.link("new/dd", "d/..")
+	w.link("c/kk", "../.largo/share.key")
+	w.link("new/key", "d/../kk")
 	w.link("a/toc", "../c")
-	w.link("c/x", "../a/toc/../top.txt")
 	w.link("c/up", "../a/toc/..")
-	w.link("kk", ".largo/share.key")
-	w.link("c/key", "../a/toc/../kk")
 	for range 10 + w.rng.IntN(6) {
 		at := w.pick(w.folder[:7])
 		w.link(largo.Join(at, fmt.Sprintf("l%d", len(w.symlinks))), w.randomTarget(at))
@@ -243,11 +248,11 @@ func (w *prop) accessFile() string {
 		fmt.Fprintf(&b, "[[user]]\nname = %q\ntokens = [%q]\n\n", u, propUsers[u])
 	}
 	perms := []string{"read", "list", "write", "delete"}
-	// One folder where everyone may do everything, unless a rule for
-	// them says otherwise: every run has writes that pass.
+	// One folder where everyone may do everything: every run has writes
+	// that pass, and links everyone may try.
 	w.rules = append(w.rules, propRule{path: "new", users: []string{"*"}, allow: pRead | pList | pWrite | pDelete})
 	b.WriteString("[[rule]]\npath = \"/new\"\nusers = [\"*\"]\nallow = [\"all\"]\n\n")
-	for _, p := range []string{"", "a", "a/b", "a/b/NOTES", "a/f1.txt", "c", "c/deep", "d", "e", "new"} {
+	for _, p := range []string{"", "a", "a/b", "a/b/NOTES", "a/f1.txt", "c", "c/deep", "d", "e"} {
 		for range 1 + w.rng.IntN(2) {
 			var users, quoted []string
 			for _, u := range []string{"*", "anonymous", "u1", "u2"} {
@@ -412,6 +417,38 @@ func (p *principal) auth() []string {
 		return nil
 	}
 	return []string{"Authorization", "Bearer " + propUsers[p.user]}
+}
+
+// sweep reads, as each user and anonymously, every name through a
+// symbolic link and every folder (its listing and its archive), before
+// the random requests: a link that leads where it may not be followed
+// is found whatever the requests choose. It is not counted among them.
+func (w *prop) sweep() {
+	if w.g.srv != nil {
+		return
+	}
+	counts := [3]int{w.effects, w.refused, w.links}
+	var names []string
+	for _, n := range w.names {
+		if slices.ContainsFunc(w.symlinks, func(l string) bool { return within(l, n) }) {
+			names = append(names, n)
+		}
+	}
+	for _, p := range w.ps[:3] {
+		for _, n := range names {
+			before := w.snapshot()
+			resp, body := send(w.t, "GET", w.target(p, n, false), nil, 0, p.auth()...)
+			w.check(-1, p, p, "GET "+n, resp, body, before, w.snapshot())
+		}
+		for _, dir := range w.folder {
+			for _, q := range []string{"?archive=tar", ""} {
+				before := w.snapshot()
+				resp, body := send(w.t, "GET", w.target(p, dir, true)+q, nil, 0, append(p.auth(), "Accept", "application/json")...)
+				w.check(-1, p, p, "GET "+dir+"/"+q, resp, body, before, w.snapshot())
+			}
+		}
+	}
+	w.effects, w.refused, w.links = counts[0], counts[1], counts[2]
 }
 
 // step sends one random request as a random principal and checks what it
