@@ -154,9 +154,10 @@ type Config struct {
 	Rates *pace.Limits
 	// Listing bounds the memory of folder listings: each holds at most
 	// Listing.Max (listing.DefaultMax when zero) and all together at most
-	// Listing.Budget, beyond which a listing is answered 503 with a
-	// Retry-After; what does not fit spills to Listing.Dir (os.TempDir()
-	// when empty). A nil Budget means one of DefaultListingMemory.
+	// Listing.Budget, one client at most the budget's share (clientKeys),
+	// beyond which a listing is answered 503 with a Retry-After; what does
+	// not fit spills to Listing.Dir (os.TempDir() when empty). A nil
+	// Budget means one of DefaultListingMemory, a quarter of it a client.
 	Listing listing.Config
 	// Compress compresses compressible files on the fly for clients that
 	// accept it. Nil turns dynamic compression off; precompressed
@@ -302,7 +303,7 @@ func New(cfg Config) *Handler {
 		h.archiveEnc, _ = encode.NewEncoders(encode.Config{}) // the defaults are valid
 	}
 	if h.cfg.Listing.Budget == nil {
-		h.cfg.Listing.Budget = limit.NewBudget(DefaultListingMemory)
+		h.cfg.Listing.Budget = limit.NewBudget(DefaultListingMemory, 0)
 	}
 	if h.cfg.State == nil {
 		if sk, ok := cfg.Store.(largo.StateKeeper); ok {

@@ -144,7 +144,10 @@ func listingConfig(cfg *serveConfig) (listing.Config, error) {
 			return listing.Config{}, fmt.Errorf("--listing-temp-dir %s: not a folder", cfg.listingTemp)
 		}
 	}
-	return listing.Config{Budget: limit.NewBudget(budget), Max: mem, Dir: cfg.listingTemp}, nil
+	// One client holds at most a quarter of the budget, and never less
+	// than one listing's memory.
+	share := max(budget/limit.DefaultShare, mem)
+	return listing.Config{Budget: limit.NewBudget(budget, share), Max: mem, Dir: cfg.listingTemp}, nil
 }
 
 // http2Config sets HTTP/2's limits explicitly rather than taking the
@@ -306,7 +309,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.compressLevel, "compress-level", "on-the-fly compression level: fast, default or best")
 	f.IntVar(&cfg.compressMax, "compress-streams", encode.DefaultMaxStreams, "most responses compressed on the fly at once; beyond it files are sent uncompressed")
 	f.Var(&cfg.listingMemory, "listing-memory", "most memory one folder listing sorts in (each folder of an archive too); a larger folder spills sorted runs to --listing-temp-dir (at least 256KiB)")
-	f.Var(&cfg.listingBudget, "listing-budget", "most memory all listings and archives sort in together; beyond it they get 503 with Retry-After (at least --listing-memory)")
+	f.Var(&cfg.listingBudget, "listing-budget", "most memory all listings, archives and searches hold together; one client (an address, an IPv6 /64, a user, a share link) holds at most a quarter of it, or --listing-memory if more; beyond either they get 503 with Retry-After (at least --listing-memory)")
 	f.StringVar(&cfg.listingTemp, "listing-temp-dir", "", "folder of the sorted runs of large listings, on a disk, not a tmpfs (default: the system's temporary folder)")
 	addDigestFlags(f, &cfg.digestRate)
 	f.Var(&cfg.sidecars, "sidecars", "which NAME.zst, NAME.br, NAME.gz are sent as NAME's encoding: recorded (those largo precompress wrote, while unchanged) or any (any not older than NAME, as nginx's gzip_static)")
