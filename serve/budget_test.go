@@ -210,3 +210,40 @@ func TestUnreadAnswersAreCut(t *testing.T) {
 		})
 	}
 }
+
+// TestLinkPasswordFromManyAddresses: a share link's password guessed
+// once from each of many addresses hits the link's own budget of
+// failures (429), whatever address tries next; another link is not
+// touched, and the link's tries come back with time.
+func TestLinkPasswordFromManyAddresses(t *testing.T) {
+	f := newAccessFixture(t)
+	exp := f.now.Add(time.Hour)
+	pw := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "private", Maker: "alice", Expires: exp}, "open sesame")
+	other := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "private", Maker: "alice", Expires: exp}, "other secret")
+	try := func(path, remote, password string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", path, nil)
+		req.RemoteAddr, req.Host = remote, "127.0.0.1"
+		req.SetBasicAuth("x", password)
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		return rec
+	}
+	codes := map[int]int{}
+	for i := range 40 {
+		codes[try(pw+"s.txt", fmt.Sprintf("198.51.100.%d:1000", i+1), fmt.Sprintf("guess %d", i)).Code]++
+	}
+	if codes[http.StatusForbidden] != 10 || codes[http.StatusTooManyRequests] != 30 {
+		t.Errorf("40 guesses from 40 addresses: %v; want 10 wrong (403) and the rest refused (429)", codes)
+	}
+	rec := try(pw+"s.txt", "203.0.113.1:1000", "open sesame")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("the right password while the link's budget is spent: %d, Retry-After %q; want 429 with one", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	if rec := try(other+"s.txt", "203.0.113.2:1000", "other secret"); rec.Code != http.StatusOK {
+		t.Errorf("another link's password: %d", rec.Code)
+	}
+	f.now = f.now.Add(2 * time.Second)
+	if rec := try(pw+"s.txt", "203.0.113.1:1000", "open sesame"); rec.Code != http.StatusOK {
+		t.Errorf("the right password once a try is back: %d", rec.Code)
+	}
+}
