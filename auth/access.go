@@ -82,6 +82,15 @@ func (a *Access) adopt(p *Policy) *Policy {
 	return &q
 }
 
+// GroupsFromProxy says that a trusted proxy names its users' groups
+// (ProxyConfig.Groups): until it has named a user's groups (after a
+// restart; for a user who comes by a token or a share link before the
+// proxy has seen them), that user is judged, wherever a rule names a
+// group, by the least that any groups could give them. A rule that
+// restricts a group then still applies to them; one that grants a group
+// something does not. Call it before serving.
+func (a *Access) GroupsFromProxy() { a.members.told.Store(true) }
+
 // Now returns the time on the Access's clock.
 func (a *Access) Now() time.Time { return a.now() }
 
@@ -153,7 +162,7 @@ func (a *Access) proxied(v *via) (string, error) {
 		return "", ErrNotAUser
 	}
 	if v.grouped {
-		a.members.set(v.user, v.groups)
+		a.members.set(v.user, v.groups, v.partial)
 	}
 	return v.user, nil
 }

@@ -306,7 +306,7 @@ func (p *Policy) AllowedBelow(user, name string) Perm {
 
 // member returns who the rules are asked about for user: with the
 // groups the access file and a trusted proxy put them in, when a rule
-// names a group.
+// names a group; and whether the proxy's are unknown (memberships).
 func (p *Policy) member(user string) member {
 	m := member{name: user}
 	if user == "" {
@@ -315,8 +315,10 @@ func (p *Policy) member(user string) member {
 	}
 	if p.groups {
 		m.file = p.users[user].groups
-		m.proxy = p.proxied.of(user)
-		m.grouped = len(m.file)+len(m.proxy) > 0
+		var known bool
+		m.proxy, known = p.proxied.of(user)
+		m.unknown = !known
+		m.grouped = len(m.file)+len(m.proxy) > 0 || m.unknown
 	}
 	return m
 }
@@ -328,8 +330,8 @@ func (p *Policy) ReadsAll(user string) bool {
 	root := false
 	for i := range p.rules {
 		r := &p.rules[i]
-		if r.rank(&m) < 0 {
-			continue
+		if r.rank(&m) < 0 && !(m.unknown && r.namesGroup()) {
+			continue // a rule of a group may apply to a member whose groups are unknown
 		}
 		if r.Allow&(Read|List) != Read|List {
 			return false
