@@ -304,6 +304,22 @@ func (p *Policy) AllowedBelow(user, name string) Perm {
 	return p.rules.allowedBelow(&m, name)
 }
 
+// GrantedAt returns what user ("" for no credential) may do on name by
+// the rules whose path is name itself: the rules of the folders above it
+// do not count. It is how the server's own routes that the rules may name
+// (/_largo/metrics) are judged: a route is opened only by a rule of its
+// own, never by one that opens "/" to everyone.
+func (p *Policy) GrantedAt(user, name string) Perm {
+	var own Rules
+	for _, r := range p.rules {
+		if r.Path == name {
+			own = append(own, r)
+		}
+	}
+	m := p.member(user)
+	return own.allowed(&m, name)
+}
+
 // member returns who the rules are asked about for user: with the
 // groups the access file and a trusted proxy put them in, when a rule
 // names a group; and whether the proxy's are unknown (memberships).

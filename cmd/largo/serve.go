@@ -252,7 +252,10 @@ the access file, without a password, and --groups-header (Remote-Groups)
 names their groups, which rules name as group:NAME. The proxy must set or
 remove those fields on every request. See docs/deploy.md.
 
-largo's own endpoints live under /_largo/: healthz, readyz and metrics.
+largo's own endpoints live under /_largo/: healthz and readyz, open to all,
+and metrics, which are the operator's: read them on --admin-listen, or on
+the main listener as a user that an access-file rule for /_largo/metrics
+names (anyone else gets 401 or 403).
 Once it accepts connections, largo writes one JSON line on standard output
 for programs that start it: {"msg":"largo ready","url":URL,"addr":HOST:PORT}
 (with "admin":URL when --admin-listen is given).
@@ -292,7 +295,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.s3PartSize, "s3-part-size", "size of the parts of multipart uploads to a bucket, 5MiB to 5GiB; a body of unknown length holds at most this x --s3-part-concurrency in memory")
 	f.IntVar(&cfg.s3PartConc, "s3-part-concurrency", s3.DefaultPartConcurrency, "parts of one upload of unknown length in memory at once (the one filling and those being sent), and parts of resumable uploads sent to the bucket at once")
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address to serve on, host:port (port 0 picks a free one)")
-	f.StringVar(&cfg.adminListen, "admin-listen", "", "separate address for metrics and pprof (default none: metrics at /_largo/metrics, no pprof)")
+	f.StringVar(&cfg.adminListen, "admin-listen", "", "separate address for metrics and pprof, answered to whoever reaches it (default none: no pprof, and metrics at /_largo/metrics only for the users an access-file rule for that path names)")
 	f.DurationVar(&cfg.idleTimeout, "idle-timeout", 60*time.Second, "cut a client that takes or sends no bytes for this long, and close idle keep-alive connections")
 	f.Var(&cfg.minRate, "min-rate", "cut a client that sends or takes fewer than this many bytes per second on average, counted after the first idle timeout (0: no minimum); a body trickled a byte now and then cannot hold its connection")
 	f.Var(&cfg.rates.transfer, "rate", "cap each transfer at this many bytes per second, each way, such as 5MB (0: no cap)")
