@@ -42,6 +42,19 @@ allow = ["all"]
 [proxy]
 `
 
+// proxyGroupsAccess returns an Access of restrictedGroups whose users'
+// groups a trusted proxy names, and the policy it was made of.
+func proxyGroupsAccess(t *testing.T) (*Access, *Policy) {
+	t.Helper()
+	pol, err := LoadFile(writeFile(t, restrictedGroups))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := New(pol, nil)
+	a.GroupsFromProxy()
+	return a, pol
+}
+
 // TestUnknownProxyGroups: when a trusted proxy names its users' groups,
 // a user whose groups it has not named yet (a server just started, a
 // request by token or through a link of theirs) is judged by the least
@@ -49,12 +62,7 @@ allow = ["all"]
 // that grants a group does not; their own rules and the access file's
 // groups still count. Once the proxy names their groups, those decide.
 func TestUnknownProxyGroups(t *testing.T) {
-	pol, err := LoadFile(writeFile(t, restrictedGroups))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := New(pol, nil)
-	a.GroupsFromProxy()
+	a, pol := proxyGroupsAccess(t)
 	p := a.Policy()
 	for _, tt := range []struct {
 		user, name string
@@ -106,12 +114,7 @@ func TestUnknownProxyGroups(t *testing.T) {
 // leaves the others unknown: a restricting rule of a group past the
 // bound still applies, while the groups kept count as named.
 func TestPartialProxyGroups(t *testing.T) {
-	pol, err := LoadFile(writeFile(t, restrictedGroups))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := New(pol, nil)
-	a.GroupsFromProxy()
+	a, _ := proxyGroupsAccess(t)
 	var many []string
 	for i := range maxProxyGroup {
 		many = append(many, fmt.Sprintf("g%02d", i))

@@ -5,39 +5,16 @@ package e2e
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"largo/internal/poll"
+	"largo/internal/unread"
 )
-
-// dialUnread connects to addr as a client that will not read: its
-// receive buffer is made small before the connection is made, so that
-// the window it offers stays small and the server's writes soon wait.
-func dialUnread(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		if err := rc.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10)
-		}); err != nil {
-			return err
-		}
-		return serr
-	}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // TestUnreadSearchesBesideAListing: one client (two addresses of one IPv6
 // /64, through a trusted proxy) sends 32 searches and never reads their
@@ -58,7 +35,7 @@ func TestUnreadSearchesBesideAListing(t *testing.T) {
 	search := "GET /_largo/search?path=/&q=a&limit=10000 HTTP/1.1\r\nHost: localhost\r\nX-Forwarded-For: %s\r\n\r\n"
 	codes := map[int]int{}
 	for i := range 32 {
-		c := dialUnread(t, s.Addr)
+		c := unread.Dial(t, s.Addr)
 		fmt.Fprintf(c, search, fmt.Sprintf("2001:db8:7:7::%x", 10+i%2))
 		c.SetReadDeadline(time.Now().Add(10 * time.Second))
 		resp, err := http.ReadResponse(bufio.NewReaderSize(c, 512), nil)

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"largo/gate"
 	"largo/internal/poll"
+	"largo/internal/unread"
 )
 
 // unreadWriter is a client that never reads its answer: a write of a 200
@@ -149,28 +149,6 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// dialSmall connects to addr with a small receive buffer, set before the
-// connection is made so that the window it offers stays small.
-func dialSmall(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		err := rc.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10)
-		})
-		if err != nil {
-			return err
-		}
-		return serr
-	}}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // TestUnreadAnswersAreCut: a search or a listing whose client stops
 // reading is cut by the progress deadline of every transfer (the idle
 // timeout), and gives its memory back to the listings' budget.
@@ -194,7 +172,7 @@ func TestUnreadAnswersAreCut(t *testing.T) {
 		{"listing", "GET /d/ HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\n\r\n", "]}"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := dialSmall(t, srv.Listener.Addr().String())
+			c := unread.Dial(t, srv.Listener.Addr().String())
 			io.WriteString(c, tt.req)
 			poll.Wait(t, 10*time.Second, "the answer to take memory", func() bool { return budget.InUse() > 0 })
 			poll.Wait(t, 10*time.Second, "the unread answer to be cut and its memory given back", func() bool { return budget.InUse() == 0 })
