@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -12,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
+	"largo"
 )
 
 // Access answers, for each request, who sends it and what they may do,
@@ -20,8 +19,9 @@ import (
 // SIGHUP: requests in flight keep the policy they started with).
 // Verified passwords are cached for a minute, in memory, keyed by a hash
 // of the credential, so a sign-in costs one password hash per minute, not
-// one per request. Failed credentials are rate-limited per client
-// address. An Access is safe for concurrent use.
+// one per request. Failed credentials are rate-limited per client (an
+// IPv6 /64 counts as one), per user name tried and per share link
+// (failures.go). An Access is safe for concurrent use.
 type Access struct {
 	policy atomic.Pointer[Policy]
 	now    func() time.Time
@@ -29,9 +29,11 @@ type Access struct {
 	mu    sync.RWMutex
 	cache map[[32]byte]cached
 
-	failMu   sync.Mutex
-	failures map[string]*rate.Limiter
-	failing  atomic.Int32 // len(failures), read without the lock
+	failMu  sync.Mutex
+	clients failTable    // by client: largo.ClientOf
+	users   failTable    // by the name of the user a password was tried for
+	links   failTable    // by the ID of the share link a password was tried for
+	failing atomic.Int32 // the records of the three, read without the lock
 
 	// hashing holds a slot per password hash being checked: each takes
 	// tens of milliseconds and, for argon2id, tens of MiB.
@@ -51,9 +53,9 @@ type cached struct {
 const (
 	cacheTTL     = time.Minute
 	cacheMax     = 4096
-	failBurst    = 10          // failed credentials a client may send at once
+	failBurst    = 10          // failed secrets a client, user or link may take at once
 	failEvery    = time.Second // then one more per second
-	failClients  = 10000       // client addresses remembered
+	failKeys     = 1 << 14     // the records each table of failures keeps
 	maxCredBytes = 4096        // a longer Authorization is refused unread
 	// hashWait is how long a sign-in waits for a hashing slot before it
 	// is answered ErrBusy.
@@ -65,7 +67,8 @@ func New(p *Policy, now func() time.Time) *Access {
 	if now == nil {
 		now = time.Now
 	}
-	a := &Access{now: now, cache: map[[32]byte]cached{}, failures: map[string]*rate.Limiter{},
+	a := &Access{now: now, cache: map[[32]byte]cached{},
+		clients: newFailTable(failKeys), users: newFailTable(failKeys), links: newFailTable(failKeys),
 		hashing: make(chan struct{}, max(1, runtime.NumCPU()))}
 	a.policy.Store(a.adopt(p))
 	return a
@@ -78,6 +81,15 @@ func (a *Access) adopt(p *Policy) *Policy {
 	q.proxied = &a.members
 	return &q
 }
+
+// GroupsFromProxy says that a trusted proxy names its users' groups
+// (ProxyConfig.Groups): until it has named a user's groups (after a
+// restart; for a user who comes by a token or a share link before the
+// proxy has seen them), that user is judged, wherever a rule names a
+// group, by the least that any groups could give them. A rule that
+// restricts a group then still applies to them; one that grants a group
+// something does not. Call it before serving.
+func (a *Access) GroupsFromProxy() { a.members.told.Store(true) }
 
 // Now returns the time on the Access's clock.
 func (a *Access) Now() time.Time { return a.now() }
@@ -111,7 +123,8 @@ var (
 
 // Identify returns the user a request's credential names: "" for none
 // (anonymous), ErrBadCredential for a credential that matches nobody,
-// ErrTooManyFailures when the client's address has failed too often. A
+// ErrTooManyFailures when the client, or the user whose password it
+// tries, has failed too often. A
 // bearer token, or the password of basic auth under a name that is no
 // user's or a user's without a password, is a token; a user's name and
 // password sign in with the user's password. Under a policy without
@@ -149,23 +162,27 @@ func (a *Access) proxied(v *via) (string, error) {
 		return "", ErrNotAUser
 	}
 	if v.grouped {
-		a.members.set(v.user, v.groups)
+		a.members.set(v.user, v.groups, v.partial)
 	}
 	return v.user, nil
 }
 
-// Attempt refuses, with ErrTooManyFailures, a client that has no failed
-// credentials left: a caller that checks a secret of its own (a share
-// link's password) asks it first, and tells Failed of a wrong one.
-func (a *Access) Attempt(r *http.Request) error {
-	if a.blocked(clientAddr(r)) {
-		return ErrTooManyFailures
+// ChargeLink takes one failure, ahead of the check of a share link's
+// password, from the budgets of r's client and of the link id (a link
+// whose token verified): ErrTooManyFailures when either has none left, so
+// that a link's password is guessed no faster than its budget allows
+// however many clients try. Call right when the password was right: it
+// gives the failure back.
+func (a *Access) ChargeLink(r *http.Request, id string) (right func(), err error) {
+	client := clientAddr(r)
+	if !a.charge(client, "", id) {
+		return nil, ErrTooManyFailures
 	}
-	return nil
+	return func() { a.refund(client, "", id) }, nil
 }
 
-// Failed counts a wrong secret r's client sent against its budget of
-// failures.
+// Failed counts a wrong secret r's client sent (an invalid share link)
+// against its budget of failures.
 func (a *Access) Failed(r *http.Request) { a.failed(clientAddr(r)) }
 
 func (a *Access) identify(r *http.Request, h, client string) (string, error) {
@@ -199,7 +216,7 @@ func (a *Access) identify(r *http.Request, h, client string) (string, error) {
 	if hit && now.Before(c.until) && c.user == name {
 		return name, nil
 	}
-	ok, err := a.checkPassword(r, client, u.password, pass)
+	ok, err := a.checkPassword(r, client, name, u.password, pass)
 	if err != nil {
 		return "", err
 	}
@@ -226,16 +243,15 @@ func (a *Access) identify(r *http.Request, h, client string) (string, error) {
 // its hash was checked: ErrBadCredential, not to be counted twice.
 var errFailedCharged = fmt.Errorf("%w (counted)", ErrBadCredential)
 
-// checkPassword checks pass against a hash under the two bounds that keep
-// a flood of sign-ins from taking the server's memory and cores: the
-// client's failure budget is charged before the hash is computed (and
-// given back when the password was right), so that a client with no
-// failures left costs no hash at all; and at most one hash per core runs
-// at once, the others waiting up to hashWait for a slot and then being
-// refused with ErrBusy.
-func (a *Access) checkPassword(r *http.Request, client string, h *hash, pass string) (bool, error) {
-	res := a.charge(client)
-	if res == nil {
+// checkPassword checks pass, user's password, against its hash under
+// the two bounds that keep a flood of sign-ins from taking the server's
+// memory and cores: the failure budgets of the client and of the user are
+// charged before the hash is computed (and given back when the password
+// was right), so that a client or a user with no failures left costs no
+// hash at all; and at most one hash per core runs at once, the others
+// waiting up to hashWait for a slot and then being refused with ErrBusy.
+func (a *Access) checkPassword(r *http.Request, client, user string, h *hash, pass string) (bool, error) {
+	if !a.charge(client, user, "") {
 		return false, ErrTooManyFailures
 	}
 	t := time.NewTimer(hashWait)
@@ -243,33 +259,59 @@ func (a *Access) checkPassword(r *http.Request, client string, h *hash, pass str
 	select {
 	case a.hashing <- struct{}{}:
 	case <-t.C:
-		res.CancelAt(a.now())
+		a.refund(client, user, "")
 		return false, ErrBusy
 	case <-r.Context().Done():
-		res.CancelAt(a.now())
+		a.refund(client, user, "")
 		return false, r.Context().Err()
 	}
 	ok := h.matches(pass)
 	<-a.hashing
 	if ok {
-		res.CancelAt(a.now())
+		a.refund(client, user, "")
 	}
 	return ok, nil
 }
 
-// charge takes one failure from client's budget ahead of a password's
-// check, or returns nil when none is left.
-func (a *Access) charge(client string) *rate.Reservation {
+// charge takes one failure, ahead of a check, from the budgets of client
+// and of user and link (each "" for none), or from none of them when any
+// has none left: it reports whether it took them.
+func (a *Access) charge(client, user, link string) bool {
 	a.failMu.Lock()
 	defer a.failMu.Unlock()
+	defer a.counted()
 	now := a.now()
-	l := a.limiter(client, now)
-	res := l.ReserveN(now, 1)
-	if !res.OK() || res.DelayFrom(now) > 0 {
-		res.CancelAt(now)
-		return nil
+	if a.clients.left(client, now) < 1 || user != "" && a.users.left(user, now) < 1 || link != "" && a.links.left(link, now) < 1 {
+		return false
 	}
-	return res
+	a.clients.take(client, now)
+	if user != "" {
+		a.users.take(user, now)
+	}
+	if link != "" {
+		a.links.take(link, now)
+	}
+	return true
+}
+
+// refund gives back what charge took.
+func (a *Access) refund(client, user, link string) {
+	a.failMu.Lock()
+	defer a.failMu.Unlock()
+	defer a.counted()
+	now := a.now()
+	a.clients.give(client, now)
+	if user != "" {
+		a.users.give(user, now)
+	}
+	if link != "" {
+		a.links.give(link, now)
+	}
+}
+
+// counted keeps a.failing current; a.failMu is held.
+func (a *Access) counted() {
+	a.failing.Store(int32(a.clients.Len() + a.users.Len() + a.links.Len()))
 }
 
 // credentialKey is the cache key of a sign-in: the SHA-256 of the name
@@ -306,60 +348,23 @@ func (a *Access) blocked(client string) bool {
 	}
 	a.failMu.Lock()
 	defer a.failMu.Unlock()
-	l := a.failures[client]
-	if l == nil {
-		return false
-	}
-	tokens := l.TokensAt(a.now())
-	if tokens >= failBurst {
-		// All its tries are back: forget the client.
-		delete(a.failures, client)
-		a.failing.Store(int32(len(a.failures)))
-	}
-	return tokens < 1
+	defer a.counted()
+	return a.clients.left(client, a.now()) < 1
 }
 
 // failed counts a failed credential of client.
 func (a *Access) failed(client string) {
 	a.failMu.Lock()
 	defer a.failMu.Unlock()
-	now := a.now()
-	a.limiter(client, now).AllowN(now, 1)
-}
-
-// limiter returns client's budget of failures, made if it has none;
-// a.failMu is held.
-func (a *Access) limiter(client string, now time.Time) *rate.Limiter {
-	l := a.failures[client]
-	if l == nil {
-		if len(a.failures) >= failClients {
-			// Forget the clients that have all their tries back.
-			for c, l := range a.failures {
-				if l.TokensAt(now) >= failBurst {
-					delete(a.failures, c)
-				}
-			}
-		}
-		if len(a.failures) >= failClients {
-			clear(a.failures)
-		}
-		l = rate.NewLimiter(rate.Every(failEvery), failBurst)
-		a.failures[client] = l
-	}
-	a.failing.Store(int32(len(a.failures)))
-	return l
+	defer a.counted()
+	a.clients.fail(client, a.now())
 }
 
 // RetryAfter is the Retry-After of a 429 for too many failures, in
-// seconds: when the client has one try back.
+// seconds: when the client, the user or the link has one try back.
 const RetryAfter = "1"
 
-// clientAddr is the address failures are counted by: the client's IP
-// (behind a trusted proxy, the one the proxy names: see Proxies).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
+// clientAddr is the client failures are counted by: its address, an IPv6
+// address by its /64 (behind a trusted proxy, the address the proxy
+// names: see Proxies).
+func clientAddr(r *http.Request) string { return largo.ClientOf(r.RemoteAddr) }

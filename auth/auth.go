@@ -5,7 +5,8 @@
 // list, write and delete by the longest path prefix (Rules); share links
 // that carry their own scope, signed with HMAC-SHA256 (share.go); and,
 // at run time, Access, which identifies requests, caches verified
-// sign-ins and rate-limits failures per client.
+// sign-ins and rate-limits failures per client, per user and per share
+// link (failures.go).
 //
 // Secrets are compared in constant time or by their SHA-256, so not even
 // a token's length leaks through timing, and no error names one. The

@@ -304,9 +304,25 @@ func (p *Policy) AllowedBelow(user, name string) Perm {
 	return p.rules.allowedBelow(&m, name)
 }
 
+// GrantedAt returns what user ("" for no credential) may do on name by
+// the rules whose path is name itself: the rules of the folders above it
+// do not count. It is how the server's own routes that the rules may name
+// (/_largo/metrics) are judged: a route is opened only by a rule of its
+// own, never by one that opens "/" to everyone.
+func (p *Policy) GrantedAt(user, name string) Perm {
+	var own Rules
+	for _, r := range p.rules {
+		if r.Path == name {
+			own = append(own, r)
+		}
+	}
+	m := p.member(user)
+	return own.allowed(&m, name)
+}
+
 // member returns who the rules are asked about for user: with the
 // groups the access file and a trusted proxy put them in, when a rule
-// names a group.
+// names a group; and whether the proxy's are unknown (memberships).
 func (p *Policy) member(user string) member {
 	m := member{name: user}
 	if user == "" {
@@ -315,8 +331,10 @@ func (p *Policy) member(user string) member {
 	}
 	if p.groups {
 		m.file = p.users[user].groups
-		m.proxy = p.proxied.of(user)
-		m.grouped = len(m.file)+len(m.proxy) > 0
+		var known bool
+		m.proxy, known = p.proxied.of(user)
+		m.unknown = !known
+		m.grouped = len(m.file)+len(m.proxy) > 0 || m.unknown
 	}
 	return m
 }
@@ -328,8 +346,8 @@ func (p *Policy) ReadsAll(user string) bool {
 	root := false
 	for i := range p.rules {
 		r := &p.rules[i]
-		if r.rank(&m) < 0 {
-			continue
+		if r.rank(&m) < 0 && !(m.unknown && r.namesGroup()) {
+			continue // a rule of a group may apply to a member whose groups are unknown
 		}
 		if r.Allow&(Read|List) != Read|List {
 			return false

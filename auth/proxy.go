@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 )
 
@@ -160,7 +161,8 @@ func (p *Proxies) Resolve(r *http.Request) *http.Request {
 	if p.user != "" {
 		v.user = strings.TrimSpace(r.Header.Get(p.user))
 		if v.user != "" && p.groups != "" {
-			v.groups, v.grouped = parseGroups(r.Header[p.groups]), true
+			v.groups, v.partial = parseGroups(r.Header[p.groups])
+			v.grouped = true
 		}
 	}
 	r2 := r.WithContext(context.WithValue(r.Context(), viaKey{}, v))
@@ -219,6 +221,7 @@ type via struct {
 	user    string   // the user it names, "" for none
 	groups  []string // that user's groups, when grouped
 	grouped bool     // the groups' field is read: none listed is no group
+	partial bool     // groups past maxProxyGroup were dropped
 }
 
 type viaKey struct{}
@@ -374,21 +377,26 @@ const (
 
 // parseGroups reads the groups' field: names separated by commas (as
 // Authelia and oauth2-proxy send them) or bars (as Authentik does),
-// blanks around them ignored. Names that no group may have are dropped,
-// and so are those past maxProxyGroup: a group missing only takes
-// permissions away. The result is sorted, without repeats.
-func parseGroups(values []string) []string {
+// blanks around them ignored. Names that no group may have are dropped
+// (no rule can name them), and so are those past maxProxyGroup, which
+// makes the list partial: the user's other groups are then unknown (see
+// memberships). The result is sorted, without repeats.
+func parseGroups(values []string) (groups []string, partial bool) {
 	var out []string
 	for _, v := range values {
 		for g := range strings.FieldsFuncSeq(v, func(r rune) bool { return r == ',' || r == '|' }) {
 			g = strings.TrimSpace(g)
-			if validGroup(g) && len(out) < maxProxyGroup {
+			switch {
+			case !validGroup(g):
+			case len(out) < maxProxyGroup:
 				out = append(out, g)
+			default:
+				partial = true
 			}
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out)
+	return slices.Compact(out), partial
 }
 
 // validUser reports whether name may be a user's: not empty, not one of
@@ -417,43 +425,61 @@ func validText(s string) bool {
 }
 
 // memberships are the groups a trusted proxy named for each user, as of
-// the user's latest request through it. They are the user's groups
+// the user's latest request through it (all of them, or the first
+// maxProxyGroup: a partial list). They are the user's groups
 // until it names others: a request of the same user that comes another
 // way (a token, a share link they made) is judged with them too, since
 // the proxy is where the user's groups are decided. Bounded: past
-// maxMembers users, one is forgotten for each new one (a user forgotten
-// has, until their next request, only the groups of the access file).
-// Safe for concurrent use; a nil *memberships holds nothing.
+// maxMembers users, one is forgotten for each new one.
+//
+// When the proxy names groups (told), a user whose groups it has not
+// named since the server started, who was forgotten, or whose list was
+// partial, has groups unknown (besides those named): the rules judge them by the least any groups could give them
+// (Rules.allowedUnknown), never by the access file's groups alone, so
+// that a rule restricting a group is not escaped for want of knowing
+// who is in it. Safe for concurrent use; a nil *memberships holds
+// nothing and is never told.
 type memberships struct {
-	mu sync.RWMutex
-	m  map[string][]string
+	told atomic.Bool // a trusted proxy names its users' groups
+	mu   sync.RWMutex
+	m    map[string]membership
+}
+
+// membership is what the proxy last named of one user's groups.
+type membership struct {
+	groups  []string
+	partial bool
 }
 
 // maxMembers bounds the users whose groups are remembered.
 const maxMembers = 1 << 16
 
-// of returns the groups the proxy last named for user.
-func (ms *memberships) of(user string) []string {
+// of returns the groups the proxy last named for user; known is false
+// when the proxy names groups and has named none for user yet, or only
+// some of them.
+func (ms *memberships) of(user string) (groups []string, known bool) {
 	if ms == nil {
-		return nil
+		return nil, true
 	}
 	ms.mu.RLock()
 	defer ms.mu.RUnlock()
-	return ms.m[user]
+	m, ok := ms.m[user]
+	return m.groups, ok && !m.partial || !ms.told.Load()
 }
 
-// set records user's groups, sorted without repeats.
-func (ms *memberships) set(user string, groups []string) {
+// set records user's groups, sorted without repeats; partial when the
+// proxy named more than were kept.
+func (ms *memberships) set(user string, groups []string, partial bool) {
 	ms.mu.RLock()
 	old, ok := ms.m[user]
 	ms.mu.RUnlock()
-	if ok && slices.Equal(old, groups) {
+	if ok && old.partial == partial && slices.Equal(old.groups, groups) {
 		return // the common case: the groups have not changed
 	}
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	if ms.m == nil {
-		ms.m = map[string][]string{}
+		ms.m = map[string]membership{}
 	}
 	if _, ok := ms.m[user]; !ok && len(ms.m) >= maxMembers {
 		for u := range ms.m {
@@ -461,5 +487,5 @@ func (ms *memberships) set(user string, groups []string) {
 			break
 		}
 	}
-	ms.m[user] = groups
+	ms.m[user] = membership{groups: groups, partial: partial}
 }

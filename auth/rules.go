@@ -101,11 +101,13 @@ const (
 
 // member is who a rule is asked about: a user's name ("anonymous" for no
 // credential) and the groups they are in, from the access file and
-// from a trusted proxy; grouped when there are any.
+// from a trusted proxy; grouped when there are any, or when those the
+// proxy names are unknown (see memberships).
 type member struct {
 	name        string
 	file, proxy []string
 	grouped     bool
+	unknown     bool
 }
 
 // inAny reports whether m is in a group that users name.
@@ -162,6 +164,9 @@ func (rs Rules) allowed(m *member, name string) Perm {
 	if m.name == "" {
 		m.name = Anonymous
 	}
+	if m.unknown {
+		return rs.allowedUnknown(m, name)
+	}
 	best, perm := -1, Perm(0)
 	for i := range rs {
 		r := &rs[i]
@@ -180,6 +185,70 @@ func (rs Rules) allowed(m *member, name string) Perm {
 		}
 	}
 	return perm
+}
+
+// allowedUnknown is allowed for a member some of whose groups are unknown
+// (a trusted proxy names them, and has not named them for this user
+// yet): the least that any groups could give them, so that a rule that
+// restricts a group still applies, and one that grants a group nothing
+// more. The paths that cover name are taken longest first, as allowed
+// takes them. At each: a rule naming the member decides; else rules of
+// groups the access file gives them decide (they apply whatever the
+// proxy would say); else a rule of any other group might apply, and what
+// it allows bounds the answer, which then falls, as when the member is
+// in none of them, to a rule for everyone at that path, or to the next
+// path up. No rule at all grants nothing.
+func (rs Rules) allowedUnknown(m *member, name string) Perm {
+	least := All
+	for p := name; ; {
+		var user, known, every Perm
+		hasUser, hasKnown, hasEvery := false, false, false
+		for i := range rs {
+			r := &rs[i]
+			if r.Path != p {
+				continue
+			}
+			switch k := r.rankName(m.name); {
+			case k >= 0 && k%rankLevels == rankUser:
+				if !hasUser {
+					user, hasUser = r.Allow, true
+				}
+				continue
+			case k >= 0 && !hasEvery:
+				every, hasEvery = r.Allow, true
+			}
+			if m.inAny(r.Users) { // the access file's groups: the proxy's are none yet
+				known, hasKnown = known|r.Allow, true
+			} else if r.namesGroup() {
+				least &= r.Allow
+			}
+		}
+		switch {
+		case hasUser:
+			return least & user
+		case hasKnown:
+			return least & known
+		case hasEvery:
+			return least & every
+		case p == "":
+			return 0
+		}
+		if i := strings.LastIndexByte(p, '/'); i >= 0 {
+			p = p[:i]
+		} else {
+			p = ""
+		}
+	}
+}
+
+// namesGroup reports whether the rule names a group.
+func (r *Rule) namesGroup() bool {
+	for _, u := range r.Users {
+		if strings.HasPrefix(u, GroupPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // AllowedBelow returns what user may do on name and on every name below

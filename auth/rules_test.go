@@ -33,3 +33,43 @@ func TestAllowedBelow(t *testing.T) {
 		}
 	}
 }
+
+// TestGrantedAt: only the rules whose path is the name count, by the
+// same ranks as Allowed; a rule on a folder above gives nothing.
+func TestGrantedAt(t *testing.T) {
+	p, err := LoadFile(writeFile(t, `
+[[user]]
+name = "alice"
+tokens = ["alice-token-0123456789"]
+
+[[user]]
+name = "bob"
+tokens = ["bob-token-0123456789"]
+
+[[rule]]
+path = "/"
+users = ["*"]
+allow = ["all"]
+
+[[rule]]
+path = "/_largo/metrics"
+users = ["alice"]
+allow = ["read"]
+
+[[rule]]
+path = "/_largo/metrics"
+users = ["*"]
+allow = []
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for user, want := range map[string]Perm{"alice": Read, "bob": 0, "": 0} {
+		if got := p.GrantedAt(user, "_largo/metrics"); got != want {
+			t.Errorf("GrantedAt(%q, metrics) = %v; want %v", user, got, want)
+		}
+	}
+	if got := p.GrantedAt("bob", "_largo/healthz"); got != 0 {
+		t.Errorf("a name without a rule of its own: %v; want none", got)
+	}
+}

@@ -252,7 +252,7 @@ func TestCapsUsers(t *testing.T) {
 	if code, _, stderr := runLargo(t, nil, "share", "--dir", dir, "--access", access, "--as", "alice", "--max-rate", "fast", "pub"); code != 2 || !strings.Contains(stderr, "max-rate") {
 		t.Errorf("largo share --max-rate fast: exit %d, %s; want a usage error naming the flag", code, stderr)
 	}
-	s := startServer(t, dir, "--access", access, "--rate-per-user", "4MB")
+	s := startServer(t, dir, "--access", access, "--rate-per-user", "4MB", adminListen, "127.0.0.1:0")
 	as := func(user string) []string {
 		return []string{"-H", "Authorization: Bearer " + user + "-token-0123456789"}
 	}

@@ -104,7 +104,7 @@ func TestCompressClients(t *testing.T) {
 	logSHA := writeLog(t, filepath.Join(dir, "app.log"), 8<<20)
 	binSHA := writeRandom(t, filepath.Join(dir, "blob.bin"), 4<<20, 9)
 	writeRandom(t, filepath.Join(dir, "noise.txt"), 1<<20, 10)
-	s := startServer(t, dir)
+	s := startServer(t, dir, adminListen, "127.0.0.1:0")
 
 	// A Go client asking for each coding in turn, decoding by itself.
 	for _, c := range []string{"zstd", "br", "gzip"} {
@@ -135,7 +135,7 @@ func TestCompressClients(t *testing.T) {
 	if !waitFor(5*time.Second, func() bool { return strings.Contains(s.stderr.String(), "encoding=br") }) {
 		t.Errorf("the access log does not name the coding:\n%s", tail(s.stderr.String(), 2000))
 	}
-	resp = get(t, s.URL+"_largo/metrics")
+	resp = s.metrics()
 	if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), `largo_compressed_responses_total{coding="br",source="dynamic"} 1`) {
 		t.Errorf("metrics lack the dynamic br response:\n%s", grepLines(string(b), "compressed"))
 	}

@@ -48,7 +48,7 @@ const expiryTTL = 4 * time.Second
 // tests, WebDAV and a quick sweep.
 func (g *target) serveExpiry(t *testing.T, access string) *server {
 	t.Helper()
-	args := []string{"--access", access, "--webdav", "--expiry-sweep", "300ms"}
+	args := []string{"--access", access, "--webdav", "--expiry-sweep", "300ms", adminListen, "127.0.0.1:0"}
 	if g.srv == nil {
 		return startServer(t, g.dir, args...)
 	}

@@ -127,6 +127,25 @@ func startLargo(t testing.TB, args []string, env []string) *server {
 	return s
 }
 
+// adminListen is the flag of the admin listener, where the metrics are
+// read: a server started with adminListen, "127.0.0.1:0" has one.
+const adminListen = "--admin-listen"
+
+// metrics asks the server's admin listener for its metrics: they are the
+// operator's, and the main listener answers them only to a principal the
+// access file names for them.
+func (s *server) metrics() *http.Response {
+	s.t.Helper()
+	if s.Admin == "" {
+		s.t.Fatal("reading metrics: start the server with " + adminListen + " 127.0.0.1:0")
+	}
+	resp := get(s.t, s.Admin+"metrics")
+	if resp.StatusCode != http.StatusOK {
+		s.t.Fatalf("metrics on the admin listener: %s", resp.Status)
+	}
+	return resp
+}
+
 // signal sends sig to the server.
 func (s *server) signal(sig syscall.Signal) {
 	s.t.Helper()

@@ -525,7 +525,7 @@ func hooksOutage(t *testing.T, g *target) {
 	}
 	var lacking []string
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		m := get(t, s.URL+"_largo/metrics")
+		m := s.metrics()
 		text, _ := io.ReadAll(m.Body)
 		m.Body.Close()
 		lacking = lacking[:0]

@@ -89,7 +89,7 @@ func startProxied(t *testing.T, g *target, extra ...string) *server {
 		t.Fatal(err)
 	}
 	args := append([]string{"--access", access, "--webdav", "--max-conns-per-ip", "2",
-		"--trusted-proxy", "127.0.0.1", "--identity-header", "Remote-User", "--groups-header", "Remote-Groups"}, extra...)
+		"--trusted-proxy", "127.0.0.1", "--identity-header", "Remote-User", "--groups-header", "Remote-Groups", adminListen, "127.0.0.1:0"}, extra...)
 	if g.srv == nil {
 		return startServer(t, g.dir, args...)
 	}

@@ -268,9 +268,11 @@ func TestQuotaProtocols(t *testing.T) {
 	})
 }
 
-// startServerOn starts largo on the target with args (no token).
+// startServerOn starts largo on the target with args (no token) and an
+// admin listener, where metric reads the metrics.
 func startServerOn(t *testing.T, g *target, args ...string) *server {
 	t.Helper()
+	args = append([]string{adminListen, "127.0.0.1:0"}, args...)
 	if g.srv == nil {
 		return startServer(t, g.dir, args...)
 	}
@@ -484,8 +486,8 @@ func (g *target) files(t testing.TB) map[string]int64 {
 func TestQuotaReplicas(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
 	access := writeAccessFile(t, quotaAccess)
-	a := startS3Largo(t, srv, "", "--access", access, "--quota-sync", "200ms")
-	b := startS3Largo(t, srv, "", "--access", access, "--quota-sync", "200ms")
+	a := startS3Largo(t, srv, "", "--access", access, "--quota-sync", "200ms", adminListen, "127.0.0.1:0")
+	b := startS3Largo(t, srv, "", "--access", access, "--quota-sync", "200ms", adminListen, "127.0.0.1:0")
 	if code := putAs(t, a, "alice", "a/one", 700); code != 201 {
 		t.Fatalf("700 bytes through one instance: %d", code)
 	}

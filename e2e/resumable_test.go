@@ -39,7 +39,7 @@ func nodeScript(t *testing.T, script string, args ...string) *exec.Cmd {
 // metric reads one sample of the server's metrics.
 func metric(t testing.TB, s *server, name string) float64 {
 	t.Helper()
-	resp := get(t, s.URL+"_largo/metrics")
+	resp := s.metrics()
 	// Read to the end and close, so the connection is reused: a test that
 	// counts the server's descriptors may ask often.
 	defer func() {

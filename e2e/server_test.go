@@ -181,17 +181,60 @@ func rawStatus(t *testing.T, addr, target string) (int, http.Header) {
 	return resp.StatusCode, resp.Header
 }
 
+// metricsAccess names who reads the metrics on the main listener: alice,
+// by a rule of their own; "/" is open to everyone, which does not open
+// them.
+const metricsAccess = `
+[[user]]
+name = "alice"
+tokens = ["alice-token-0123456789"]
+
+[[user]]
+name = "bob"
+tokens = ["bob-token-0123456789"]
+
+[[rule]]
+path = "/"
+users = ["*"]
+allow = ["read", "list"]
+
+[[rule]]
+path = "/_largo/metrics"
+users = ["alice"]
+allow = ["read"]
+`
+
+// TestMetricsAndHealth: health and readiness answer anyone; the metrics,
+// which name users and private paths, are the operator's: refused on the
+// main listener to an anonymous client (401) and to an ordinary user
+// (403), with the reason, and read on the admin listener, or on the main
+// one by the user a rule of the access file names for them.
 func TestMetricsAndHealth(t *testing.T) {
 	dir := t.TempDir()
 	writeRandom(t, filepath.Join(dir, "m.bin"), 1<<20, 5)
-	s := startServer(t, dir)
+	s := startServer(t, dir, "--upload", "--token", testToken)
 	for _, p := range []string{"_largo/healthz", "_largo/readyz"} {
 		if resp := get(t, s.URL+p); resp.StatusCode != 200 {
 			t.Errorf("%s: %d", p, resp.StatusCode)
 		}
 	}
-	io.Copy(io.Discard, get(t, s.URL+"m.bin").Body)
-	resp := get(t, s.URL+"_largo/metrics")
+	refused := func(who string, resp *http.Response, want int) {
+		t.Helper()
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want || !strings.Contains(string(b), "--admin-listen") || strings.Contains(string(b), "largo_") {
+			t.Errorf("metrics on the main listener to %s: %d %q; want %d with the reason", who, resp.StatusCode, b, want)
+		}
+	}
+	refused("an anonymous client", get(t, s.URL+"_largo/metrics"), 401)
+	refused("the token's user", get(t, s.URL+"_largo/metrics", "Authorization", "Bearer "+testToken), 403)
+
+	// With --admin-listen, metrics and pprof are there, and not on the
+	// main listener.
+	admin := freeAddr(t)
+	s2 := startServer(t, dir, "--admin-listen", admin)
+	io.Copy(io.Discard, get(t, s2.URL+"m.bin").Body)
+	resp := get(t, "http://"+admin+"/metrics")
 	b, _ := io.ReadAll(resp.Body)
 	m := string(b)
 	for _, want := range []string{"largo_transfers_active", `largo_transfers_total{outcome="complete"}`, "largo_bytes_sent_total", "process_resident_memory_bytes", "process_open_fds", "go_goroutines"} {
@@ -202,21 +245,28 @@ func TestMetricsAndHealth(t *testing.T) {
 	if !strings.Contains(m, "largo_bytes_sent_total 1.048576e+06") {
 		t.Errorf("bytes sent not counted:\n%s", grepLines(m, "largo_bytes_sent_total"))
 	}
-
-	// With --admin-listen, metrics and pprof move off the main listener.
-	admin := freeAddr(t)
-	s2 := startServer(t, dir, "--admin-listen", admin)
 	if resp := get(t, s2.URL+"_largo/metrics"); resp.StatusCode != 404 {
 		t.Errorf("metrics on the main listener with --admin-listen: %d", resp.StatusCode)
-	}
-	if resp := get(t, "http://"+admin+"/metrics"); resp.StatusCode != 200 {
-		t.Errorf("admin metrics: %d", resp.StatusCode)
 	}
 	if resp := get(t, "http://"+admin+"/debug/pprof/"); resp.StatusCode != 200 {
 		t.Errorf("admin pprof: %d", resp.StatusCode)
 	}
 	if resp := get(t, s2.URL+"debug/pprof/"); resp.StatusCode != 404 {
 		t.Errorf("pprof on the main listener: %d", resp.StatusCode)
+	}
+
+	// An access file names who reads them on the main listener.
+	access := filepath.Join(t.TempDir(), "access.toml")
+	if err := os.WriteFile(access, []byte(metricsAccess), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s3 := startServer(t, dir, "--access", access)
+	refused("an anonymous client, under the access file", get(t, s3.URL+"_largo/metrics"), 401)
+	refused("bob, whom no rule of theirs names", get(t, s3.URL+"_largo/metrics", "Authorization", "Bearer bob-token-0123456789"), 403)
+	resp = get(t, s3.URL+"_largo/metrics", "Authorization", "Bearer alice-token-0123456789")
+	b, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "largo_transfers_active") {
+		t.Errorf("metrics to alice, whom the rule names: %d", resp.StatusCode)
 	}
 }
 

@@ -34,11 +34,11 @@ func forEachTarget(t *testing.T, f func(t *testing.T, g *target)) {
 	}
 }
 
-// serve starts largo on the target with writes on, the test token and
-// args.
+// serve starts largo on the target with writes on, the test token, an
+// admin listener (where metric reads the metrics) and args.
 func (g *target) serve(t testing.TB, args ...string) *server {
 	t.Helper()
-	args = append([]string{"--upload", "--token", testToken}, args...)
+	args = append([]string{"--upload", "--token", testToken, adminListen, "127.0.0.1:0"}, args...)
 	if g.srv == nil {
 		return startServer(t, g.dir, args...)
 	}

@@ -27,7 +27,7 @@ const testToken = "e2e-secret-token"
 // startWriter serves dir with writes on and the test token.
 func startWriter(t testing.TB, dir string, args ...string) *server {
 	t.Helper()
-	return startServer(t, dir, append([]string{"--upload", "--token", testToken}, args...)...)
+	return startServer(t, dir, append([]string{"--upload", "--token", testToken, adminListen, "127.0.0.1:0"}, args...)...)
 }
 
 // put sends a PUT of body (size -1: chunked) with headers as name, value
@@ -386,7 +386,7 @@ func abortedUpload(t *testing.T, g *target) {
 	if !strings.Contains(s.stderr.String(), "outcome=aborted") {
 		t.Error("no aborted outcome in the access log")
 	}
-	if !strings.Contains(get(t, s.URL+"_largo/metrics").Status, "200") {
+	if !strings.Contains(s.metrics().Status, "200") {
 		t.Error("server not answering after the aborts")
 	}
 	g.clean(t)

@@ -172,8 +172,9 @@ func (g *Gate) CheckDAV(ctx context.Context, perm auth.Perm, name string, tree b
 
 // CheckRoute decides a request for one of the server's own routes that
 // the rules may name as if it were a file (/_largo/metrics): by the
-// rules alone, as Check would for a name that is not hidden. A share
-// link reaches no route.
+// rules whose path is the route itself (auth.Policy.GrantedAt), so that
+// only a rule of its own opens it, never one on a folder above it such
+// as "/". A share link reaches no route.
 func (g *Gate) CheckRoute(ctx context.Context, perm auth.Perm, name string) error {
 	p, ok := From(ctx)
 	switch {
@@ -185,7 +186,7 @@ func (g *Gate) CheckRoute(ctx context.Context, perm auth.Perm, name string) erro
 		return fmt.Errorf("%s: not through a share link: %w", name, largo.ErrPermission)
 	}
 	j := judge{p: p, pol: g.cfg.Access.Policy(), user: p.name}
-	if !j.allowsName(perm, name, false) {
+	if !covers(j.pol.GrantedAt(j.user, name), perm) {
 		return j.refusal(name)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -102,6 +103,7 @@ func runCaps(ctx context.Context, r *runner, srv Server, cs string) Result {
 	}
 	capped := srv
 	capped.Upload, capped.Hostile = "", ""
+	capped.Command += " --admin-listen 127.0.0.1:0" // where the metrics are read
 	switch cs {
 	case capsHighCase:
 		capped.Command += " --rate-per-address 400MB"
@@ -168,7 +170,7 @@ func runCaps(ctx context.Context, r *runner, srv Server, cs string) Result {
 		res.set(keyCapped, float64(groups[0].bytes.Load())/1e6/wall.Seconds())
 		res.set(keyUncapped, float64(groups[1].bytes.Load())/1e6/wall.Seconds())
 	}
-	if t, err := throttledSeconds(ctx, cl, in.base); err == nil {
+	if t, err := throttledSeconds(ctx, cl, in.admin); err == nil {
 		res.set(keyThrottled, t)
 	} else {
 		res.fail(err)
@@ -295,8 +297,12 @@ func capsFetch(ctx context.Context, cl *http.Client, url string, size int64, g *
 }
 
 // throttledSeconds reads the server's largo_throttled_seconds_total,
-// summed over its kinds of cap.
+// summed over its kinds of cap, on its admin listener (base): the
+// metrics are the operator's.
 func throttledSeconds(ctx context.Context, cl *http.Client, base string) (float64, error) {
+	if base == "" {
+		return 0, errors.New("metrics: the server has no admin listener")
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"_largo/metrics", nil)
 	if err != nil {
 		return 0, err

@@ -21,7 +21,7 @@ var listingScenario = &scenario{
 	name:     "listing",
 	caseHead: "format files × clients",
 	about: func(s Settings) string {
-		return "One folder of empty files listed by clients at once, all asking for the JSON listing (json: Accept: application/json; nginx's autoindex_format json) or all for the HTML page (html), one case per concurrency level. Wall s is until the last listing ends; complete is a 200 with a whole body; busy is a 503 with a Retry-After, the answer a server that bounds its memory may give; other is anything else. MB each is the body of one listing. Run once per lab run: the folder takes a while to make and to list."
+		return "One folder of empty files listed by clients at once, all asking for the JSON listing (json: Accept: application/json; nginx's autoindex_format json) or all for the HTML page (html), one case per concurrency level. Wall s is until the last listing ends; complete is a 200 with a whole body; busy is a 503 with a Retry-After, the answer a server that bounds its memory may give (the clients share one address, which largo counts as one client: it holds at most a quarter of the listings' budget); other is anything else. MB each is the body of one listing. Run once per lab run: the folder takes a while to make and to list."
 	},
 	cases: func(cfg Config) []string {
 		var cs []string

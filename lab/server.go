@@ -83,6 +83,7 @@ type instance struct {
 	pid    int
 	addr   string // host:port
 	base   string // http://host:port/
+	admin  string // the admin listener's base URL, when largo has one
 	tmp    string
 	stderr *tailBuffer
 	done   chan struct{} // closed when the process has ended
@@ -136,13 +137,13 @@ func (r *runner) start(ctx context.Context, srv Server, dir string, upload bool)
 	}
 	in.pid = in.cmd.Process.Pid
 	in.guard = startSampler(in.pid, r.cfg.MemoryGuard, in.kill)
-	found := make(chan string, 1)
+	found := make(chan ready.Line, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			if l, ok := ready.Parse(sc.Bytes()); ok {
 				select {
-				case found <- l.Addr:
+				case found <- l:
 				default:
 				}
 			}
@@ -161,15 +162,15 @@ func (r *runner) start(ctx context.Context, srv Server, dir string, upload bool)
 }
 
 // waitReady waits until the server listens.
-func (in *instance) waitReady(ctx context.Context, printsURL bool, port string, found <-chan string) error {
+func (in *instance) waitReady(ctx context.Context, printsURL bool, port string, found <-chan ready.Line) error {
 	deadline := time.After(startTimeout)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
-		case addr := <-found:
+		case l := <-found:
 			if printsURL {
-				in.addr = addr
+				in.addr, in.admin = l.Addr, l.Admin
 				return nil
 			}
 		case <-in.done:

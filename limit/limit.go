@@ -19,7 +19,8 @@
 //
 // Budget caps the other thing many clients at once could exhaust: the
 // memory of requests whose work grows with the data (a listing of a huge
-// folder), shared by all of them, with no waiting either.
+// folder), shared by all of them, with no waiting either, and fairly: one
+// client holds at most a share of it.
 package limit
 
 import (

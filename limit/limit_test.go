@@ -202,7 +202,7 @@ func TestOutOfDescriptors(t *testing.T) {
 }
 
 func TestBudget(t *testing.T) {
-	b := NewBudget(100)
+	b := NewBudget(100, 100)
 	if !b.TryTake(60) || b.TryTake(41) || !b.TryTake(40) || b.TryTake(1) {
 		t.Fatal("budget not kept")
 	}
@@ -216,10 +216,49 @@ func TestBudget(t *testing.T) {
 	}
 	b.Give(100)
 	var none *Budget
-	if !none.TryTake(1<<62) || none.InUse() != 0 {
+	if !none.TryTake(1<<62, "a") || !none.TryGrow(1<<62, "a") || none.InUse() != 0 || none.Held("a") != 0 {
 		t.Fatal("a nil budget caps")
 	}
-	if NewBudget(0) != nil {
+	none.Give(1, "a")
+	if NewBudget(0, 0) != nil {
 		t.Fatal("a zero budget is not nil")
+	}
+}
+
+// TestBudgetShare: one key holds at most its share, whatever it runs,
+// and the rest stays for the others; a take counted for several keys
+// (an address and a user) counts against each.
+func TestBudgetShare(t *testing.T) {
+	b := NewBudget(100, 0)
+	if b.Share() != 25 {
+		t.Fatalf("default share %d; want a quarter", b.Share())
+	}
+	for range 25 {
+		if !b.TryTake(1, "203.0.113.7") {
+			t.Fatal("a key refused within its share")
+		}
+	}
+	if b.TryTake(1, "203.0.113.7") || b.TryGrow(1, "203.0.113.7") {
+		t.Fatal("a key took past its share")
+	}
+	if !b.TryTake(25, "2001:db8::/64") || !b.TryTake(10, "203.0.113.8", "user:alice") {
+		t.Fatal("other keys refused while one holds its share")
+	}
+	if b.TryTake(20, "203.0.113.9", "user:alice") {
+		t.Fatal("a user took past its share from a second address")
+	}
+	if got := b.Held("user:alice"); got != 10 {
+		t.Fatalf("alice holds %d; want 10", got)
+	}
+	b.Give(10, "203.0.113.8", "user:alice")
+	if b.Held("user:alice") != 0 || b.Held("203.0.113.8") != 0 {
+		t.Fatal("a key still holds what it gave back")
+	}
+	b.Give(25, "203.0.113.7")
+	if !b.TryTake(1, "203.0.113.7") {
+		t.Fatal("a key refused after giving back")
+	}
+	if NewBudget(100, 40).Share() != 40 || NewBudget(100, 200).Share() != 25 {
+		t.Fatal("a share given is not kept, or one past the total is")
 	}
 }

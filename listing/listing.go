@@ -45,6 +45,9 @@ type Config struct {
 	// Budget is shared by every listing at once; nil caps nothing beyond
 	// Max per listing.
 	Budget *limit.Budget
+	// Client are the keys of the client a listing is for (see
+	// limit.Budget): what it takes counts against each key's share.
+	Client []string
 	// Max is the most memory one Sorter holds, in bytes; zero means
 	// DefaultMax. A listing that needs more spills sorted runs to disk.
 	Max int64

@@ -108,7 +108,7 @@ func TestSort(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			budget := limit.NewBudget(64 << 20)
+			budget := limit.NewBudget(64<<20, 0)
 			c := Config{Budget: budget, Max: tt.max, Dir: dir}
 			s, err := c.NewSorter(tt.order)
 			if err != nil {
@@ -150,7 +150,7 @@ func TestSort(t *testing.T) {
 // its first step fails with ErrBusy; one that cannot get more spills and
 // still lists everything.
 func TestBudget(t *testing.T) {
-	budget := limit.NewBudget(2 * step)
+	budget := limit.NewBudget(2*step, 0)
 	c := Config{Budget: budget, Dir: t.TempDir()}
 	a, err := c.NewSorter(ByName)
 	if err != nil {
@@ -188,7 +188,7 @@ func TestBudget(t *testing.T) {
 func TestResort(t *testing.T) {
 	for _, max := range []int64{0, step} {
 		t.Run(fmt.Sprint(max), func(t *testing.T) {
-			budget := limit.NewBudget(64 << 20)
+			budget := limit.NewBudget(64<<20, 0)
 			c := Config{Budget: budget, Max: max, Dir: t.TempDir()}
 			in := entries(20_000, 20, 3)
 			if max == 0 {
@@ -278,7 +278,7 @@ func TestList(t *testing.T) {
 // once sorted, holds only what its arena uses, so that the listings an
 // archive keeps open on its way down cost little.
 func TestSmallListingGivesBack(t *testing.T) {
-	budget := limit.NewBudget(64 << 20)
+	budget := limit.NewBudget(64<<20, 0)
 	s, err := Config{Budget: budget}.NewSorter(ByName)
 	if err != nil {
 		t.Fatal(err)

@@ -107,7 +107,7 @@ func (s *Sorter) take(n int64) bool {
 		if s.held+step > s.max {
 			return false
 		}
-		if s.held == 0 && !s.cfg.Budget.TryTake(step) || s.held > 0 && !s.cfg.Budget.TryGrow(step) {
+		if s.held == 0 && !s.cfg.Budget.TryTake(step, s.cfg.Client...) || s.held > 0 && !s.cfg.Budget.TryGrow(step, s.cfg.Client...) {
 			return false
 		}
 		s.held += step
@@ -361,7 +361,7 @@ func (s *Sorter) freeArena() {
 // keep gives back what s holds beyond n bytes.
 func (s *Sorter) keep(n int64) {
 	if s.held > n {
-		s.cfg.Budget.Give(s.held - n)
+		s.cfg.Budget.Give(s.held-n, s.cfg.Client...)
 		s.held = n
 	}
 }
@@ -413,7 +413,7 @@ func (s *Sorter) fail(err error) error {
 // Close gives back the memory and removes the temporary file.
 func (s *Sorter) Close() error {
 	if s.held > 0 {
-		s.cfg.Budget.Give(s.held)
+		s.cfg.Budget.Give(s.held, s.cfg.Client...)
 		s.held = 0
 	}
 	s.freeMemory()

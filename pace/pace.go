@@ -32,7 +32,6 @@ package pace
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"slices"
 	"sync"
 	"time"
@@ -88,26 +87,14 @@ const (
 // Key names one shared bucket and says its rate.
 type Key struct {
 	Kind Kind
-	// Name is the user's name, the link's ID or the address (AddressName).
+	// Name is the user's name, the link's ID or the address
+	// (largo.ClientName: an IPv6 /64 counts as one address).
 	Name string
 	// Rate is the bucket's rate in bytes per second; zero or less caps
 	// nothing (the key is then ignored). A key's rate may change between
 	// transfers (an access file reloaded): the bucket takes the rate of
 	// the latest transfer that starts.
 	Rate int64
-}
-
-// AddressName returns the name of the bucket of a client address: an IPv4
-// address as it is, an IPv6 address as its /64 (a host is usually handed
-// a whole /64, so counting its addresses one by one would give it 2^64
-// buckets). An IPv4 address mapped into IPv6 is the IPv4 address.
-func AddressName(a netip.Addr) string {
-	a = a.Unmap()
-	if a.Is6() {
-		p, _ := a.WithZone("").Prefix(64)
-		return p.String()
-	}
-	return a.String()
 }
 
 // Bounds of a bucket's burst and of the largest wait.

@@ -2,7 +2,6 @@ package pace
 
 import (
 	"context"
-	"net/netip"
 	"strconv"
 	"sync"
 	"testing"
@@ -27,21 +26,6 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
-}
-
-func TestAddressName(t *testing.T) {
-	for in, want := range map[string]string{
-		"203.0.113.7":                    "203.0.113.7",
-		"::ffff:203.0.113.7":             "203.0.113.7",
-		"2001:db8:1:2:3:4:5:6":           "2001:db8:1:2::/64",
-		"2001:db8:1:2:ffff:ffff:ffff:ff": "2001:db8:1:2::/64",
-		"fe80::1%eth0":                   "fe80::/64",
-		"::1":                            "::/64",
-	} {
-		if got := AddressName(netip.MustParseAddr(in)); got != want {
-			t.Errorf("AddressName(%s) = %s; want %s", in, got, want)
-		}
-	}
 }
 
 func TestQuantum(t *testing.T) {

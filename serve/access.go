@@ -90,7 +90,7 @@ func (h *Handler) guard(r *http.Request) (*http.Request, error) {
 // changed and out-of-scope links are refused with their reason; a
 // password link without its password is asked for it (401). Wrong
 // passwords count against the client like bad credentials, under the
-// same limiter.
+// same limiter, and against the link's own budget (linkPassword).
 func (h *Handler) shareGuard(r *http.Request) (*http.Request, error) {
 	links := h.gate.Links()
 	if links == nil {
@@ -98,18 +98,17 @@ func (h *Handler) shareGuard(r *http.Request) (*http.Request, error) {
 	}
 	token, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, auth.SharePrefix), "/")
 	_, password, _ := r.BasicAuth()
-	if password != "" {
-		if err := h.cfg.Access.Attempt(r); err != nil {
-			return r, errTooMany
-		}
+	l, err := links.Verify(r.Context(), token, "")
+	if errors.Is(err, auth.ErrSharePassword) && password != "" {
+		l, err = h.linkPassword(r, links, token, password)
 	}
-	l, err := links.Verify(r.Context(), token, password)
 	switch {
+	case errors.Is(err, auth.ErrTooManyFailures):
+		return r, errTooMany
 	case errors.Is(err, auth.ErrSharePassword) && password == "":
 		return r, errLinkPass
 	case errors.Is(err, auth.ErrSharePassword):
-		h.cfg.Access.Failed(r)
-		return r, wire.Refuse(http.StatusForbidden, err.Error())
+		return r, wire.Refuse(http.StatusForbidden, err.Error()) // counted by linkPassword
 	case errors.Is(err, auth.ErrShareInvalid) || errors.Is(err, auth.ErrShareOld) || errors.Is(err, auth.ErrShareRevoked) || errors.Is(err, auth.ErrShareExpired):
 		h.cfg.Access.Failed(r)
 		return r, wire.Refuse(http.StatusForbidden, err.Error())
@@ -138,6 +137,27 @@ func (h *Handler) shareGuard(r *http.Request) (*http.Request, error) {
 	u.RawPath = ""
 	r2.URL = &u
 	return r2, nil
+}
+
+// linkPassword checks the password of the share link of token, whose
+// token verified and whose record asks for one. The try is charged ahead
+// against the budgets of the client and of the link, and given back
+// unless the password was wrong: however many clients guess, a link's
+// password is tried no faster than its budget of failures allows.
+func (h *Handler) linkPassword(r *http.Request, links *gate.Links, token, password string) (*gate.Link, error) {
+	id, err := auth.LinkID(token)
+	if err != nil {
+		return nil, err
+	}
+	right, err := h.cfg.Access.ChargeLink(r, id)
+	if err != nil {
+		return nil, err
+	}
+	l, err := links.Verify(r.Context(), token, password)
+	if !errors.Is(err, auth.ErrSharePassword) {
+		right()
+	}
+	return l, err
 }
 
 var errNoShares = wire.Refuse(http.StatusNotFound, "share links are off on this server")

@@ -380,31 +380,51 @@ func TestCORS(t *testing.T) {
 	}
 }
 
-// TestMetricsRule: the metrics are public unless a rule says otherwise.
+// TestMetricsRule: the metrics are the operator's. A rule that opens "/"
+// (or /_largo) to everyone does not open them: only a rule whose path is
+// /_largo/metrics does, for the principals it names.
 func TestMetricsRule(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "access.toml")
-	os.WriteFile(p, []byte(accessFile+`
+	for _, tt := range []struct {
+		name, rules string
+		want        map[string]int
+	}{
+		{"no rule of their own", `
 [[rule]]
-path = "/_largo/metrics"
+path = "/_largo"
 users = ["*"]
-allow = []
-
+allow = ["read", "list"]
+`, map[string]int{"": 401, "bob": 403, "alice": 403}},
+		{"a rule naming alice", `
 [[rule]]
 path = "/_largo/metrics"
 users = ["alice"]
 allow = ["read"]
-`), 0o600)
-	pol, err := auth.LoadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := newAccessFixture(t)
-	f.h.cfg.Access.Reload(pol)
-	f.h.cfg.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("metrics")) })
-	f.h = New(f.h.cfg)
-	for user, code := range map[string]int{"": 401, "bob": 403, "alice": 200} {
-		if rec := f.req("GET", "/_largo/metrics", user); rec.Code != code {
-			t.Errorf("metrics as %q: %d; want %d", user, rec.Code, code)
+`, map[string]int{"": 401, "bob": 403, "alice": 200}},
+		{"a rule naming everyone", `
+[[rule]]
+path = "/_largo/metrics"
+users = ["*"]
+allow = ["read"]
+`, map[string]int{"": 200, "bob": 200, "alice": 200}},
+	} {
+		p := filepath.Join(t.TempDir(), "access.toml")
+		os.WriteFile(p, []byte(accessFile+tt.rules), 0o600)
+		pol, err := auth.LoadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := newAccessFixture(t)
+		f.h.cfg.Access.Reload(pol)
+		f.h.cfg.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("metrics")) })
+		f.h = New(f.h.cfg)
+		for user, code := range tt.want {
+			rec := f.req("GET", "/_largo/metrics", user)
+			if rec.Code != code {
+				t.Errorf("%s: metrics as %q: %d; want %d", tt.name, user, rec.Code, code)
+			}
+			if code != 200 && !strings.Contains(rec.Body.String(), "--admin-listen") {
+				t.Errorf("%s: metrics refused to %q without the reason: %q", tt.name, user, rec.Body)
+			}
 		}
 	}
 }

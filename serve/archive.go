@@ -39,7 +39,7 @@ func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, for
 	if name != "" {
 		top = path.Base(name)
 	}
-	entries := archive.Walk(r.Context(), h.cfg.Store, name, top, h.cfg.Listing, func(dir string) func(largo.Info) bool { return h.sidecarFilter(r.Context(), dir) })
+	entries := archive.Walk(r.Context(), h.cfg.Store, name, top, h.listingFor(r), func(dir string) func(largo.Info) bool { return h.sidecarFilter(r.Context(), dir) })
 	return h.sendArchive(w, r, f, top, entries)
 }
 

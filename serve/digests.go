@@ -125,7 +125,7 @@ func (h *Handler) serveSums(w http.ResponseWriter, r *http.Request, dir string) 
 		w.WriteHeader(http.StatusOK)
 		return true, nil
 	}
-	s := &sums{h: h, ctx: ctx, out: bufio.NewWriterSize(w, 32<<10)}
+	s := &sums{h: h, ctx: ctx, lc: h.listingFor(r), out: bufio.NewWriterSize(w, 32<<10)}
 	if err := s.walk(dir, "", 0); err != nil {
 		if errors.Is(err, listing.ErrBusy) && s.out.Buffered() == 0 && s.lines == 0 {
 			return true, busy(w, err)
@@ -139,6 +139,7 @@ func (h *Handler) serveSums(w http.ResponseWriter, r *http.Request, dir string) 
 type sums struct {
 	h     *Handler
 	ctx   context.Context
+	lc    listing.Config // the listings' bounds, for the requester
 	out   *bufio.Writer
 	line  []byte
 	lines int
@@ -147,7 +148,7 @@ type sums struct {
 // walk writes the lines of the folder dir, whose path below the listed
 // folder is rel, and of everything below it.
 func (s *sums) walk(dir, rel string, depth int) error {
-	sorted, err := s.h.cfg.Listing.List(s.ctx, s.h.cfg.Store, dir, listing.ByName, nil)
+	sorted, err := s.lc.List(s.ctx, s.h.cfg.Store, dir, listing.ByName, nil)
 	if err != nil {
 		if depth > 0 && !errors.Is(err, listing.ErrBusy) && s.ctx.Err() == nil {
 			return s.comment("not listed: ", rel+"/") // a folder that may be seen but not listed

@@ -80,7 +80,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, name string) erro
 		}
 		return err
 	}
-	sorted, err := h.cfg.Listing.List(r.Context(), store, name, listing.DirsFirst, nil)
+	sorted, err := h.listingFor(r).List(r.Context(), store, name, listing.DirsFirst, nil)
 	if err != nil {
 		return busy(w, err)
 	}
@@ -144,6 +144,30 @@ func (h *Handler) expiresIn(dir string) func(*largo.Info) time.Time {
 		at, _ := h.cfg.Expiry.Expires(largo.Join(dir, in.Name), *in)
 		return at
 	}
+}
+
+// listingFor returns the listings' bounds for r: what its listings,
+// archives and SHA256SUMS take from the budget counts against the shares
+// of r's client (clientKeys).
+func (h *Handler) listingFor(r *http.Request) listing.Config {
+	c := h.cfg.Listing
+	c.Client = clientKeys(r)
+	return c
+}
+
+// clientKeys returns the keys r's client is counted by in the listings'
+// budget (limit.Budget), each holding at most its share: its address (an
+// IPv6 /64 counts as one, as for the bandwidth caps), and the user it
+// signed in as or the share link it came through. A client with many
+// addresses is still one user; many users behind one address are still
+// one address.
+func clientKeys(r *http.Request) []string {
+	keys := make([]string, 1, 2)
+	keys[0] = largo.ClientOf(r.RemoteAddr)
+	if p := principal(r); !p.IsAnonymous() && !p.IsServer() {
+		keys = append(keys, p.String()) // user:NAME or link:ID, never an address
+	}
+	return keys
 }
 
 // busy turns a listing refused for want of memory into a 503 with a

@@ -61,7 +61,7 @@ func TestListingBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	budget := limit.NewBudget(4 << 20)
+	budget := limit.NewBudget(4<<20, 0)
 	spill := t.TempDir()
 	h := New(Config{Store: s, Listing: listing.Config{Budget: budget, Max: 256 << 10, Dir: spill}})
 	for i := 0; i < 20_000; i += 1000 {

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/netip"
 
+	"largo"
 	"largo/pace"
 	"largo/transfer"
 )
@@ -76,7 +77,7 @@ func (h *Handler) rateKeys(r *http.Request, keys []pace.Key) []pace.Key {
 	}
 	if rate := l.Default(pace.Address); rate > 0 {
 		if a := clientAddress(r); a.IsValid() {
-			keys = append(keys, pace.Key{Kind: pace.Address, Name: pace.AddressName(a), Rate: rate})
+			keys = append(keys, pace.Key{Kind: pace.Address, Name: largo.ClientName(a), Rate: rate})
 		}
 	}
 	return keys

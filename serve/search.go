@@ -45,7 +45,8 @@ import (
 // requester may see; it goes depth-first, each folder's entries as the
 // store yields them, so it holds one listing's buffer per level, never a
 // folder's names or the matches, and takes searchMemory from the listings'
-// budget while it runs (503 with a Retry-After when the budget has none).
+// budget while it runs, counted for its client (503 with a Retry-After
+// when the budget, or the client's share of it, has none left).
 // Folders reached through a symbolic link are not searched (they could
 // lead back up), nor are precompressed sidecars found.
 const SearchPath = Prefix + "search"
@@ -116,12 +117,12 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) error {
 	if !in.IsDir {
 		return wire.Refuse(http.StatusBadRequest, "path: not a folder")
 	}
-	budget := h.cfg.Listing.Budget
-	if !budget.TryTake(searchMemory) {
+	budget, client := h.cfg.Listing.Budget, clientKeys(r)
+	if !budget.TryTake(searchMemory, client...) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(limit.RetryAfter.Seconds())))
 		return wire.Refuse(http.StatusServiceUnavailable, "busy: too many searches and listings at once; retry later")
 	}
-	defer budget.Give(searchMemory)
+	defer budget.Give(searchMemory, client...)
 
 	hdr := w.Header()
 	hdr.Set("Content-Type", "application/x-ndjson")

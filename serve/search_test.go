@@ -107,7 +107,7 @@ func TestSearchLimit(t *testing.T) {
 	if n := h.cfg.Listing.Budget.InUse(); n != 0 {
 		t.Errorf("%d bytes of the budget kept after the searches", n)
 	}
-	h.cfg.Listing.Budget = limit.NewBudget(searchMemory - 1)
+	h.cfg.Listing.Budget = limit.NewBudget(searchMemory-1, 0)
 	if rec := f.req("GET", SearchPath+"?path=/&q=f", ""); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
 		t.Errorf("a search without memory: %d %v", rec.Code, rec.Header())
 	}

@@ -70,6 +70,7 @@ func (h *Handler) selected(r *http.Request, dir, top string, names []string) ite
 	ctx := r.Context()
 	store := h.cfg.Store
 	keep := func(d string) func(largo.Info) bool { return h.sidecarFilter(ctx, d) }
+	lc := h.listingFor(r)
 	return func(yield func(archive.Entry, error) bool) {
 		in, err := store.Stat(ctx, dir)
 		if err == nil && !in.IsDir {
@@ -99,7 +100,7 @@ func (h *Handler) selected(r *http.Request, dir, top string, names []string) ite
 				}
 				continue
 			}
-			for e, err := range archive.Walk(ctx, store, name, top+"/"+n, h.cfg.Listing, keep) {
+			for e, err := range archive.Walk(ctx, store, name, top+"/"+n, lc, keep) {
 				if !yield(e, err) || err != nil {
 					return
 				}

@@ -140,8 +140,9 @@ type Config struct {
 	AccessLog io.Writer
 	// Observer receives metrics events. Nil ignores them.
 	Observer Observer
-	// Metrics serves /_largo/metrics. Nil answers 404 there, as when the
-	// metrics live on a separate admin listener.
+	// Metrics serves MetricsPath, to the principals a rule of the access
+	// file names for it (see metrics). Nil answers 404 there, as when the
+	// metrics live on a separate admin listener only.
 	Metrics http.Handler
 	// IdleTimeout cuts a client that takes no bytes for this long. Zero
 	// means no limit.
@@ -154,9 +155,10 @@ type Config struct {
 	Rates *pace.Limits
 	// Listing bounds the memory of folder listings: each holds at most
 	// Listing.Max (listing.DefaultMax when zero) and all together at most
-	// Listing.Budget, beyond which a listing is answered 503 with a
-	// Retry-After; what does not fit spills to Listing.Dir (os.TempDir()
-	// when empty). A nil Budget means one of DefaultListingMemory.
+	// Listing.Budget, one client at most the budget's share (clientKeys),
+	// beyond which a listing is answered 503 with a Retry-After; what does
+	// not fit spills to Listing.Dir (os.TempDir() when empty). A nil
+	// Budget means one of DefaultListingMemory, a quarter of it a client.
 	Listing listing.Config
 	// Compress compresses compressible files on the fly for clients that
 	// accept it. Nil turns dynamic compression off; precompressed
@@ -302,7 +304,7 @@ func New(cfg Config) *Handler {
 		h.archiveEnc, _ = encode.NewEncoders(encode.Config{}) // the defaults are valid
 	}
 	if h.cfg.Listing.Budget == nil {
-		h.cfg.Listing.Budget = limit.NewBudget(DefaultListingMemory)
+		h.cfg.Listing.Budget = limit.NewBudget(DefaultListingMemory, 0)
 	}
 	if h.cfg.State == nil {
 		if sk, ok := cfg.Store.(largo.StateKeeper); ok {
@@ -353,16 +355,7 @@ func New(cfg Config) *Handler {
 		fmt.Fprintln(w, "ready")
 	})
 	if cfg.Metrics != nil {
-		// Metrics are read like a file of that name: public unless the
-		// access rules say otherwise. The gate hides every name under
-		// _largo from the store, so the rule is asked of the policy.
-		h.own.Handle("GET "+Prefix+"metrics", h.adapt(func(w http.ResponseWriter, r *http.Request) error {
-			if err := h.gate.CheckRoute(r.Context(), auth.Read, strings.TrimPrefix(Prefix, "/")+"metrics"); err != nil {
-				return err
-			}
-			cfg.Metrics.ServeHTTP(w, r)
-			return nil
-		}))
+		h.own.Handle("GET "+MetricsPath, h.adapt(h.metrics))
 	}
 	if cfg.Writes != nil && cfg.Resumable != nil {
 		h.own.Handle(ResumablePrefix, h.resumable(cfg.Resumable))

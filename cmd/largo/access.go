@@ -146,6 +146,9 @@ func setUpAccess(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCon
 		return nil, false, err
 	}
 	access := auth.New(p, nil)
+	if ac.groupsHeader != "" {
+		access.GroupsFromProxy()
+	}
 	hcfg.Access = access
 	hcfg.Hosts = hostNames(cfg.listen, ac.hosts)
 	hcfg.CORSOrigins = ac.corsOrigins

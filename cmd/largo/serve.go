@@ -144,7 +144,10 @@ func listingConfig(cfg *serveConfig) (listing.Config, error) {
 			return listing.Config{}, fmt.Errorf("--listing-temp-dir %s: not a folder", cfg.listingTemp)
 		}
 	}
-	return listing.Config{Budget: limit.NewBudget(budget), Max: mem, Dir: cfg.listingTemp}, nil
+	// One client holds at most a quarter of the budget, and never less
+	// than one listing's memory.
+	share := max(budget/limit.DefaultShare, mem)
+	return listing.Config{Budget: limit.NewBudget(budget, share), Max: mem, Dir: cfg.listingTemp}, nil
 }
 
 // http2Config sets HTTP/2's limits explicitly rather than taking the
@@ -249,7 +252,10 @@ the access file, without a password, and --groups-header (Remote-Groups)
 names their groups, which rules name as group:NAME. The proxy must set or
 remove those fields on every request. See docs/deploy.md.
 
-largo's own endpoints live under /_largo/: healthz, readyz and metrics.
+largo's own endpoints live under /_largo/: healthz and readyz, open to all,
+and metrics, which are the operator's: read them on --admin-listen, or on
+the main listener as a user that an access-file rule for /_largo/metrics
+names (anyone else gets 401 or 403).
 Once it accepts connections, largo writes one JSON line on standard output
 for programs that start it: {"msg":"largo ready","url":URL,"addr":HOST:PORT}
 (with "admin":URL when --admin-listen is given).
@@ -289,7 +295,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.s3PartSize, "s3-part-size", "size of the parts of multipart uploads to a bucket, 5MiB to 5GiB; a body of unknown length holds at most this x --s3-part-concurrency in memory")
 	f.IntVar(&cfg.s3PartConc, "s3-part-concurrency", s3.DefaultPartConcurrency, "parts of one upload of unknown length in memory at once (the one filling and those being sent), and parts of resumable uploads sent to the bucket at once")
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address to serve on, host:port (port 0 picks a free one)")
-	f.StringVar(&cfg.adminListen, "admin-listen", "", "separate address for metrics and pprof (default none: metrics at /_largo/metrics, no pprof)")
+	f.StringVar(&cfg.adminListen, "admin-listen", "", "separate address for metrics and pprof, answered to whoever reaches it (default none: no pprof, and metrics at /_largo/metrics only for the users an access-file rule for that path names)")
 	f.DurationVar(&cfg.idleTimeout, "idle-timeout", 60*time.Second, "cut a client that takes or sends no bytes for this long, and close idle keep-alive connections")
 	f.Var(&cfg.minRate, "min-rate", "cut a client that sends or takes fewer than this many bytes per second on average, counted after the first idle timeout (0: no minimum); a body trickled a byte now and then cannot hold its connection")
 	f.Var(&cfg.rates.transfer, "rate", "cap each transfer at this many bytes per second, each way, such as 5MB (0: no cap)")
@@ -306,7 +312,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.compressLevel, "compress-level", "on-the-fly compression level: fast, default or best")
 	f.IntVar(&cfg.compressMax, "compress-streams", encode.DefaultMaxStreams, "most responses compressed on the fly at once; beyond it files are sent uncompressed")
 	f.Var(&cfg.listingMemory, "listing-memory", "most memory one folder listing sorts in (each folder of an archive too); a larger folder spills sorted runs to --listing-temp-dir (at least 256KiB)")
-	f.Var(&cfg.listingBudget, "listing-budget", "most memory all listings and archives sort in together; beyond it they get 503 with Retry-After (at least --listing-memory)")
+	f.Var(&cfg.listingBudget, "listing-budget", "most memory all listings, archives and searches hold together; one client (an address, an IPv6 /64, a user, a share link) holds at most a quarter of it, or --listing-memory if more; beyond either they get 503 with Retry-After (at least --listing-memory)")
 	f.StringVar(&cfg.listingTemp, "listing-temp-dir", "", "folder of the sorted runs of large listings, on a disk, not a tmpfs (default: the system's temporary folder)")
 	addDigestFlags(f, &cfg.digestRate)
 	f.Var(&cfg.sidecars, "sidecars", "which NAME.zst, NAME.br, NAME.gz are sent as NAME's encoding: recorded (those largo precompress wrote, while unchanged) or any (any not older than NAME, as nginx's gzip_static)")
@@ -324,7 +330,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.access.forwarded, "forwarded-header", "the field trusted proxies append the client's address to, read from its right end: X-Forwarded-For or Forwarded")
 	f.BoolVar(&cfg.access.proxyProtocol, "proxy-protocol", false, "read a PROXY protocol header (version 1 or 2) at the start of a connection from a trusted proxy, when it sends one: the client's address at accept time, from a TCP proxy (whose clients' own fields are then not believed)")
 	f.StringVar(&cfg.access.identityHeader, "identity-header", "", "field in which a trusted proxy names the user it signed in, such as Remote-User: that user of the access file is signed in, without a password (default none; the proxy must set or remove it on every request)")
-	f.StringVar(&cfg.access.groupsHeader, "groups-header", "", "field in which a trusted proxy lists the signed-in user's groups, separated by commas or bars, such as Remote-Groups; rules name them group:NAME (default none)")
+	f.StringVar(&cfg.access.groupsHeader, "groups-header", "", "field in which a trusted proxy lists the signed-in user's groups, separated by commas or bars, such as Remote-Groups; rules name them group:NAME; until it has named a user's groups, that user is held to every rule that restricts a group (default none)")
 	f.BoolVar(&cfg.webdav, "webdav", false, "speak WebDAV at the files' URLs (PROPFIND, PROPPATCH, MKCOL, COPY, MOVE, LOCK, UNLOCK; locks held in the store's state area), to mount the folder or bucket as a drive; changes need --upload")
 	f.Var(&cfg.symlinks, "symlinks", "which symbolic links inside the folder are followed: follow (all), within (those that lead into their own folder or below it) or none; a name through a link is judged both as spelled and as it resolves, and never reaches a hidden name (default: within with --access, else follow)")
 	f.Var(&cfg.linkMaxUpload, "link-max-upload", "largest file a write through a share link (a drop box) may store, unless the link names a smaller one (0: no cap of the links' own)")

@@ -1,0 +1,106 @@
+package auth
+
+import (
+	"container/list"
+	"time"
+)
+
+// Failed secrets (passwords, tokens, share links' passwords) are counted
+// by key in budgets of failBurst tries that come back at one per
+// failEvery, in three tables: by client (its address, an IPv6 /64 as one:
+// largo.ClientOf), by the user name a password was tried for, and by the
+// share link whose password was tried. A try is refused when any budget
+// it counts against is spent, so that a guesser with many addresses is
+// still held to the user's or the link's pace.
+//
+// Each table is bounded, and forgets only its least recently used
+// record when full: never everything at once, so that a flood of new
+// addresses cannot wipe the record of a client, a user or a link that is
+// still failing (every try touches its records). A record whose tries
+// are all back holds nothing and is dropped when next looked at. The
+// user and link tables take only names that exist (users with a
+// password, links whose token verified), so no stranger can fill them.
+
+// failTable is one table of budgets of failures, a bounded LRU. It is not
+// safe for concurrent use: Access holds its lock.
+type failTable struct {
+	max  int
+	ll   list.List // of *failRecord, the most recently used first
+	keys map[string]*list.Element
+}
+
+// failRecord is the budget of one key: tries left as of at.
+type failRecord struct {
+	key   string
+	tries float64
+	at    time.Time
+}
+
+func newFailTable(max int) failTable {
+	return failTable{max: max, keys: map[string]*list.Element{}}
+}
+
+// Len returns the number of records held.
+func (t *failTable) Len() int { return len(t.keys) }
+
+// left returns the tries key has at now, and touches its record.
+func (t *failTable) left(key string, now time.Time) float64 {
+	e := t.keys[key]
+	if e == nil {
+		return failBurst
+	}
+	rec := e.Value.(*failRecord)
+	tries := min(failBurst, rec.tries+float64(now.Sub(rec.at))/float64(failEvery))
+	if tries >= failBurst {
+		t.ll.Remove(e)
+		delete(t.keys, key) // all its tries are back: nothing to remember
+		return failBurst
+	}
+	t.ll.MoveToFront(e)
+	return tries
+}
+
+// set records that key has tries left at now, making its record (and
+// forgetting the least recently used one when the table is full).
+func (t *failTable) set(key string, tries float64, now time.Time) {
+	if tries >= failBurst {
+		if e := t.keys[key]; e != nil {
+			t.ll.Remove(e)
+			delete(t.keys, key)
+		}
+		return
+	}
+	if e := t.keys[key]; e != nil {
+		rec := e.Value.(*failRecord)
+		rec.tries, rec.at = tries, now
+		t.ll.MoveToFront(e)
+		return
+	}
+	if len(t.keys) >= t.max {
+		last := t.ll.Back()
+		t.ll.Remove(last)
+		delete(t.keys, last.Value.(*failRecord).key)
+	}
+	t.keys[key] = t.ll.PushFront(&failRecord{key: key, tries: tries, at: now})
+}
+
+// take takes one try from key ahead of a check, and reports whether it
+// had one.
+func (t *failTable) take(key string, now time.Time) bool {
+	tries := t.left(key, now)
+	if tries < 1 {
+		return false
+	}
+	t.set(key, tries-1, now)
+	return true
+}
+
+// give gives back a try taken ahead of a check that succeeded.
+func (t *failTable) give(key string, now time.Time) {
+	t.set(key, min(failBurst, t.left(key, now)+1), now)
+}
+
+// fail counts a failure already made (one not charged ahead).
+func (t *failTable) fail(key string, now time.Time) {
+	t.set(key, max(0, t.left(key, now)-1), now)
+}
