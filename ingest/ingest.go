@@ -13,6 +13,9 @@
 //     a reservation lasts while its body makes progress (StallAfter), so
 //     that a client who announces a large body and trickles it cannot keep
 //     the space from everyone else;
+//   - the chunks of a resumable upload (Hold, Held.Chunk: held.go), each
+//     admitted as it arrives against the size limit, the reserve and the
+//     quotas, which hold what the upload staged until it is placed;
 //   - receiving (Write.ReadFrom): whole buffers from a pool, each hashed
 //     with SHA-256 on a second core while the store takes it (package
 //     internal/spool), bounded by the limit and the room admitted;

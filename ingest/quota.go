@@ -19,6 +19,14 @@ type Quota interface {
 	// the claim is committed or released; without, the claim only
 	// answers the question and must be released.
 	Admit(ctx context.Context, name string, size int64, hold bool) (Claim, error)
+	// AdmitBytes admits the bytes of a resumable upload to name, for the
+	// principal ctx carries, as they are staged: a claim that holds
+	// nothing yet and counts no file (the upload's file is admitted at
+	// its creation and when it is placed), which Grow holds byte by
+	// byte, or refuses. It is refused now only when a quota has no room
+	// left at all. Its bytes are held until it is released: it is never
+	// committed.
+	AdmitBytes(ctx context.Context, name string) (Claim, error)
 	// Forget is told that name (a file, or a folder with all below it)
 	// was removed.
 	Forget(ctx context.Context, name string)

@@ -18,14 +18,8 @@ import (
 func (k *Keeper) Admit(ctx context.Context, name string, size int64, hold bool) (ingest.Claim, error) {
 	pol := k.policy()
 	user, label := k.owner(ctx)
-	var qs []quotaOf
-	if user != "" {
-		if q := k.userQuota(pol, user); q.Limited() {
-			qs = append(qs, quotaOf{user: true, key: user, label: label, q: q})
-		}
-	}
-	qs = append(qs, pathQuotas(pol, name)...)
-	c := &claim{k: k, pol: pol, name: name, user: user, size: max(size, 0)}
+	qs := k.quotasOf(pol, user, label, name)
+	c := &claim{k: k, pol: pol, name: name, user: user, size: max(size, 0), files: 1}
 	in, err := k.cfg.Store.Stat(ctx, name)
 	switch {
 	case err == nil && !in.IsDir:
@@ -67,8 +61,46 @@ func (k *Keeper) Admit(ctx context.Context, name string, size int64, hold bool) 
 	for _, q := range qs {
 		k.hold(q, Usage{c.size, 1})
 	}
-	c.held = c.size
+	c.held, c.got = c.size, 0
 	return c, nil
+}
+
+// AdmitBytes implements ingest.Quota: the claim of a resumable upload's
+// bytes, held as they are staged (Grow), which counts no file and gives
+// nothing back of a file the upload will replace: until it is placed,
+// what it staged takes room beside that file. Only a quota with no room
+// left refuses it now.
+func (k *Keeper) AdmitBytes(ctx context.Context, name string) (ingest.Claim, error) {
+	pol := k.policy()
+	user, label := k.owner(ctx)
+	qs := k.quotasOf(pol, user, label, name)
+	c := &claim{k: k, pol: pol, name: name, user: user}
+	if len(qs) == 0 {
+		c.done = true
+		return c, nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, q := range qs {
+		if err := over(q, k.used(q.user, q.key), Usage{}, true); err != nil {
+			return nil, err
+		}
+	}
+	c.qs, c.back = qs, make([]Usage, len(qs))
+	return c, nil
+}
+
+// quotasOf returns the quotas a write to name by user (labelled label to
+// the client) falls under: the user's, and those of the paths name is
+// under.
+func (k *Keeper) quotasOf(pol Policy, user, label, name string) []quotaOf {
+	var qs []quotaOf
+	if user != "" {
+		if q := k.userQuota(pol, user); q.Limited() {
+			qs = append(qs, quotaOf{user: true, key: user, label: label, q: q})
+		}
+	}
+	return append(qs, pathQuotas(pol, name)...)
 }
 
 // over returns the error of a quota q, standing at u, that cannot take
@@ -99,23 +131,24 @@ type claim struct {
 	oldETag  string
 	replaces bool
 
-	mu   sync.Mutex
-	qs   []quotaOf
-	back []Usage
-	held int64 // bytes held against each of qs
-	got  int64 // bytes received
-	done bool
+	mu    sync.Mutex
+	qs    []quotaOf
+	back  []Usage
+	held  int64 // bytes held against each of qs
+	got   int64 // bytes received
+	files int64 // files held against each of qs: 1, or 0 for bytes alone
+	done  bool
 }
 
 // Grow implements ingest.Claim.
 func (c *claim) Grow(n int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.got += n
-	if c.done || c.got <= c.held {
+	if c.done || c.got+n <= c.held {
+		c.got += n
 		return nil
 	}
-	more := c.got - c.held
+	more := c.got + n - c.held
 	k := c.k
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -130,6 +163,7 @@ func (c *claim) Grow(n int64) error {
 	for _, q := range c.qs {
 		k.hold(q, Usage{Bytes: more})
 	}
+	c.got += n
 	c.held = c.got
 	return nil
 }
@@ -150,7 +184,7 @@ func (c *claim) release() {
 	k := c.k
 	k.mu.Lock()
 	for _, q := range c.qs {
-		k.hold(q, Usage{-c.held, -1})
+		k.hold(q, Usage{-c.held, -c.files})
 	}
 	k.mu.Unlock()
 }
