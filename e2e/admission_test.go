@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,7 +26,7 @@ import (
 // --max-upload, the reserve and the quotas as they arrive, and refused
 // before they are staged; an upload refused at its end leaves nothing in
 // the state area; placed partials are checked against the file they
-// declare.
+// declare; a move is admitted against the quotas below its destination.
 
 const admissionAccess = `
 [[user]]
@@ -339,5 +340,41 @@ func TestPartialsDeclaredFile(t *testing.T) {
 				t.Errorf("%s: %d; want %d", c.what, code, c.code)
 			}
 		}
+	})
+}
+
+// TestMoveAboveQuotaPath: moving a folder to a parent of a quota path
+// brings what lies at that path's place in it under the quota: refused
+// with 507 by the page's move and by WebDAV MOVE, and nothing moves; a
+// folder whose content fits moves.
+func TestMoveAboveQuotaPath(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, g *target) {
+		access := writeAccessFile(t, admissionAccess)
+		g.seed(t, "pub/staging/a.txt", "first to move")
+		g.seed(t, "pub/staging/deep/big.bin", strings.Repeat("b", 5000))
+		g.seed(t, "pub/small/deep/s.txt", strings.Repeat("s", 100))
+		s := startServerOn(t, g, "--access", access, "--webdav")
+		bob := []string{"Authorization", tokenOf("bob")}
+		pageMove := func(from, to string) (*http.Response, string) {
+			form := url.Values{"from": {from}, "to": {to}}.Encode()
+			return send(t, "POST", s.URL+"_largo/move", strings.NewReader(form), int64(len(form)),
+				append(bob, "Content-Type", "application/x-www-form-urlencoded", "Origin", strings.TrimSuffix(s.URL, "/"))...)
+		}
+		resp, body := pageMove("/pub/staging", "/pub/z")
+		want507(t, "the page's move above a quota path", resp.Status, body, "quota of /pub/z/deep")
+		resp, body = send(t, "MOVE", s.URL+"pub/staging", nil, 0, append(bob, "Destination", s.URL+"pub/z")...)
+		want507(t, "WebDAV MOVE above a quota path", resp.Status, body, "quota of /pub/z/deep")
+		for name, code := range map[string]int{"pub/staging/a.txt": 200, "pub/staging/deep/big.bin": 200, "pub/z/a.txt": 404, "pub/z/deep/big.bin": 404} {
+			if resp, _ := send(t, "GET", s.URL+name, nil, 0, bob...); resp.StatusCode != code {
+				t.Errorf("after the refused moves, GET /%s: %s; want %d", name, resp.Status, code)
+			}
+		}
+		if resp, body := pageMove("/pub/small", "/pub/z"); resp.StatusCode != 201 {
+			t.Errorf("a move whose content fits the quota: %s %s", resp.Status, body)
+		}
+		if resp, _ := send(t, "GET", s.URL+"pub/z/deep/s.txt", nil, 0, bob...); resp.StatusCode != 200 {
+			t.Errorf("the moved file: %s", resp.Status)
+		}
+		g.clean(t)
 	})
 }

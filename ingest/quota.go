@@ -34,7 +34,8 @@ type Quota interface {
 	Renamed(ctx context.Context, from, to string)
 	// AdmitMove refuses a rename of from (a file, or a folder with all
 	// below it) to to that would take a quota past its limit: that of a
-	// path to is under and from is not.
+	// path at or below to where the move lands files that were not under
+	// it before.
 	AdmitMove(ctx context.Context, from, to string) error
 }
 
@@ -63,8 +64,11 @@ func (p *Pipeline) claim(ctx context.Context, name string, size int64, hold bool
 
 // CheckMove refuses, with an error wrapping largo.ErrNoSpace, a rename
 // of from (a file, or a folder with all below it) to to that would take
-// the quota of a path past its limit. A move by copies (MoveByCopy)
-// needs no such check: each copy is admitted as a write.
+// the quota of a path past its limit: a path that holds to, or one below
+// to, under which the move lands what lies at the same place below from.
+// The front ends ask it before a move by copies (MoveByCopy) too, so
+// that such a move is refused whole rather than halfway; each of its
+// copies is then admitted as a write.
 func (p *Pipeline) CheckMove(ctx context.Context, from, to string) error {
 	if p.cfg.Quota == nil {
 		return nil

@@ -217,27 +217,51 @@ func (c *claim) Commit(ctx context.Context, in largo.Info, created bool) {
 	}
 }
 
-// AdmitMove implements ingest.Quota: a rename brings what it moves into
-// the paths with a quota that to is under and from is not; its owners do
-// not change. A folder is walked to learn what it holds.
+// AdmitMove implements ingest.Quota: a rename brings files into every
+// path with a quota at or below to that they were not under already,
+// and is refused when one of them has no room for what it brings. Into
+// a path that holds to, it brings all of from; into a path P below to,
+// what lies at P's place below from (from and the rest of P's name below
+// to), which the move lands under P. Its owners do not change. Only what
+// lands under a quota is walked, to learn what it holds: a move with no
+// quota at or below its destination walks nothing.
 func (k *Keeper) AdmitMove(ctx context.Context, from, to string) error {
-	var qs []quotaOf
-	for _, q := range pathQuotas(k.policy(), to) {
-		if !largo.Within(q.key, from) {
-			qs = append(qs, q)
-		}
-	}
-	if len(qs) == 0 {
+	pol := k.policy()
+	if pol == nil {
 		return nil
 	}
-	var add Usage
-	if err := k.walk(ctx, from, &add); err != nil {
-		return err
+	type landing struct {
+		q   quotaOf
+		src string // what lands under q, at its name before the move
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, q := range qs {
-		if err := over(q, k.used(false, q.key), add, false); err != nil {
+	var ls []landing
+	for _, q := range pol.PathQuotas() {
+		l := landing{q: quotaOf{key: q.Path, label: "/" + q.Path, q: q}, src: from}
+		switch {
+		case largo.Within(q.Path, to):
+		case largo.Below(to, q.Path):
+			l.src = from + q.Path[len(to):]
+		default:
+			continue // not where the move lands
+		}
+		if largo.Within(q.Path, l.src) {
+			continue // under it already
+		}
+		ls = append(ls, l)
+	}
+	walked := map[string]Usage{}
+	for _, l := range ls {
+		add, ok := walked[l.src]
+		if !ok {
+			if err := k.walk(ctx, l.src, &add); err != nil {
+				return err
+			}
+			walked[l.src] = add
+		}
+		k.mu.Lock()
+		err := over(l.q, k.used(false, l.q.key), add, false)
+		k.mu.Unlock()
+		if err != nil {
 			return err
 		}
 	}
