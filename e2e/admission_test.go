@@ -378,3 +378,44 @@ func TestMoveAboveQuotaPath(t *testing.T) {
 		g.clean(t)
 	})
 }
+
+// TestDAVPropertyQuota: a WebDAV dead property counts against the quota
+// of who sets it: a user with 100 bytes left cannot store one of 50 KB
+// (507 in the PROPPATCH's answer, nothing set); one property over 64 KiB
+// is refused whole (413); a folder made counts as one file of her two.
+func TestDAVPropertyQuota(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, g *target) {
+		access := writeAccessFile(t, admissionAccess)
+		s := startServerOn(t, g, "--access", access, "--webdav")
+		alice := []string{"Authorization", tokenOf("alice")}
+		if code := putAs(t, s, "alice", "a/f.txt", 900); code != 201 {
+			t.Fatalf("alice's first 900 bytes: %d", code)
+		}
+		patch := func(name string, size int) (*http.Response, string) {
+			body := `<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><Z:` + name + ` xmlns:Z="urn:x">` +
+				strings.Repeat("v", size) + `</Z:` + name + `></D:prop></D:set></D:propertyupdate>`
+			return send(t, "PROPPATCH", s.URL+"a/f.txt", strings.NewReader(body), int64(len(body)), alice...)
+		}
+		resp, body := patch("big", 50_000)
+		if resp.StatusCode != 207 || !strings.Contains(body, "507") || !strings.Contains(body, "quota of user alice") {
+			t.Errorf("a property of 50 KB with 100 bytes left: %s %.400s; want 207 with 507 naming the quota", resp.Status, body)
+		}
+		resp, body = patch("huge", 200_000)
+		if resp.StatusCode != 413 || !strings.Contains(body, "too large") {
+			t.Errorf("a property of 200 KB: %s %.200q; want 413", resp.Status, body)
+		}
+		find := `<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:propname/></D:propfind>`
+		_, found := send(t, "PROPFIND", s.URL+"a/f.txt", strings.NewReader(find), int64(len(find)), append(alice, "Depth", "0")...)
+		if strings.Contains(found, "big") || strings.Contains(found, "huge") {
+			t.Errorf("a refused property was stored: %.400s", found)
+		}
+		if resp, body := patch("small", 20); resp.StatusCode != 207 || !strings.Contains(body, "200 OK") {
+			t.Errorf("a property that fits: %s %.300s", resp.Status, body)
+		}
+		if resp, body := send(t, "MKCOL", s.URL+"a/d1", nil, 0, alice...); resp.StatusCode != 201 {
+			t.Errorf("her second file, a folder: %s %s", resp.Status, body)
+		}
+		resp, body = send(t, "MKCOL", s.URL+"a/d2", nil, 0, alice...)
+		want507(t, "a third file, a folder", resp.Status, body, "quota of user alice: 2 files")
+	})
+}

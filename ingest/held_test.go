@@ -34,6 +34,9 @@ func (q *bytesQuota) AdmitBytes(context.Context, string) (Claim, error) {
 	return &bytesClaim{q: q}, nil
 }
 
+func (q *bytesQuota) KeepBeside(context.Context, string, int64) error { return nil }
+func (q *bytesQuota) FolderMade(context.Context, string)              {}
+func (q *bytesQuota) Carried(context.Context, string, string)         {}
 func (q *bytesQuota) Forget(context.Context, string)                  {}
 func (q *bytesQuota) Renamed(context.Context, string, string)         {}
 func (q *bytesQuota) AdmitMove(context.Context, string, string) error { return nil }

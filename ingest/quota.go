@@ -32,6 +32,20 @@ type Quota interface {
 	Forget(ctx context.Context, name string)
 	// Renamed is told that the store renamed from to to.
 	Renamed(ctx context.Context, from, to string)
+	// KeepBeside counts size bytes kept beside the file or folder name
+	// (WebDAV's dead properties) for the principal ctx carries and for
+	// the paths of name, in place of what counted beside it before: it
+	// refuses, with an error wrapping largo.ErrNoSpace, what that adds to
+	// a quota with no room for it. What is kept beside a name follows it
+	// (Renamed, Carried) and goes with it (Forget).
+	KeepBeside(ctx context.Context, name string, size int64) error
+	// FolderMade counts the folder name, just made for the principal ctx
+	// carries (admitted by Admit as a file of no bytes), as one file for
+	// them and its paths, while it is there.
+	FolderMade(ctx context.Context, name string)
+	// Carried is told that a move by copies put the file or folder from
+	// at to: what counted beside it follows it.
+	Carried(ctx context.Context, from, to string)
 	// AdmitMove refuses a rename of from (a file, or a folder with all
 	// below it) to to that would take a quota past its limit: that of a
 	// path at or below to where the move lands files that were not under
@@ -84,4 +98,30 @@ func (p *Pipeline) checkQuota(ctx context.Context, name string, size int64) erro
 		c.Release()
 	}
 	return err
+}
+
+// KeepBeside admits and counts the size bytes kept beside name (WebDAV's
+// dead properties) for ctx's principal, in place of what was kept
+// before: refused, with an error wrapping largo.ErrNoSpace, when a quota
+// has no room for what that adds.
+func (p *Pipeline) KeepBeside(ctx context.Context, name string, size int64) error {
+	if p.cfg.Quota == nil {
+		return nil
+	}
+	return p.cfg.Quota.KeepBeside(ctx, name, size)
+}
+
+// CheckFolder refuses, with an error wrapping largo.ErrNoSpace, a new
+// folder name that a files quota of ctx's principal or of a path has no
+// room for: a folder made counts as one file (FolderMade).
+func (p *Pipeline) CheckFolder(ctx context.Context, name string) error {
+	return p.checkQuota(ctx, name, 0)
+}
+
+// FolderMade tells the pipeline that the folder name was just made for
+// ctx's principal (a WebDAV MKCOL, the page's new folder), to count it.
+func (p *Pipeline) FolderMade(ctx context.Context, name string) {
+	if p.cfg.Quota != nil {
+		p.cfg.Quota.FolderMade(ctx, name)
+	}
 }

@@ -112,11 +112,14 @@ func (k *Keeper) drop(ctx context.Context, r record) error {
 }
 
 // Forget implements ingest.Quota: the file removed stops counting for
-// its paths and its owner, and its record goes. A folder removed, or a
-// file that no record describes, is counted by the next reconcile pass
-// (see MinPassGap). A name still there (a WebDAV copy that will replace
-// the file) is left alone.
+// its paths and its owner, and its record goes; what was kept beside it
+// (its dead properties, gone with it) stops counting, and so does a
+// folder made through largo. A folder removed, or a file that no record
+// describes, is counted by the next reconcile pass (see MinPassGap). A
+// name still there (a WebDAV copy that will replace the file) is left
+// alone but for what was kept beside it.
 func (k *Keeper) Forget(ctx context.Context, name string) {
+	k.forgetExtra(ctx, besidePrefix, name)
 	in, err := k.cfg.Store.Stat(ctx, name)
 	switch {
 	case err == nil && !in.IsDir:
@@ -125,6 +128,7 @@ func (k *Keeper) Forget(ctx context.Context, name string) {
 		k.overlapsDirty(name) // a folder not removed after all
 		return
 	}
+	k.forgetExtra(ctx, foldersPrefix, name)
 	o, err := getOwner(ctx, k.cfg.State, name)
 	if err == nil {
 		k.count(k.policy(), "", name, Usage{-o.Size, -1})
@@ -144,7 +148,8 @@ func (k *Keeper) Forget(ctx context.Context, name string) {
 
 // Renamed implements ingest.Quota: a file's record follows it, and its
 // paths count it where it went; a folder's records follow it, and its
-// paths are counted again by a reconcile pass.
+// paths are counted again by a reconcile pass. What counts beside them
+// follows them too.
 func (k *Keeper) Renamed(ctx context.Context, from, to string) {
 	in, err := k.cfg.Store.Stat(ctx, to)
 	if err != nil {
@@ -152,6 +157,7 @@ func (k *Keeper) Renamed(ctx context.Context, from, to string) {
 		return
 	}
 	if !in.IsDir {
+		k.carry(ctx, besidePrefix, from, to)
 		pol := k.policy()
 		k.count(pol, "", from, Usage{-in.Size, -1})
 		k.count(pol, "", to, Usage{in.Size, 1})
@@ -162,6 +168,7 @@ func (k *Keeper) Renamed(ctx context.Context, from, to string) {
 	}
 	k.overlapsDirty(from)
 	k.overlapsDirty(to)
+	k.renameExtras(ctx, from, to)
 	k.below(ctx, from, func(r record) {
 		k.move(ctx, r, to+strings.TrimPrefix(r.Name, from))
 	})
