@@ -2,12 +2,7 @@ package quota
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"iter"
 	"strings"
 
 	"largo"
@@ -40,34 +35,19 @@ type extra struct {
 	Usage Usage  `json:"usage"`
 }
 
-func extraKey(prefix, name string) string {
-	sum := sha256.Sum256([]byte(name))
-	return prefix + hex.EncodeToString(sum[:])
-}
+func (e extra) named() string { return e.Name }
 
 func (k *Keeper) getExtra(ctx context.Context, prefix, name string) (extra, error) {
-	b, err := k.cfg.State.Get(ctx, extraKey(prefix, name))
-	if err != nil {
-		return extra{}, err
-	}
-	var e extra
-	if err := json.Unmarshal(b, &e); err != nil || e.Name != name {
-		return extra{}, fmt.Errorf("quota record of %s: damaged: %w", name, largo.ErrNotFound)
-	}
-	return e, nil
+	return getRecord[extra](ctx, k.cfg.State, prefix, name)
 }
 
 // putExtra writes e under prefix, or removes its record when it counts
 // nothing.
 func (k *Keeper) putExtra(ctx context.Context, prefix string, e extra) error {
 	if e.Usage == (Usage{}) {
-		return k.cfg.State.Delete(ctx, extraKey(prefix, e.Name))
+		return k.cfg.State.Delete(ctx, nameKey(prefix, e.Name))
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	return k.cfg.State.Put(ctx, extraKey(prefix, e.Name), b)
+	return putRecord(ctx, k.cfg.State, prefix, e)
 }
 
 // countExtra adds e, times sign, to the counters of its user and paths.
@@ -77,42 +57,6 @@ func (k *Keeper) countExtra(pol Policy, e extra, sign int64) {
 	if e.User != "" {
 		k.count(nil, e.User, e.Name, u)
 	}
-}
-
-// extras yields the records under prefix (a damaged one with its name
-// empty), with their keys.
-func (k *Keeper) extras(ctx context.Context, prefix string) iter.Seq2[extraRecord, error] {
-	return func(yield func(extraRecord, error) bool) {
-		for r, err := range k.cfg.State.List(ctx, prefix) {
-			if err != nil {
-				yield(extraRecord{}, err)
-				return
-			}
-			b, err := k.cfg.State.Get(ctx, r.Key)
-			if errors.Is(err, largo.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				if !yield(extraRecord{}, err) {
-					return
-				}
-				continue
-			}
-			var e extra
-			if json.Unmarshal(b, &e) != nil || extraKey(prefix, e.Name) != r.Key {
-				e = extra{}
-			}
-			if !yield(extraRecord{extra: e, key: r.Key}, nil) {
-				return
-			}
-		}
-	}
-}
-
-// extraRecord is a record as read, with its key.
-type extraRecord struct {
-	extra
-	key string
 }
 
 // KeepBeside implements ingest.Quota: the bytes kept beside name are now
@@ -186,7 +130,7 @@ func (k *Keeper) carry(ctx context.Context, prefix, from, to string) {
 		k.markDirty()
 		return
 	}
-	if err := k.cfg.State.Delete(ctx, extraKey(prefix, from)); err != nil {
+	if err := k.cfg.State.Delete(ctx, nameKey(prefix, from)); err != nil {
 		k.cfg.Logger.Warn("quota: moving a record", "name", from, "err", err)
 	}
 	pol := k.policy()
@@ -200,7 +144,7 @@ func (k *Keeper) forgetExtra(ctx context.Context, prefix, name string) {
 	if err != nil {
 		return
 	}
-	if err := k.cfg.State.Delete(ctx, extraKey(prefix, name)); err != nil {
+	if err := k.cfg.State.Delete(ctx, nameKey(prefix, name)); err != nil {
 		k.cfg.Logger.Warn("quota: removing a record", "name", name, "err", err)
 		return
 	}
@@ -212,13 +156,13 @@ func (k *Keeper) forgetExtra(ctx context.Context, prefix, name string) {
 func (k *Keeper) renameExtras(ctx context.Context, from, to string) {
 	for _, prefix := range []string{besidePrefix, foldersPrefix} {
 		var names []string
-		for r, err := range k.extras(ctx, prefix) {
+		for r, err := range listRecords[extra](ctx, k.cfg.State, prefix) {
 			if err != nil {
 				k.markDirty()
 				break
 			}
-			if r.Name != "" && largo.Within(from, r.Name) {
-				names = append(names, r.Name)
+			if r.v.Name != "" && largo.Within(from, r.v.Name) {
+				names = append(names, r.v.Name)
 			}
 		}
 		for _, n := range names {
@@ -231,26 +175,27 @@ func (k *Keeper) renameExtras(ctx context.Context, from, to string) {
 // there, and drops the others: a reconcile pass's.
 func (k *Keeper) countExtras(ctx context.Context, truth tally, paths []string) error {
 	for _, prefix := range []string{besidePrefix, foldersPrefix} {
-		for r, err := range k.extras(ctx, prefix) {
+		for r, err := range listRecords[extra](ctx, k.cfg.State, prefix) {
 			if err != nil {
 				return err
 			}
-			in, err := k.cfg.Store.Stat(ctx, r.Name)
+			e := r.v
+			in, err := k.cfg.Store.Stat(ctx, e.Name)
 			switch {
-			case r.Name != "" && err == nil && (prefix == besidePrefix || in.IsDir):
-				if r.User != "" {
-					truth.Users[r.User] = truth.Users[r.User].Add(r.Usage)
+			case e.Name != "" && err == nil && (prefix == besidePrefix || in.IsDir):
+				if e.User != "" {
+					truth.Users[e.User] = truth.Users[e.User].Add(e.Usage)
 				}
 				for _, p := range paths {
-					if largo.Within(p, r.Name) {
-						truth.Paths[p] = truth.Paths[p].Add(r.Usage)
+					if largo.Within(p, e.Name) {
+						truth.Paths[p] = truth.Paths[p].Add(e.Usage)
 					}
 				}
 				continue
-			case r.Name != "" && err != nil && !errors.Is(err, largo.ErrNotFound) && !errors.Is(err, largo.ErrNotDir):
+			case e.Name != "" && err != nil && !errors.Is(err, largo.ErrNotFound) && !errors.Is(err, largo.ErrNotDir):
 				return err
 			}
-			if err := k.cfg.State.Delete(ctx, r.key); err != nil {
+			if err := k.drop(ctx, record{key: r.key, version: r.version}); err != nil {
 				return err
 			}
 		}

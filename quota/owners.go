@@ -2,11 +2,7 @@ package quota
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"iter"
 	"strings"
 
@@ -14,9 +10,7 @@ import (
 )
 
 // owner is the record of who owns a file: the version (ETag) they wrote,
-// and its size. Records are keyed by the SHA-256 of the file's name, as
-// package digests keys its own: a flat folder of fixed-length keys,
-// whatever the names.
+// and its size (records.go).
 type owner struct {
 	Name string `json:"name"`
 	User string `json:"user,omitempty"`
@@ -24,66 +18,28 @@ type owner struct {
 	ETag string `json:"etag"`
 }
 
+func (o owner) named() string { return o.Name }
+
 // ownersPrefix is where the owner records are, in the state area.
 const ownersPrefix = "quota/owners/"
 
-func ownerKey(name string) string {
-	sum := sha256.Sum256([]byte(name))
-	return ownersPrefix + hex.EncodeToString(sum[:])
-}
+func ownerKey(name string) string { return nameKey(ownersPrefix, name) }
 
 func getOwner(ctx context.Context, st largo.State, name string) (owner, error) {
-	b, err := st.Get(ctx, ownerKey(name))
-	if err != nil {
-		return owner{}, err
-	}
-	var o owner
-	if err := json.Unmarshal(b, &o); err != nil || o.Name != name {
-		return owner{}, fmt.Errorf("owner record of %s: damaged: %w", name, largo.ErrNotFound)
-	}
-	return o, nil
+	return getRecord[owner](ctx, st, ownersPrefix, name)
 }
 
 func putOwner(ctx context.Context, st largo.State, o owner) error {
-	b, err := json.Marshal(o)
-	if err != nil {
-		return err
-	}
-	return st.Put(ctx, ownerKey(o.Name), b)
+	return putRecord(ctx, st, ownersPrefix, o)
 }
 
-// owners yields every owner record, with its version when the state
-// swaps records (largo.StateSwapper), so that a record can be dropped
-// only as it was read. A damaged record is yielded with its name empty.
+// owners yields every owner record, with its version (listRecords), so
+// that a record can be dropped only as it was read. A damaged record is
+// yielded with its name empty.
 func (k *Keeper) owners(ctx context.Context) iter.Seq2[record, error] {
 	return func(yield func(record, error) bool) {
-		sw, _ := k.cfg.State.(largo.StateSwapper)
-		for r, err := range k.cfg.State.List(ctx, ownersPrefix) {
-			if err != nil {
-				yield(record{}, err)
-				return
-			}
-			var b []byte
-			var ver string
-			if sw != nil {
-				b, ver, err = sw.GetVersion(ctx, r.Key)
-			} else {
-				b, err = k.cfg.State.Get(ctx, r.Key)
-			}
-			if errors.Is(err, largo.ErrNotFound) {
-				continue // dropped meanwhile
-			}
-			if err != nil {
-				if !yield(record{}, err) {
-					return
-				}
-				continue
-			}
-			var o owner
-			if json.Unmarshal(b, &o) != nil || ownerKey(o.Name) != r.Key {
-				o = owner{}
-			}
-			if !yield(record{owner: o, key: r.Key, version: ver}, nil) {
+		for r, err := range listRecords[owner](ctx, k.cfg.State, ownersPrefix) {
+			if !yield(record{owner: r.v, key: r.key, version: r.version}, err) {
 				return
 			}
 		}
