@@ -27,16 +27,22 @@ const MaxBody = 1 << 20
 // MaxRequestProps bounds the properties one PROPFIND or PROPPATCH names.
 const MaxRequestProps = 256
 
+// MaxPropSize bounds one dead property's value, in bytes of its XML as
+// sent: a PROPPATCH that sets a larger one is refused whole (413).
+const MaxPropSize = 64 << 10
+
 var (
 	errBodyTooLarge = wire.Refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body too large: at most %d bytes of XML", MaxBody))
 	errTooManyNamed = wire.Refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("too many properties: at most %d in one request", MaxRequestProps))
+	errPropTooLarge = wire.Refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("a property's value too large: at most %d bytes of XML", MaxPropSize))
 )
 
 // readBody reads the XML body of r, a PROPFIND, PROPPATCH or LOCK, whole
 // (an error wrapping errBodyTooLarge past MaxBody), and refuses with
 // errTooManyNamed a PROPFIND or PROPPATCH that names more than
-// MaxRequestProps properties. An XML body the library will refuse is left
-// for it to refuse.
+// MaxRequestProps properties, with errPropTooLarge a PROPPATCH that sets
+// one of more than MaxPropSize. An XML body the library will refuse is
+// left for it to refuse.
 func readBody(r *http.Request) ([]byte, error) {
 	if r.ContentLength > MaxBody {
 		return nil, errBodyTooLarge
@@ -52,8 +58,12 @@ func readBody(r *http.Request) ([]byte, error) {
 		return nil, errBodyTooLarge
 	}
 	if r.Method == "PROPFIND" || r.Method == "PROPPATCH" {
-		if propsNamed(buf.Bytes(), MaxRequestProps) > MaxRequestProps {
+		n, largest := propStats(buf.Bytes(), MaxRequestProps)
+		switch {
+		case n > MaxRequestProps:
 			return nil, errTooManyNamed
+		case r.Method == "PROPPATCH" && largest > MaxPropSize:
+			return nil, errPropTooLarge
 		}
 	}
 	return buf.Bytes(), nil
@@ -66,27 +76,38 @@ func readBody(r *http.Request) ([]byte, error) {
 // a property's value are not counted. It stops counting past limit, and
 // at the first malformed token.
 func propsNamed(body []byte, limit int) int {
+	n, _ := propStats(body, limit)
+	return n
+}
+
+// propStats counts the properties a body names, as propsNamed does, and
+// returns the bytes of the largest one's XML (its value and end tag).
+func propStats(body []byte, limit int) (n int, largest int64) {
 	d := xml.NewDecoder(bytes.NewReader(body))
 	// holds[i] reports whether the open element at depth i holds
 	// properties.
 	var holds []bool
-	n := 0
+	prop, start := -1, int64(0) // the open property's depth, and where its value begins
 	for n <= limit {
 		tok, err := d.Token()
 		if err != nil {
-			return n
+			return n, largest
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
 			if len(holds) > 0 && holds[len(holds)-1] {
 				n++
+				prop, start = len(holds), d.InputOffset()
 			}
 			holds = append(holds, len(holds) <= 2 && t.Name.Space == "DAV:" && (t.Name.Local == "prop" || t.Name.Local == "include"))
 		case xml.EndElement:
 			holds = holds[:len(holds)-1]
+			if len(holds) == prop {
+				largest, prop = max(largest, d.InputOffset()-start), -1
+			}
 		}
 	}
-	return n
+	return n, largest
 }
 
 // lockOwner returns the owner of a LOCK body (the content of its

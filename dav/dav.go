@@ -26,8 +26,12 @@
 //     (500, 403); ServeDAV answers them from the pipeline's table instead
 //     (answer, in this file), as a PUT would be;
 //   - dead properties (props.go) are records in the state area too, one
-//     per file, moved with it by MOVE and dropped when it is removed by
-//     any protocol, and bounded in bytes and in number;
+//     per file, moved with it by any move (ingest.Guard's Renamed) and
+//     dropped when it is removed by any protocol, bounded in bytes (a
+//     property's value, MaxPropSize; a file's) and in number, and counted
+//     against the quotas of who sets them and of the file's paths
+//     (ingest.Pipeline.KeepBeside); a folder made by MKCOL counts as a
+//     file (CheckFolder, FolderMade);
 //   - an XML body (body.go) is read whole within MaxBody, and a PROPFIND
 //     or PROPPATCH naming more than MaxRequestProps properties is
 //     refused (413) before the library decodes it: what the library
@@ -318,7 +322,8 @@ func clean(p string) string {
 // as a PUT would be answered: 413 and 507 for a COPY too large or out of
 // space, 409 for a missing folder, 423 for a lock (in place of the 412
 // of an If header that held no lock of the requester's), 403 with its
-// reason for another's lock.
+// reason for another's lock, 507 for a folder a quota has no room for
+// (in place of the 405 the library answers a MKCOL that failed).
 type answer struct {
 	http.ResponseWriter
 	failed   func() error // the adapter's error, if any
@@ -327,7 +332,8 @@ type answer struct {
 
 func (a *answer) WriteHeader(code int) {
 	if err := a.failed(); err != nil && (code == http.StatusInternalServerError || code == http.StatusForbidden ||
-		code == http.StatusPreconditionFailed && errors.Is(err, largo.ErrLocked)) {
+		code == http.StatusPreconditionFailed && errors.Is(err, largo.ErrLocked) ||
+		code == http.StatusMethodNotAllowed && errors.Is(err, largo.ErrNoSpace)) {
 		if c, reason := wire.Status(err); c != http.StatusInternalServerError {
 			a.replaced = true
 			writeStatus(a.ResponseWriter, c, reason)

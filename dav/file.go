@@ -131,7 +131,7 @@ func (f *readFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) 
 	if fsys := f.fsys; fsys.listed && parent(f.name) == fsys.dir {
 		fsys.withProps[path.Base(f.name)] = true
 	}
-	return patchProps(f.ctx, f.fsys.h.cfg.Locks.st, f.name, patches)
+	return patchProps(f.ctx, f.fsys.h.cfg.Locks.st, f.fsys.keeper(f.ctx, f.name), f.name, patches)
 }
 
 // writeFile is a write through the pipeline, committed on Close unless a
@@ -225,7 +225,7 @@ func (f *writeFile) DeadProps() (map[xml.Name]webdav.Property, error) {
 }
 
 func (f *writeFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
-	return patchProps(f.ctx, f.fsys.h.cfg.Locks.st, f.name, patches)
+	return patchProps(f.ctx, f.fsys.h.cfg.Locks.st, f.fsys.keeper(f.ctx, f.name), f.name, patches)
 }
 
 // discardFile takes the bytes of a Finder companion and keeps none.

@@ -135,6 +135,16 @@ func (fsys *fileSystem) checkFolder(ctx context.Context, name string) error {
 	return err
 }
 
+// keeper returns what admits the dead properties of name at a size: the
+// write pipeline's quotas, for the requester (ingest.Pipeline.KeepBeside).
+func (fsys *fileSystem) keeper(ctx context.Context, name string) keeper {
+	pl, err := fsys.writes()
+	if err != nil {
+		return func(int64) error { return nil }
+	}
+	return func(size int64) error { return pl.KeepBeside(ctx, name, size) }
+}
+
 func (fsys *fileSystem) writes() (*ingest.Pipeline, error) {
 	if fsys.h.cfg.Writes == nil {
 		return nil, fs.ErrPermission
@@ -245,11 +255,18 @@ func (fsys *fileSystem) Mkdir(ctx context.Context, p string, _ os.FileMode) erro
 	if err := pl.CheckLock(ctx, name, false, fsys.allTokens()); err != nil {
 		return fsys.fail("mkdir", name, err)
 	}
+	if err := pl.CheckFolder(ctx, name); err != nil {
+		return fsys.fail("mkdir", name, err)
+	}
 	dm, ok := fsys.h.cfg.Store.(largo.DirMaker)
 	if !ok {
 		return largo.ErrUnsupported
 	}
-	return fsys.fail("mkdir", name, dm.MakeDir(ctx, name))
+	if err := dm.MakeDir(ctx, name); err != nil {
+		return fsys.fail("mkdir", name, err)
+	}
+	pl.FolderMade(ctx, name)
+	return nil
 }
 
 func (fsys *fileSystem) RemoveAll(ctx context.Context, p string) error {
@@ -345,23 +362,20 @@ func (fsys *fileSystem) Rename(ctx context.Context, oldPath, newPath string) err
 	if err := fsys.checkFolder(ctx, to); err != nil {
 		return fsys.fail("rename", to, err)
 	}
-	st := fsys.h.cfg.Locks.st
 	if rn, ok := fsys.h.cfg.Store.(largo.Renamer); ok {
 		err := rn.Rename(ctx, from, to)
 		if err == nil {
-			pl.Renamed(ctx, from, to) // the digests go along
-			return moveProps(ctx, st, from, to)
+			pl.Renamed(ctx, from, to) // the properties and digests go along
+			return nil
 		}
 		if !errors.Is(err, largo.ErrUnsupported) {
 			return fsys.fail("rename", from, err)
 		}
 	}
 	// No rename: each file copied, then removed, by the write pipeline
-	// (ingest.Pipeline.MoveByCopy, which the page's move shares). What
-	// the requester cannot see stays where it was.
-	if err := moveProps(ctx, st, from, to); err != nil {
-		return err
-	}
+	// (ingest.Pipeline.MoveByCopy, which the page's move shares), its
+	// properties with it. What the requester cannot see stays where it
+	// was.
 	return fsys.fail("move", from, pl.MoveByCopy(ctx, fsys.view, from, to, tokens))
 }
 

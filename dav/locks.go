@@ -357,6 +357,16 @@ func (ls *Locks) sortTokens(ctx context.Context, tokens []string, who string) (o
 	return own, unknown, nil
 }
 
+// Renamed implements ingest.Guard: the dead properties of from and of all
+// below it follow it to to, whatever front end moved it. A failure leaves
+// some behind, at their old names, where a new file would find them: they
+// are removed then, as Forget does.
+func (ls *Locks) Renamed(ctx context.Context, from, to string) {
+	if moveProps(ctx, ls.st, from, to) != nil {
+		ls.Forget(ctx, from)
+	}
+}
+
 // Forget implements ingest.Guard: the dead properties of name and of all
 // below it go. Locks stay until they are unlocked or expire: a lock
 // holds a name, whether a file is there or not (RFC 4918, 7.3).

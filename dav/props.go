@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/webdav"
 
 	"largo"
+	"largo/wire"
 )
 
 // Dead properties (PROPPATCH) are one record per file in the state area,
@@ -44,30 +45,47 @@ type storedProp struct {
 
 // loadProps reads the dead properties of name.
 func loadProps(ctx context.Context, st largo.State, name string) (map[xml.Name]webdav.Property, error) {
+	m, _, err := readProps(ctx, st, name)
+	return m, err
+}
+
+// readProps reads the dead properties of name, and the size of their
+// record.
+func readProps(ctx context.Context, st largo.State, name string) (map[xml.Name]webdav.Property, int64, error) {
 	b, err := st.Get(ctx, propKey(name))
 	if errors.Is(err, largo.ErrNotFound) {
-		return map[xml.Name]webdav.Property{}, nil
+		return map[xml.Name]webdav.Property{}, 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var list []storedProp
 	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, fmt.Errorf("properties of %s: %w", name, err)
+		return nil, 0, fmt.Errorf("properties of %s: %w", name, err)
 	}
 	m := make(map[xml.Name]webdav.Property, len(list))
 	for _, p := range list {
 		n := xml.Name{Space: p.Space, Local: p.Local}
 		m[n] = webdav.Property{XMLName: n, Lang: p.Lang, InnerXML: []byte(p.Inner)}
 	}
-	return m, nil
+	return m, int64(len(b)), nil
 }
 
-// saveProps writes the dead properties of name, or removes its record
-// when none is left.
-func saveProps(ctx context.Context, st largo.State, name string, m map[xml.Name]webdav.Property) error {
+// keeper admits the record of a file's dead properties at a size, in
+// place of the one before: the write pipeline's quotas
+// (ingest.Pipeline.KeepBeside), refused with an error wrapping
+// largo.ErrNoSpace.
+type keeper func(size int64) error
+
+// saveProps writes the dead properties of name, whose record took old
+// bytes, or removes their record when none is left; keep admits the new
+// record's size first.
+func saveProps(ctx context.Context, st largo.State, keep keeper, name string, m map[xml.Name]webdav.Property, old int64) error {
 	if len(m) == 0 {
-		return st.Delete(ctx, propKey(name))
+		if err := st.Delete(ctx, propKey(name)); err != nil {
+			return err
+		}
+		return keep(0)
 	}
 	if len(m) > MaxFileProps {
 		return errTooManyProps
@@ -83,14 +101,23 @@ func saveProps(ctx context.Context, st largo.State, name string, m map[xml.Name]
 	if len(b) > maxProps {
 		return errTooManyProps
 	}
-	return st.Put(ctx, propKey(name), b)
+	if err := keep(int64(len(b))); err != nil {
+		return err
+	}
+	if err := st.Put(ctx, propKey(name), b); err != nil {
+		keep(old)
+		return err
+	}
+	return nil
 }
 
 var errTooManyProps = fmt.Errorf("dead properties over %d bytes or %d properties: %w", maxProps, MaxFileProps, largo.ErrTooLarge)
 
-// patchProps applies patches to the properties of name, all or none.
-func patchProps(ctx context.Context, st largo.State, name string, patches []webdav.Proppatch) ([]webdav.Propstat, error) {
-	m, err := loadProps(ctx, st, name)
+// patchProps applies patches to the properties of name, all or none. A
+// change the bounds or the quotas (keep) cannot take changes nothing and
+// answers 507 for the properties, with the reason (RFC 4918, 9.2.1).
+func patchProps(ctx context.Context, st largo.State, keep keeper, name string, patches []webdav.Proppatch) ([]webdav.Propstat, error) {
+	m, old, err := readProps(ctx, st, name)
 	if err != nil {
 		return nil, err
 	}
@@ -108,9 +135,10 @@ func patchProps(ctx context.Context, st largo.State, name string, patches []webd
 			ok.Props = append(ok.Props, webdav.Property{XMLName: prop.XMLName})
 		}
 	}
-	if err := saveProps(ctx, st, name, m); err != nil {
-		if errors.Is(err, largo.ErrTooLarge) {
+	if err := saveProps(ctx, st, keep, name, m, old); err != nil {
+		if errors.Is(err, largo.ErrTooLarge) || errors.Is(err, largo.ErrNoSpace) {
 			ok.Status = http.StatusInsufficientStorage
+			_, ok.ResponseDescription = wire.Status(err)
 			return []webdav.Propstat{ok}, nil
 		}
 		return nil, err

@@ -64,15 +64,7 @@ func metric(t testing.TB, s *server, name string) float64 {
 // it knows no such upload.
 func tusOffset(t *testing.T, url string) int64 {
 	t.Helper()
-	resp, _ := send(t, "HEAD", url, nil, 0, append([]string{"Tus-Resumable", "1.0.0"}, bearer...)...)
-	if resp.StatusCode == 404 {
-		return -1
-	}
-	n, err := strconv.ParseInt(resp.Header.Get("Upload-Offset"), 10, 64)
-	if err != nil {
-		t.Fatalf("HEAD %s: %d, Upload-Offset %q", url, resp.StatusCode, resp.Header.Get("Upload-Offset"))
-	}
-	return n
+	return offsetAs(t, url, bearer...)
 }
 
 // TestTusJSClient uploads with tus-js-client under Node: the first client

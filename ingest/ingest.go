@@ -13,6 +13,9 @@
 //     a reservation lasts while its body makes progress (StallAfter), so
 //     that a client who announces a large body and trickles it cannot keep
 //     the space from everyone else;
+//   - the chunks of a resumable upload (Hold, Held.Chunk: held.go), each
+//     admitted as it arrives against the size limit, the reserve and the
+//     quotas, which hold what the upload staged until it is placed;
 //   - receiving (Write.ReadFrom): whole buffers from a pool, each hashed
 //     with SHA-256 on a second core while the store takes it (package
 //     internal/spool), bounded by the limit and the room admitted;
@@ -81,6 +84,10 @@ type Guard interface {
 	// Forget is told that name (and, for a folder, all below it) is gone,
 	// so that what was kept about it goes too.
 	Forget(ctx context.Context, name string)
+	// Renamed is told that from (and, for a folder, all below it) is at
+	// to now, renamed or moved by copies, so that what was kept about it
+	// follows it.
+	Renamed(ctx context.Context, from, to string)
 }
 
 // Digests keeps the SHA-256 of each committed file with the version
@@ -297,10 +304,14 @@ func (p *Pipeline) Forget(ctx context.Context, name string) {
 }
 
 // Renamed tells the pipeline that the store renamed from (a file, or a
-// folder with all below it) to to (largo.Renamer): the digests go along,
-// and the hooks are told of one move. A move by copies (MoveByCopy) needs
-// no telling.
+// folder with all below it) to to (largo.Renamer): what the Guard keeps
+// (WebDAV's dead properties), the digests and the quotas' records go
+// along, and the hooks are told of one move. A move by copies
+// (MoveByCopy) needs no telling.
 func (p *Pipeline) Renamed(ctx context.Context, from, to string) {
+	if p.cfg.Guard != nil {
+		p.cfg.Guard.Renamed(ctx, from, to)
+	}
 	if p.cfg.Digests != nil {
 		p.cfg.Digests.Renamed(ctx, from, to)
 	}

@@ -55,6 +55,7 @@ func (p *Pipeline) moveByCopy(ctx context.Context, view largo.Store, from, to st
 		if p.cfg.Digests != nil {
 			p.cfg.Digests.Forget(ctx, from) // the copy carries it
 		}
+		p.carried(ctx, from, to)
 		if p.cfg.Quota != nil {
 			p.cfg.Quota.Forget(ctx, from) // the copy counts anew
 		}
@@ -82,7 +83,22 @@ func (p *Pipeline) moveByCopy(ctx context.Context, view largo.Store, from, to st
 	if err != nil && !errors.Is(err, largo.ErrNotEmpty) && !errors.Is(err, largo.ErrNotFound) {
 		return err
 	}
+	if err == nil {
+		p.carried(ctx, from, to)
+	}
 	return nil
+}
+
+// carried tells the Guard and the quotas that a move by copies put from,
+// a file or a folder whose entries moved already, at to: what they keep
+// beside it (its dead properties, and what those count) follows it.
+func (p *Pipeline) carried(ctx context.Context, from, to string) {
+	if p.cfg.Guard != nil {
+		p.cfg.Guard.Renamed(ctx, from, to)
+	}
+	if p.cfg.Quota != nil {
+		p.cfg.Quota.Carried(ctx, from, to)
+	}
 }
 
 // copyFile copies the file from to to: by the store where it can, else

@@ -39,7 +39,8 @@ func (lockAll) Locked(_ context.Context, name string, _ bool, tokens []string) e
 	}
 	return fmt.Errorf("%s: %w", name, largo.ErrLocked)
 }
-func (lockAll) Forget(context.Context, string) {}
+func (lockAll) Forget(context.Context, string)          {}
+func (lockAll) Renamed(context.Context, string, string) {}
 
 // TestMoveByCopy moves a folder by copies and removals, with the store's
 // own copy and streamed: everything the view shows arrives, hidden names

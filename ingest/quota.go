@@ -19,14 +19,37 @@ type Quota interface {
 	// the claim is committed or released; without, the claim only
 	// answers the question and must be released.
 	Admit(ctx context.Context, name string, size int64, hold bool) (Claim, error)
+	// AdmitBytes admits the bytes of a resumable upload to name, for the
+	// principal ctx carries, as they are staged: a claim that holds
+	// nothing yet and counts no file (the upload's file is admitted at
+	// its creation and when it is placed), which Grow holds byte by
+	// byte, or refuses. It is refused now only when a quota has no room
+	// left at all. Its bytes are held until it is released: it is never
+	// committed.
+	AdmitBytes(ctx context.Context, name string) (Claim, error)
 	// Forget is told that name (a file, or a folder with all below it)
 	// was removed.
 	Forget(ctx context.Context, name string)
 	// Renamed is told that the store renamed from to to.
 	Renamed(ctx context.Context, from, to string)
+	// KeepBeside counts size bytes kept beside the file or folder name
+	// (WebDAV's dead properties) for the principal ctx carries and for
+	// the paths of name, in place of what counted beside it before: it
+	// refuses, with an error wrapping largo.ErrNoSpace, what that adds to
+	// a quota with no room for it. What is kept beside a name follows it
+	// (Renamed, Carried) and goes with it (Forget).
+	KeepBeside(ctx context.Context, name string, size int64) error
+	// FolderMade counts the folder name, just made for the principal ctx
+	// carries (admitted by Admit as a file of no bytes), as one file for
+	// them and its paths, while it is there.
+	FolderMade(ctx context.Context, name string)
+	// Carried is told that a move by copies put the file or folder from
+	// at to: what counted beside it follows it.
+	Carried(ctx context.Context, from, to string)
 	// AdmitMove refuses a rename of from (a file, or a folder with all
 	// below it) to to that would take a quota past its limit: that of a
-	// path to is under and from is not.
+	// path at or below to where the move lands files that were not under
+	// it before.
 	AdmitMove(ctx context.Context, from, to string) error
 }
 
@@ -55,8 +78,11 @@ func (p *Pipeline) claim(ctx context.Context, name string, size int64, hold bool
 
 // CheckMove refuses, with an error wrapping largo.ErrNoSpace, a rename
 // of from (a file, or a folder with all below it) to to that would take
-// the quota of a path past its limit. A move by copies (MoveByCopy)
-// needs no such check: each copy is admitted as a write.
+// the quota of a path past its limit: a path that holds to, or one below
+// to, under which the move lands what lies at the same place below from.
+// The front ends ask it before a move by copies (MoveByCopy) too, so
+// that such a move is refused whole rather than halfway; each of its
+// copies is then admitted as a write.
 func (p *Pipeline) CheckMove(ctx context.Context, from, to string) error {
 	if p.cfg.Quota == nil {
 		return nil
@@ -72,4 +98,30 @@ func (p *Pipeline) checkQuota(ctx context.Context, name string, size int64) erro
 		c.Release()
 	}
 	return err
+}
+
+// KeepBeside admits and counts the size bytes kept beside name (WebDAV's
+// dead properties) for ctx's principal, in place of what was kept
+// before: refused, with an error wrapping largo.ErrNoSpace, when a quota
+// has no room for what that adds.
+func (p *Pipeline) KeepBeside(ctx context.Context, name string, size int64) error {
+	if p.cfg.Quota == nil {
+		return nil
+	}
+	return p.cfg.Quota.KeepBeside(ctx, name, size)
+}
+
+// CheckFolder refuses, with an error wrapping largo.ErrNoSpace, a new
+// folder name that a files quota of ctx's principal or of a path has no
+// room for: a folder made counts as one file (FolderMade).
+func (p *Pipeline) CheckFolder(ctx context.Context, name string) error {
+	return p.checkQuota(ctx, name, 0)
+}
+
+// FolderMade tells the pipeline that the folder name was just made for
+// ctx's principal (a WebDAV MKCOL, the page's new folder), to count it.
+func (p *Pipeline) FolderMade(ctx context.Context, name string) {
+	if p.cfg.Quota != nil {
+		p.cfg.Quota.FolderMade(ctx, name)
+	}
 }

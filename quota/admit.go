@@ -18,14 +18,8 @@ import (
 func (k *Keeper) Admit(ctx context.Context, name string, size int64, hold bool) (ingest.Claim, error) {
 	pol := k.policy()
 	user, label := k.owner(ctx)
-	var qs []quotaOf
-	if user != "" {
-		if q := k.userQuota(pol, user); q.Limited() {
-			qs = append(qs, quotaOf{user: true, key: user, label: label, q: q})
-		}
-	}
-	qs = append(qs, pathQuotas(pol, name)...)
-	c := &claim{k: k, pol: pol, name: name, user: user, size: max(size, 0)}
+	qs := k.quotasOf(pol, user, label, name)
+	c := &claim{k: k, pol: pol, name: name, user: user, size: max(size, 0), files: 1}
 	in, err := k.cfg.Store.Stat(ctx, name)
 	switch {
 	case err == nil && !in.IsDir:
@@ -67,8 +61,46 @@ func (k *Keeper) Admit(ctx context.Context, name string, size int64, hold bool) 
 	for _, q := range qs {
 		k.hold(q, Usage{c.size, 1})
 	}
-	c.held = c.size
+	c.held, c.got = c.size, 0
 	return c, nil
+}
+
+// AdmitBytes implements ingest.Quota: the claim of a resumable upload's
+// bytes, held as they are staged (Grow), which counts no file and gives
+// nothing back of a file the upload will replace: until it is placed,
+// what it staged takes room beside that file. Only a quota with no room
+// left refuses it now.
+func (k *Keeper) AdmitBytes(ctx context.Context, name string) (ingest.Claim, error) {
+	pol := k.policy()
+	user, label := k.owner(ctx)
+	qs := k.quotasOf(pol, user, label, name)
+	c := &claim{k: k, pol: pol, name: name, user: user}
+	if len(qs) == 0 {
+		c.done = true
+		return c, nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, q := range qs {
+		if err := over(q, k.used(q.user, q.key), Usage{}, true); err != nil {
+			return nil, err
+		}
+	}
+	c.qs, c.back = qs, make([]Usage, len(qs))
+	return c, nil
+}
+
+// quotasOf returns the quotas a write to name by user (labelled label to
+// the client) falls under: the user's, and those of the paths name is
+// under.
+func (k *Keeper) quotasOf(pol Policy, user, label, name string) []quotaOf {
+	var qs []quotaOf
+	if user != "" {
+		if q := k.userQuota(pol, user); q.Limited() {
+			qs = append(qs, quotaOf{user: true, key: user, label: label, q: q})
+		}
+	}
+	return append(qs, pathQuotas(pol, name)...)
 }
 
 // over returns the error of a quota q, standing at u, that cannot take
@@ -99,23 +131,24 @@ type claim struct {
 	oldETag  string
 	replaces bool
 
-	mu   sync.Mutex
-	qs   []quotaOf
-	back []Usage
-	held int64 // bytes held against each of qs
-	got  int64 // bytes received
-	done bool
+	mu    sync.Mutex
+	qs    []quotaOf
+	back  []Usage
+	held  int64 // bytes held against each of qs
+	got   int64 // bytes received
+	files int64 // files held against each of qs: 1, or 0 for bytes alone
+	done  bool
 }
 
 // Grow implements ingest.Claim.
 func (c *claim) Grow(n int64) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.got += n
-	if c.done || c.got <= c.held {
+	if c.done || c.got+n <= c.held {
+		c.got += n
 		return nil
 	}
-	more := c.got - c.held
+	more := c.got + n - c.held
 	k := c.k
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -130,6 +163,7 @@ func (c *claim) Grow(n int64) error {
 	for _, q := range c.qs {
 		k.hold(q, Usage{Bytes: more})
 	}
+	c.got += n
 	c.held = c.got
 	return nil
 }
@@ -150,7 +184,7 @@ func (c *claim) release() {
 	k := c.k
 	k.mu.Lock()
 	for _, q := range c.qs {
-		k.hold(q, Usage{-c.held, -1})
+		k.hold(q, Usage{-c.held, -c.files})
 	}
 	k.mu.Unlock()
 }
@@ -183,27 +217,51 @@ func (c *claim) Commit(ctx context.Context, in largo.Info, created bool) {
 	}
 }
 
-// AdmitMove implements ingest.Quota: a rename brings what it moves into
-// the paths with a quota that to is under and from is not; its owners do
-// not change. A folder is walked to learn what it holds.
+// AdmitMove implements ingest.Quota: a rename brings files into every
+// path with a quota at or below to that they were not under already,
+// and is refused when one of them has no room for what it brings. Into
+// a path that holds to, it brings all of from; into a path P below to,
+// what lies at P's place below from (from and the rest of P's name below
+// to), which the move lands under P. Its owners do not change. Only what
+// lands under a quota is walked, to learn what it holds: a move with no
+// quota at or below its destination walks nothing.
 func (k *Keeper) AdmitMove(ctx context.Context, from, to string) error {
-	var qs []quotaOf
-	for _, q := range pathQuotas(k.policy(), to) {
-		if !largo.Within(q.key, from) {
-			qs = append(qs, q)
-		}
-	}
-	if len(qs) == 0 {
+	pol := k.policy()
+	if pol == nil {
 		return nil
 	}
-	var add Usage
-	if err := k.walk(ctx, from, &add); err != nil {
-		return err
+	type landing struct {
+		q   quotaOf
+		src string // what lands under q, at its name before the move
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, q := range qs {
-		if err := over(q, k.used(false, q.key), add, false); err != nil {
+	var ls []landing
+	for _, q := range pol.PathQuotas() {
+		l := landing{q: quotaOf{key: q.Path, label: "/" + q.Path, q: q}, src: from}
+		switch {
+		case largo.Within(q.Path, to):
+		case largo.Below(to, q.Path):
+			l.src = from + q.Path[len(to):]
+		default:
+			continue // not where the move lands
+		}
+		if largo.Within(q.Path, l.src) {
+			continue // under it already
+		}
+		ls = append(ls, l)
+	}
+	walked := map[string]Usage{}
+	for _, l := range ls {
+		add, ok := walked[l.src]
+		if !ok {
+			if err := k.walk(ctx, l.src, &add); err != nil {
+				return err
+			}
+			walked[l.src] = add
+		}
+		k.mu.Lock()
+		err := over(l.q, k.used(false, l.q.key), add, false)
+		k.mu.Unlock()
+		if err != nil {
 			return err
 		}
 	}

@@ -2,11 +2,7 @@ package quota
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"iter"
 	"strings"
 
@@ -14,9 +10,7 @@ import (
 )
 
 // owner is the record of who owns a file: the version (ETag) they wrote,
-// and its size. Records are keyed by the SHA-256 of the file's name, as
-// package digests keys its own: a flat folder of fixed-length keys,
-// whatever the names.
+// and its size (records.go).
 type owner struct {
 	Name string `json:"name"`
 	User string `json:"user,omitempty"`
@@ -24,66 +18,28 @@ type owner struct {
 	ETag string `json:"etag"`
 }
 
+func (o owner) named() string { return o.Name }
+
 // ownersPrefix is where the owner records are, in the state area.
 const ownersPrefix = "quota/owners/"
 
-func ownerKey(name string) string {
-	sum := sha256.Sum256([]byte(name))
-	return ownersPrefix + hex.EncodeToString(sum[:])
-}
+func ownerKey(name string) string { return nameKey(ownersPrefix, name) }
 
 func getOwner(ctx context.Context, st largo.State, name string) (owner, error) {
-	b, err := st.Get(ctx, ownerKey(name))
-	if err != nil {
-		return owner{}, err
-	}
-	var o owner
-	if err := json.Unmarshal(b, &o); err != nil || o.Name != name {
-		return owner{}, fmt.Errorf("owner record of %s: damaged: %w", name, largo.ErrNotFound)
-	}
-	return o, nil
+	return getRecord[owner](ctx, st, ownersPrefix, name)
 }
 
 func putOwner(ctx context.Context, st largo.State, o owner) error {
-	b, err := json.Marshal(o)
-	if err != nil {
-		return err
-	}
-	return st.Put(ctx, ownerKey(o.Name), b)
+	return putRecord(ctx, st, ownersPrefix, o)
 }
 
-// owners yields every owner record, with its version when the state
-// swaps records (largo.StateSwapper), so that a record can be dropped
-// only as it was read. A damaged record is yielded with its name empty.
+// owners yields every owner record, with its version (listRecords), so
+// that a record can be dropped only as it was read. A damaged record is
+// yielded with its name empty.
 func (k *Keeper) owners(ctx context.Context) iter.Seq2[record, error] {
 	return func(yield func(record, error) bool) {
-		sw, _ := k.cfg.State.(largo.StateSwapper)
-		for r, err := range k.cfg.State.List(ctx, ownersPrefix) {
-			if err != nil {
-				yield(record{}, err)
-				return
-			}
-			var b []byte
-			var ver string
-			if sw != nil {
-				b, ver, err = sw.GetVersion(ctx, r.Key)
-			} else {
-				b, err = k.cfg.State.Get(ctx, r.Key)
-			}
-			if errors.Is(err, largo.ErrNotFound) {
-				continue // dropped meanwhile
-			}
-			if err != nil {
-				if !yield(record{}, err) {
-					return
-				}
-				continue
-			}
-			var o owner
-			if json.Unmarshal(b, &o) != nil || ownerKey(o.Name) != r.Key {
-				o = owner{}
-			}
-			if !yield(record{owner: o, key: r.Key, version: ver}, nil) {
+		for r, err := range listRecords[owner](ctx, k.cfg.State, ownersPrefix) {
+			if !yield(record{owner: r.v, key: r.key, version: r.version}, err) {
 				return
 			}
 		}
@@ -112,11 +68,14 @@ func (k *Keeper) drop(ctx context.Context, r record) error {
 }
 
 // Forget implements ingest.Quota: the file removed stops counting for
-// its paths and its owner, and its record goes. A folder removed, or a
-// file that no record describes, is counted by the next reconcile pass
-// (see MinPassGap). A name still there (a WebDAV copy that will replace
-// the file) is left alone.
+// its paths and its owner, and its record goes; what was kept beside it
+// (its dead properties, gone with it) stops counting, and so does a
+// folder made through largo. A folder removed, or a file that no record
+// describes, is counted by the next reconcile pass (see MinPassGap). A
+// name still there (a WebDAV copy that will replace the file) is left
+// alone but for what was kept beside it.
 func (k *Keeper) Forget(ctx context.Context, name string) {
+	k.forgetExtra(ctx, besidePrefix, name)
 	in, err := k.cfg.Store.Stat(ctx, name)
 	switch {
 	case err == nil && !in.IsDir:
@@ -125,6 +84,7 @@ func (k *Keeper) Forget(ctx context.Context, name string) {
 		k.overlapsDirty(name) // a folder not removed after all
 		return
 	}
+	k.forgetExtra(ctx, foldersPrefix, name)
 	o, err := getOwner(ctx, k.cfg.State, name)
 	if err == nil {
 		k.count(k.policy(), "", name, Usage{-o.Size, -1})
@@ -144,7 +104,8 @@ func (k *Keeper) Forget(ctx context.Context, name string) {
 
 // Renamed implements ingest.Quota: a file's record follows it, and its
 // paths count it where it went; a folder's records follow it, and its
-// paths are counted again by a reconcile pass.
+// paths are counted again by a reconcile pass. What counts beside them
+// follows them too.
 func (k *Keeper) Renamed(ctx context.Context, from, to string) {
 	in, err := k.cfg.Store.Stat(ctx, to)
 	if err != nil {
@@ -152,6 +113,7 @@ func (k *Keeper) Renamed(ctx context.Context, from, to string) {
 		return
 	}
 	if !in.IsDir {
+		k.carry(ctx, besidePrefix, from, to)
 		pol := k.policy()
 		k.count(pol, "", from, Usage{-in.Size, -1})
 		k.count(pol, "", to, Usage{in.Size, 1})
@@ -162,6 +124,7 @@ func (k *Keeper) Renamed(ctx context.Context, from, to string) {
 	}
 	k.overlapsDirty(from)
 	k.overlapsDirty(to)
+	k.renameExtras(ctx, from, to)
 	k.below(ctx, from, func(r record) {
 		k.move(ctx, r, to+strings.TrimPrefix(r.Name, from))
 	})

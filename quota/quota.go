@@ -34,7 +34,9 @@
 // Writes in flight hold their announced size against every quota they
 // fall under until they commit or end; a body of unknown length holds
 // what it has received, and is refused when a quota has no room for
-// more.
+// more. A resumable upload holds the bytes it staged, as they arrive
+// (AdmitBytes), until it is placed or ends: its file is admitted at its
+// creation and when it is placed.
 //
 // A Keeper is safe for concurrent use.
 package quota

@@ -13,7 +13,9 @@ import (
 // Reconcile counts everything again from the truth, and records it: the
 // files under each path with a quota, walked in the store, and each
 // user's files, from the owner records that still match their files
-// (those that do not are dropped). This instance's changes are synced
+// (those that do not are dropped), and what counts besides files
+// (beside.go), from the records whose names are still there. This
+// instance's changes are synced
 // first; a write that commits while the pass walks may be counted twice,
 // or not at all, until the next pass.
 func (k *Keeper) Reconcile(ctx context.Context) ([]Line, error) {
@@ -54,6 +56,10 @@ func (k *Keeper) Reconcile(ctx context.Context) ([]Line, error) {
 		if err := k.drop(ctx, r); err != nil {
 			return nil, err
 		}
+	}
+	if err := k.countExtras(ctx, truth, paths); err != nil {
+		k.markDirty()
+		return nil, err
 	}
 	now := k.cfg.Now()
 	rec, err := k.update(ctx, func(r *usageRecord) bool {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -50,10 +49,13 @@ import (
 // Every partial names its target like any upload (filename and folder,
 // which tus-js-client sends with metadataForPartialUploads), so that it is
 // admitted at its creation as an upload to that name would be: the
-// access gate, the name, the size limit, the free space. A placed partial
-// is admitted for the rest of the file from its offset, a plain one for
-// its own bytes; the final is admitted for the whole file, and placed for
-// its owner through the pipeline like every upload (hash.go, finished.go).
+// access gate, the name, the size limit, the free space, the quotas. A
+// placed partial is checked against the file its group declares
+// (ranges.go): the group's first partial admits the whole file, every
+// other one its own bytes; a plain one admits its own bytes; every
+// partial's bytes are admitted again as they arrive (admission.go). The
+// final is admitted for the whole file, and placed for its owner through
+// the pipeline like every upload (hash.go, finished.go).
 //
 // The SHA-256 of the whole file is needed when the final upload ends, and
 // a SHA-256 cannot be combined from the digests of its parts: it is a
@@ -155,9 +157,10 @@ func placementOf(info tusd.FileInfo) (placement, bool) {
 	return pl, placed && err == nil
 }
 
-// admitPartial admits a new partial upload for its target: for the rest
-// of the file from its offset when it is placed (the final checks the
-// whole), for its own bytes when it is not.
+// admitPartial admits a new partial upload for its target: a plain one
+// for its own bytes; a placed one within its group's file (ranges.go),
+// for the whole file when it is its group's first and for its own bytes
+// otherwise.
 func (h *Handler) admitPartial(ctx context.Context, info tusd.FileInfo) error {
 	t, err := parseTarget(info.MetaData)
 	if errors.Is(err, errFilenameRequired) {
@@ -171,21 +174,32 @@ func (h *Handler) admitPartial(ctx context.Context, info tusd.FileInfo) error {
 		return err
 	}
 	t.Size = info.Size
-	if placed {
-		if max := h.cfg.Writes.MaxSize(); max > 0 && pl.Total > max {
-			return fmt.Errorf("%d bytes, limit %d: %w", pl.Total, max, largo.ErrTooLarge)
-		}
-		t.Size = pl.Total - pl.At
-		if g := h.loadGroupHash(ctx, pl.Group); g.n > pl.At {
-			return errHashedRange
-		}
+	if !placed {
+		return h.cfg.Writes.Check(ctx, t)
 	}
-	return h.cfg.Writes.Check(ctx, t)
+	if g := h.loadGroupHash(ctx, pl.Group); g.n > pl.At {
+		return errHashedRange
+	}
+	unlock := h.locks.Lock(pl.Group)
+	defer unlock()
+	s := span{at: pl.At, size: info.Size, total: pl.Total}
+	first, err := h.checkRange(ctx, pl.Group, s)
+	if err != nil {
+		return err
+	}
+	if first {
+		t.Size = pl.Total
+	}
+	if err := h.cfg.Writes.Check(ctx, t); err != nil {
+		return err
+	}
+	return h.takeRange(ctx, pl.Group, s)
 }
 
-// admitFinal admits a final upload for the whole file. A final that only
-// renames its group's staged file needs no room of its own: a refusal for
-// space alone does not hold it back.
+// admitFinal admits a final upload for the whole file. Its partials'
+// holds on the quotas end: the final's admission counts all their bytes.
+// A final that only renames its group's staged file needs no room of its
+// own: a refusal for space alone does not hold it back.
 func (h *Handler) admitFinal(ctx context.Context, info tusd.FileInfo) error {
 	t, err := parseTarget(info.MetaData)
 	if err != nil {
@@ -194,6 +208,7 @@ func (h *Handler) admitFinal(ctx context.Context, info tusd.FileInfo) error {
 	if len(info.PartialUploads) > maxParts {
 		return errTooManyPart
 	}
+	h.release(info.PartialUploads...)
 	t.Size = info.Size
 	err = h.cfg.Writes.Check(ctx, t)
 	if errors.Is(err, largo.ErrNoSpace) && h.cfg.Staging.JoinsInPlace() {

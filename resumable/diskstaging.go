@@ -93,7 +93,8 @@ func (d *diskStaging) NewUpload(ctx context.Context, info tusd.FileInfo) (tusd.U
 }
 
 // makeGroup makes the staged file of a placed partial's group, sparse
-// and of the whole length, unless it is there already.
+// and of the whole length, unless it is there already; one the file
+// system cannot make that long is not left behind.
 func (d *diskStaging) makeGroup(pl placement) error {
 	f, err := d.root.OpenFile(d.binName(pl.Group), os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
@@ -109,7 +110,11 @@ func (d *diskStaging) makeGroup(pl placement) error {
 	case fi.Size() != 0:
 		return errGroupLength
 	}
-	return f.Truncate(pl.Total)
+	if err := f.Truncate(pl.Total); err != nil {
+		d.root.Remove(d.binName(pl.Group))
+		return err
+	}
+	return nil
 }
 
 func (d *diskStaging) GetUpload(_ context.Context, id string) (tusd.Upload, error) {

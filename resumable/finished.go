@@ -91,9 +91,10 @@ func (h *Handler) record(ctx context.Context, id string) (done, bool) {
 // place puts a finished upload in place through the write pipeline, once:
 // under the upload's lock, a record found means it is placed already. It
 // is placed for its owner, with the owner's rights of now, whoever sent
-// its last byte (owner.go). The upload's staged state is removed
-// afterwards, unless the failure was the server's (a 5xx), which a retry
-// may overcome. The caller holds the upload's lock.
+// its last byte (owner.go), and admitted again as a whole file (its hold
+// on the quotas, and its partials', end first). The upload's staged state
+// is removed afterwards, unless the failure was the server's, which a
+// retry may overcome (ends). The caller holds the upload's lock.
 func (h *Handler) place(ctx context.Context, info tusd.FileInfo, hdr http.Header) (done, error) {
 	if d, ok := h.record(ctx, info.ID); ok {
 		return d, nil
@@ -117,11 +118,12 @@ func (h *Handler) place(ctx context.Context, info tusd.FileInfo, hdr http.Header
 	}
 	var res ingest.Result
 	if err == nil {
+		h.release(info.ID)
+		h.release(info.PartialUploads...)
 		res, err = h.cfg.Writes.Place(ctx, t, h.staged(ctx, info))
 	}
 	if err != nil {
-		code, _ := wire.Status(err)
-		if code < 500 {
+		if ends(err) {
 			h.forget(ctx, info, "rejected")
 		} else {
 			h.obs.UploadEnded("error")
@@ -141,9 +143,22 @@ func (h *Handler) place(ctx context.Context, info tusd.FileInfo, hdr http.Header
 	return d, nil
 }
 
+// ends reports whether a refusal to place an upload ends it: a refusal of
+// the upload itself (a 4xx) or of the room it needs (the size limit, the
+// space, a quota: 413 and 507), which sending its last request again does
+// not overcome, and whose staged bytes would only take the room the
+// refusal says is missing. A server's other failures (a 5xx) keep the
+// upload for a retry.
+func ends(err error) bool {
+	code, _ := statusOf(err)
+	return code < 500 || code == http.StatusInsufficientStorage
+}
+
 // forget removes an ended upload's staged state (and a final's partials)
 // and counts its end.
 func (h *Handler) forget(ctx context.Context, info tusd.FileInfo, outcome string) {
+	h.release(info.ID)
+	h.release(info.PartialUploads...)
 	h.store.remove(ctx, info.ID)
 	if info.IsFinal {
 		h.forgetParts(ctx, info)

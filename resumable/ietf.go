@@ -191,7 +191,12 @@ func (x *IETF) Create(w http.ResponseWriter, r *http.Request, name string) error
 		return err
 	}
 	if length < 0 && r.ContentLength > 0 {
-		if err := x.h.cfg.Writes.CheckSpace(ctx, name, r.ContentLength); err != nil {
+		// What its body brings is admitted again as it arrives
+		// (admission.go); refused now, it is refused before the 104.
+		if err := x.h.cfg.Writes.CheckChunk(ctx, name, 0, r.ContentLength); err != nil {
+			if errors.Is(err, largo.ErrTooLarge) {
+				hdr.Set("Upload-Limit", v.limitsField(x.h.cfg.Writes.MaxSize(), x.h.cfg.Expiry))
+			}
 			return err
 		}
 	}
@@ -496,16 +501,16 @@ func (x *IETF) append(w http.ResponseWriter, r *http.Request, id string) error {
 	if err != nil {
 		var p *problem
 		var refused *wire.StatusError
-		if errors.As(err, &p) || errors.As(err, &refused) || errors.Is(err, largo.ErrTooLarge) {
+		if errors.As(err, &p) || errors.As(err, &refused) || errors.Is(err, largo.ErrTooLarge) || errors.Is(err, largo.ErrNoSpace) {
+			if errors.Is(err, largo.ErrTooLarge) {
+				w.Header().Set("Upload-Limit", v.limitsField(x.h.cfg.Writes.MaxSize(), x.h.cfg.Expiry))
+			}
 			return err
 		}
 		return lengthMismatch(v, err.Error())
 	}
-	if info.SizeIsDeferred && r.ContentLength > 0 {
-		if err := x.h.cfg.Writes.CheckSpace(ctx, info.MetaData[KeyFilename], r.ContentLength); err != nil {
-			return err
-		}
-	}
+	// The body is admitted as it arrives (admission.go): one whose
+	// Content-Length the limits cannot take is refused before it is read.
 	info, err = x.receive(ctx, f, r, up, info)
 	x.conclude(ctx, w, r, v, up, info, err, complete, false)
 	return nil
@@ -513,7 +518,7 @@ func (x *IETF) append(w http.ResponseWriter, r *http.Request, id string) error {
 
 // declare records a length a request states for an upload: it must agree
 // with the length already known, hold the bytes already in, and fit the
-// size limit and the space.
+// size limit, the space and the quotas (the bytes still to come).
 func (x *IETF) declare(ctx context.Context, up tusd.Upload, info *tusd.FileInfo, length int64) error {
 	switch {
 	case !info.SizeIsDeferred && length != info.Size:
@@ -523,8 +528,10 @@ func (x *IETF) declare(ctx context.Context, up tusd.Upload, info *tusd.FileInfo,
 	case length < info.Offset:
 		return fmt.Errorf("length %d, but %d bytes are in already", length, info.Offset)
 	}
-	if m := x.h.cfg.Writes.MaxSize(); m > 0 && length > m {
-		return fmt.Errorf("%d bytes, limit %d: %w", length, m, largo.ErrTooLarge)
+	if length > info.Offset {
+		if err := x.h.cfg.Writes.CheckChunk(ctx, info.MetaData[KeyFilename], info.Offset, length-info.Offset); err != nil {
+			return err
+		}
 	}
 	if err := x.h.store.AsLengthDeclarableUpload(up).DeclareLength(ctx, length); err != nil {
 		return plain(err)

@@ -28,8 +28,14 @@ func (x *IETF) receive(ctx context.Context, f *flight, r *http.Request, up tusd.
 	case m > 0:
 		b.left, b.past = max(m-info.Offset, 0), errPastLimit
 	}
-	// What arrives is kept even if the client leaves now.
-	n, err := up.WriteChunk(context.WithoutCancel(ctx), info.Offset, b)
+	// The chunk is admitted for what it announces (admission.go), of
+	// which no more than the length declared is taken; what arrives is
+	// kept even if the client leaves now.
+	size := r.ContentLength
+	if !info.SizeIsDeferred && size > b.left {
+		size = b.left
+	}
+	n, err := up.WriteChunk(withChunkSize(context.WithoutCancel(ctx), size), info.Offset, b)
 	info.Offset += n
 	if err != nil {
 		return info, err
@@ -77,9 +83,18 @@ func (x *IETF) conclude(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		return
 	case err != nil:
 		var te tusd.Error
+		code, _ := statusOf(err)
 		if !errors.As(err, &te) {
 			// The client's body broke or stalled: what came is kept.
-			err = ingest.BodyErr(err)
+			err, code = ingest.BodyErr(err), 0
+		}
+		switch code {
+		case http.StatusRequestEntityTooLarge:
+			hdr.Set("Upload-Limit", v.limitsField(x.h.cfg.Writes.MaxSize(), x.h.cfg.Expiry))
+			fallthrough
+		case 0, http.StatusInsufficientStorage:
+			// What came before the refusal is kept: the upload goes on
+			// from there.
 			hdr.Set("Upload-Offset", strconv.FormatInt(info.Offset, 10))
 			v.setComplete(hdr, false)
 		}
@@ -101,13 +116,13 @@ func (x *IETF) conclude(ctx context.Context, w http.ResponseWriter, r *http.Requ
 // answers as the target resource: 201 or 204 with the file's ETag and
 // digest, or the refusal of the placing. Either way the upload is
 // complete, unless the failure was the server's, which a retry of the
-// last request may overcome.
+// last request may overcome (ends).
 func (x *IETF) complete(ctx context.Context, w http.ResponseWriter, r *http.Request, v version, up tusd.Upload, info tusd.FileInfo) {
 	d, err := x.finish(ctx, r, v, up, info)
 	if err != nil {
 		var p *problem
-		if code, _ := statusOf(err); !errors.As(err, &p) {
-			v.setComplete(w.Header(), code < 500)
+		if !errors.As(err, &p) {
+			v.setComplete(w.Header(), ends(err))
 		}
 		x.fail(w, r, err)
 		return

@@ -25,8 +25,9 @@
 // once its last byte is in.
 //
 // Every upload is held to the rules of a PUT through the write pipeline
-// (package ingest): admitted at creation (Pipeline.Check), hashed as it
-// arrives (hash.go) and checked against a sha256 metadata value or a
+// (package ingest): admitted at creation (Pipeline.Check), each of its
+// chunks admitted as it arrives, its staged bytes held against the
+// quotas (admission.go), hashed as it arrives (hash.go) and checked against a sha256 metadata value or a
 // Repr-Digest, placed when finished (Pipeline.Place), answered with the
 // pipeline's statuses, kept on record when finished (finished.go) and
 // removed when abandoned for Config.Expiry. An upload belongs to the
@@ -162,6 +163,9 @@ type Handler struct {
 
 	hashLocks keylock.Set    // by group, held while its prefix is hashed
 	hashers   sync.WaitGroup // the groups' hashers (prefix.go)
+
+	holdMu sync.Mutex
+	holds  map[string]*heldUpload // by upload ID: their holds on the quotas (admission.go)
 }
 
 // New returns a Handler for cfg, creating cfg.Dir if needed and counting
@@ -176,7 +180,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	h := &Handler{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, active: map[string]int{}, hashing: map[string]bool{}}
+	h := &Handler{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, active: map[string]int{}, hashing: map[string]bool{}, holds: map[string]*heldUpload{}}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -248,6 +252,9 @@ func New(cfg Config) (*Handler, error) {
 // before tusd takes the upload's lock (which would stop a request in
 // flight on it).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPatch || r.Method == http.MethodPost {
+		r = r.WithContext(withChunkSize(r.Context(), r.ContentLength))
+	}
 	if _, err := reprDigest(r.Header); err != nil {
 		code, reason := wire.Status(err)
 		w.Header().Set("Tus-Resumable", "1.0.0")

@@ -88,7 +88,8 @@ func asUser(next http.Handler) http.Handler {
 	})
 }
 
-// create starts an upload and returns its URL, or the response of a refusal.
+// create starts an upload and returns its URL, or the response of a
+// refusal; a size below zero defers the upload's length.
 func (f *fixture) create(t testing.TB, size int64, meta map[string]string, hdr ...string) (string, *http.Response) {
 	t.Helper()
 	var pairs []string
@@ -97,7 +98,11 @@ func (f *fixture) create(t testing.TB, size int64, meta map[string]string, hdr .
 	}
 	req, _ := http.NewRequest("POST", f.srv.URL+"/_largo/uploads/", nil)
 	req.Header.Set("Tus-Resumable", "1.0.0")
-	req.Header.Set("Upload-Length", fmt.Sprint(size))
+	if size < 0 {
+		req.Header.Set("Upload-Defer-Length", "1")
+	} else {
+		req.Header.Set("Upload-Length", fmt.Sprint(size))
+	}
 	req.Header.Set("Upload-Metadata", strings.Join(pairs, ","))
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -48,14 +49,21 @@ type assembly struct {
 // its place in the file, so that every partial finds its own without
 // asking the others, one part per maxCopy bytes. ok is false when p
 // cannot be parts of an assembly: below S3's smallest part without
-// ending the file, empty, or its numbers past S3's last.
+// ending the file, empty, outside the file, or its numbers past S3's
+// last. The numbers are computed without overflow whatever the length.
 func partNumbers(p part) (first, n int32, ok bool) {
-	if p.Size <= 0 || p.Total <= 0 || p.Size < minPart && p.GroupAt+p.Size != p.Total {
+	if p.Size <= 0 || p.Total <= 0 || p.GroupAt < 0 || p.GroupAt >= p.Total || p.Size > p.Total-p.GroupAt ||
+		p.Size < minPart && p.GroupAt+p.Size != p.Total {
 		return 0, 0, false
 	}
-	first = int32(1 + p.GroupAt*maxParts/p.Total)
-	n = int32((p.Size + maxCopy - 1) / maxCopy)
-	return first, n, int64(first)+int64(n)-1 <= maxParts
+	// GroupAt*maxParts/Total, below maxParts since GroupAt < Total.
+	hi, lo := bits.Mul64(uint64(p.GroupAt), maxParts)
+	q, _ := bits.Div64(hi, lo, uint64(p.Total))
+	parts := (p.Size + maxCopy - 1) / maxCopy
+	if int64(q)+parts > maxParts {
+		return 0, 0, false
+	}
+	return int32(1 + q), int32(parts), true
 }
 
 // placePiece copies a placed partial that ended into its group's

@@ -13,6 +13,7 @@ import (
 	tusd "github.com/tus/tusd/v2/pkg/handler"
 
 	"largo"
+	"largo/ingest"
 )
 
 // dataStore is the staging's DataStore with what largo adds: upload IDs
@@ -180,14 +181,22 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 	}
 	h.begin(u.id)
 	defer h.end(u.id)
+	info, err := u.Upload.GetInfo(ctx)
+	if err != nil {
+		return 0, h.storeErr("open", err)
+	}
+	info.Offset = offset
+	chunk, err := h.admitChunk(ctx, info, src)
+	if err != nil {
+		return 0, h.tusErr("write", err)
+	}
+	defer chunk.End()
+	src = chunk
 	if u.pl != nil {
 		// A placed partial's bytes are hashed with its group's (prefix.go).
 		n, err := u.Upload.WriteChunk(ctx, offset, src)
 		h.obs.PendingBytes(n)
-		if err != nil {
-			return n, h.storeErr("write", err)
-		}
-		return n, nil
+		return n, h.chunkErr(err, chunk)
 	}
 	var tee *countingTee
 	if sum := u.s.loadHash(ctx, u.id, offset); sum != nil {
@@ -204,10 +213,19 @@ func (u *upload) WriteChunk(ctx context.Context, offset int64, src io.Reader) (i
 		u.s.saveHash(ctx, u.id, 0, nil) // the finish will read the bytes
 	}
 	h.obs.PendingBytes(n)
-	if err != nil {
-		return n, h.storeErr("write", err)
+	return n, h.chunkErr(err, chunk)
+}
+
+// chunkErr is the error of a chunk the staging stored with err: the
+// staging's, else why the chunk stopped taking bytes, if it did.
+func (h *Handler) chunkErr(err error, chunk *ingest.Chunk) error {
+	switch {
+	case err != nil:
+		return h.storeErr("write", err)
+	case chunk.Err() != nil:
+		return h.tusErr("write", chunk.Err())
 	}
-	return n, nil
+	return nil
 }
 
 // FinishUpload ends the upload in the staging; a placed partial then
@@ -249,6 +267,7 @@ func (u *upload) Terminate(ctx context.Context) error {
 		return u.s.h.storeErr("terminate", err)
 	}
 	u.s.saveHash(ctx, u.id, 0, nil)
+	u.s.h.release(u.id)
 	u.s.h.obs.PendingBytes(-info.Offset)
 	u.s.h.obs.UploadEnded("aborted")
 	return nil
@@ -257,8 +276,7 @@ func (u *upload) Terminate(ctx context.Context) error {
 func (u *upload) DeclareLength(ctx context.Context, length int64) error {
 	info, _ := u.GetInfo(ctx)
 	if t, err := parseTarget(info.MetaData); err == nil {
-		t.Size = length - info.Offset
-		if err := u.s.h.cfg.Writes.CheckSpace(ctx, t.Name, t.Size); err != nil {
+		if err := u.s.h.cfg.Writes.CheckChunk(ctx, t.Name, info.Offset, length-info.Offset); err != nil {
 			return u.s.h.tusErr("declare length", err)
 		}
 	}
@@ -275,9 +293,12 @@ func (h *Handler) storeErr(what string, err error) error {
 	if errors.As(err, &te) {
 		return err
 	}
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+	switch {
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT):
 		h.log.Warn("resumable upload: disk full", "step", what, "err", err)
 		err = fmt.Errorf("%w: %w", largo.ErrNoSpace, err)
+	case errors.Is(err, syscall.EFBIG):
+		err = fmt.Errorf("larger than the file system takes a file: %w: %w", largo.ErrTooLarge, err)
 	}
 	return h.tusErr(what, err)
 }
@@ -330,12 +351,14 @@ func (h *Handler) Expire() (n int, freed int64, err error) {
 			h.log.Warn("removing an expired upload", "id", up.ID, "err", err)
 			continue
 		}
+		h.release(up.ID)
 		h.obs.PendingBytes(-up.Size)
 		h.obs.UploadEnded("aborted")
 		h.log.Info("resumable upload expired", "id", up.ID, "bytes", up.Size, "idle", now.Sub(up.Last).Round(time.Second))
 		n++
 		freed += up.Size
 	}
+	h.sweepHolds(now.Add(-h.cfg.Expiry))
 	h.expireRecords(ctx, now.Add(-h.cfg.Expiry))
 	if _, err := h.leases.sweep(ctx); err != nil {
 		h.log.Warn("sweeping the leases of appends", "err", err)

@@ -238,7 +238,9 @@ func (h *Handler) freeName(r *http.Request, name string) error {
 }
 
 // makeDir makes a folder (MkdirPath) through the gated store: write on
-// its name, which must be free, in a folder that exists.
+// its name, which must be free, in a folder that exists, with room for
+// one file in the files quotas it falls under (a folder made counts as
+// one).
 func (h *Handler) makeDir(w http.ResponseWriter, r *http.Request) error {
 	if err := h.sameOrigin(r); err != nil {
 		return err
@@ -263,9 +265,13 @@ func (h *Handler) makeDir(w http.ResponseWriter, r *http.Request) error {
 	if err := h.cfg.Writes.CheckLock(ctx, name, false, nil); err != nil {
 		return err
 	}
+	if err := h.cfg.Writes.CheckFolder(ctx, name); err != nil {
+		return err
+	}
 	if err := h.cfg.Store.(largo.DirMaker).MakeDir(ctx, name); err != nil {
 		return err
 	}
+	h.cfg.Writes.FolderMade(ctx, name)
 	return made(w, name, true)
 }
 
