@@ -199,9 +199,13 @@ func (f *filter) seen(dir bool, name string) bool {
 }
 
 // checkNew decides a write that creates or replaces name: the write
-// permission, then the policy of new names.
+// permission, a drop box's sidecar names (sidecar.go), then the policy of
+// new names.
 func (s *Store) checkNew(ctx context.Context, name string) error {
 	if err := s.g.Check(ctx, auth.Write, name, false); err != nil {
+		return err
+	}
+	if err := s.checkSidecarName(ctx, name); err != nil {
 		return err
 	}
 	return largo.CheckNew(name)
