@@ -32,6 +32,10 @@ var (
 	// ErrCreateOnly: a requester that may only create new files (a
 	// drop-box link) asked for anything else.
 	ErrCreateOnly = errors.New("only new files may be created")
+	// ErrSidecarName: a requester that may not replace a file NAME (a
+	// drop-box link) asked to write NAME.gz, NAME.br or NAME.zst beside
+	// it, which would be taken for NAME's compressed form.
+	ErrSidecarName = errors.New("the name of another file's compressed form")
 	// ErrUnauthorized: the access rules refuse a requester who sent no
 	// credential, and may yet sign in.
 	ErrUnauthorized = errors.New("sign-in required")

@@ -61,8 +61,9 @@ type HashOptions struct {
 // folder name ("" is the whole store), that has none for its current
 // version, by reading it from st (unguarded: the keeper's own store)
 // within the rate. A file is recorded only if it has the same ETag after
-// it was read as before. Links to folders are not followed. It stops at
-// the first error that is not one file's (the store, ctx).
+// it was read as before. Links to folders are not followed. It stops when
+// ctx is done; a folder that cannot be listed is passed over, and its
+// error returned at the end.
 func (k *Keeper) Hash(ctx context.Context, name string, opt HashOptions) (Summary, error) {
 	var sum Summary
 	if k == nil || k.state == nil || k.store == nil {
@@ -74,21 +75,15 @@ func (k *Keeper) Hash(ctx context.Context, name string, opt HashOptions) (Summar
 		h.lim = rate.NewLimiter(rate.Limit(opt.Rate), burst)
 		h.chunk = min(256<<10, burst)
 	}
-	in, err := k.store.Stat(ctx, name)
-	if err != nil {
-		return sum, err
-	}
-	if !in.IsDir {
-		h.file(ctx, name, &sum)
+	err := largo.WalkFiles(ctx, k.store, name, func(name string, _ largo.Info) {
+		if ctx.Err() == nil {
+			h.file(ctx, name, &sum)
+		}
+	})
+	if ctx.Err() != nil {
 		return sum, ctx.Err()
 	}
-	for rel := range files(ctx, k.store, name, "") {
-		if ctx.Err() != nil {
-			break
-		}
-		h.file(ctx, largo.Join(name, rel), &sum)
-	}
-	return sum, ctx.Err()
+	return sum, err
 }
 
 // hasher reads files for Hash.

@@ -3,7 +3,7 @@ package digests
 import (
 	"context"
 	"errors"
-	"iter"
+	"strings"
 
 	"largo"
 )
@@ -69,17 +69,11 @@ func (k *Keeper) Renamed(ctx context.Context, from, to string) {
 	if k == nil || k.state == nil || k.store == nil {
 		return
 	}
-	in, err := k.store.Stat(ctx, to)
-	if err != nil {
-		return
-	}
-	if !in.IsDir {
-		k.carry(ctx, from, to, in)
-		return
-	}
-	for rel, in := range files(ctx, k.store, to, "") {
-		k.carry(ctx, largo.Join(from, rel), largo.Join(to, rel), in)
-	}
+	// What is at to now was at from, name for name: to is a prefix of
+	// every name the walk gives.
+	largo.WalkFiles(ctx, k.store, to, func(name string, in largo.Info) {
+		k.carry(ctx, from+strings.TrimPrefix(name, to), name, in)
+	})
 }
 
 // carry moves the record of from to to, now the file in.
@@ -98,36 +92,5 @@ func (k *Keeper) carry(ctx context.Context, from, to string, in largo.Info) {
 	}
 	if err := Delete(ctx, k.state, from); err != nil {
 		k.log.Warn("removing a file's digest", "name", from, "err", err)
-	}
-}
-
-// files yields the files below the folder dir of st, with their names
-// relative to dir (rel is the folder being listed, relative to dir),
-// depth first. Links to folders are not followed; a folder that cannot
-// be listed is skipped.
-func files(ctx context.Context, st largo.Store, dir, rel string) iter.Seq2[string, largo.Info] {
-	return func(yield func(string, largo.Info) bool) {
-		var subs []string
-		for in, err := range st.List(ctx, largo.Join(dir, rel)) {
-			if err != nil {
-				return
-			}
-			name := largo.Join(rel, in.Name)
-			switch {
-			case in.IsDir && !in.Link:
-				subs = append(subs, name)
-			case !in.IsDir:
-				if !yield(name, in) {
-					return
-				}
-			}
-		}
-		for _, sub := range subs {
-			for n, in := range files(ctx, st, dir, sub) {
-				if !yield(n, in) {
-					return
-				}
-			}
-		}
 	}
 }

@@ -15,10 +15,9 @@ import (
 	"time"
 )
 
-// expiryAccess is the access file of the expiry tests: up may do
-// everything, everyone may read and list; files under /tmp expire after
-// expiryTTL, except those under /tmp/keep.
-const expiryAccess = `
+// upAccess is an access file where up may do everything and everyone
+// may read and list.
+const upAccess = `
 [[user]]
 name = "up"
 tokens = ["` + testToken + `"]
@@ -32,7 +31,11 @@ allow = ["read", "list"]
 path = "/"
 users = ["up"]
 allow = ["all"]
+`
 
+// expiryAccess is the access file of the expiry tests: upAccess, and
+// files under /tmp expire after expiryTTL, except those under /tmp/keep.
+const expiryAccess = upAccess + `
 [[expire]]
 path = "/tmp"
 after = "4s"

@@ -266,7 +266,7 @@ func (e *Expiry) sweepRules(ctx context.Context, writes *ingest.Pipeline) (int, 
 	var errs []error
 	for _, root := range roots(pol.Expires()) {
 		now := e.cfg.Now()
-		err := walk(ctx, writes.Store(), root, func(name string, in largo.Info) {
+		err := largo.WalkFiles(ctx, writes.Store(), root, func(name string, in largo.Info) {
 			after, ok := pol.ExpiryOf(name)
 			if !ok || in.ModTime.IsZero() || now.Before(in.ModTime.Add(after)) {
 				return
@@ -303,43 +303,6 @@ func roots(es []auth.Expire) []string {
 		}
 	}
 	return out
-}
-
-// walk calls fn for every file at or below name, depth first; folders
-// reached through symbolic links are not entered.
-func walk(ctx context.Context, st largo.Store, name string, fn func(string, largo.Info)) error {
-	in, err := st.Stat(ctx, name)
-	if err != nil {
-		return err
-	}
-	if !in.IsDir {
-		fn(name, in)
-		return nil
-	}
-	stack := []string{name}
-	for len(stack) > 0 {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		dir := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for in, err := range st.List(ctx, dir) {
-			if err != nil {
-				if !errors.Is(err, largo.ErrNotFound) {
-					return err
-				}
-				break
-			}
-			child := largo.Join(dir, in.Name)
-			switch {
-			case in.IsDir && !in.Link:
-				stack = append(stack, child)
-			case !in.IsDir:
-				fn(child, in)
-			}
-		}
-	}
-	return nil
 }
 
 // remove removes the file name if it is still the version in, through

@@ -205,6 +205,9 @@ func (s *Store) CheckWrite(ctx context.Context, name string, size int64, cond la
 	if err := largo.CheckNew(name); err != nil {
 		return cond, err
 	}
+	if err := s.sidecarName(ctx, d); err != nil {
+		return cond, err
+	}
 	opt, _, err := s.g.forLink(d, largo.CreateOptions{Size: size, Condition: cond})
 	return opt.Condition, err
 }
@@ -227,6 +230,9 @@ func (g *Gate) forLink(d *Decision, opt largo.CreateOptions) (largo.CreateOption
 func (s *Store) write(ctx context.Context, name string, opt largo.CreateOptions, do func(d *Decision, opt largo.CreateOptions) (largo.Upload, error)) (largo.Upload, error) {
 	var u largo.Upload
 	err := s.g.act(ctx, OpWrite, name, false, func(d *Decision) (err error) {
+		if err := s.sidecarName(ctx, d); err != nil {
+			return err
+		}
 		u, err = s.g.upload(d, opt, do)
 		return err
 	})
@@ -293,6 +299,9 @@ func (s *Store) Copy(ctx context.Context, name, src string, opt largo.CreateOpti
 	cp, ok := s.inner.(largo.Copier)
 	var u largo.Upload
 	err := s.g.act2(ctx, OpRead, src, false, OpWrite, name, false, func(sd, d *Decision) (err error) {
+		if err := s.sidecarName(ctx, d); err != nil {
+			return err
+		}
 		u, err = s.g.upload(d, opt, func(d *Decision, opt largo.CreateOptions) (largo.Upload, error) {
 			if !ok {
 				return nil, fmt.Errorf("copy: %w", largo.ErrUnsupported)

@@ -108,19 +108,22 @@ func (p *Pipeline) Ask(ctx context.Context, t Target) (Target, error) {
 
 // Removed tells the pipeline that a client removed name (a file, or a
 // folder with all below it), which was in before it went (zero when it
-// was not looked at): Forget, and a deleted event. A name forgotten for
+// was not looked at): Forget, the file's derived files removed (Derived),
+// and a deleted event. A name forgotten for
 // another reason (a file about to be replaced, the old name of a move)
 // is told to Forget alone.
 func (p *Pipeline) Removed(ctx context.Context, name string, in largo.Info) {
 	p.Forget(ctx, name)
+	p.follow(ctx, Change{Name: name, Was: in})
 	p.notify(ctx, Event{Type: EventDeleted, Name: name, Info: in})
 }
 
 // Expired tells the pipeline that name, described by in, was removed
 // because it expired (an expiry rule, a link's last download): Forget,
-// and an expired event.
+// the file's derived files removed (Derived), and an expired event.
 func (p *Pipeline) Expired(ctx context.Context, name string, in largo.Info) {
 	p.Forget(ctx, name)
+	p.follow(ctx, Change{Name: name, Was: in})
 	p.notify(ctx, Event{Type: EventExpired, Name: name, Info: in})
 }
 

@@ -39,6 +39,13 @@
 //     copy made by the store carries its source's, a rename (Renamed) or
 //     a move by copies carries the moved files', a removal (Forget)
 //     drops the file's;
+//   - derived files (Config.Derived, derived.go): every change to a file
+//     (a commit, a removal, an expiry, a move) is told to Derived, which
+//     names the files derived from it that the change leaves behind (its
+//     precompressed sidecars, package sidecar), and the pipeline removes
+//     them as the server, under If-Match of what was judged; a file the
+//     store takes back once committed (the gate's: a drop box's NAME.gz
+//     beside a NAME that came meanwhile) fails its write;
 //   - hooks (Config.Hooks, hooks.go): the pre-upload hook, asked of an
 //     upload once the pipeline admits it (Begin, BeginCopy, and Accept at
 //     a resumable upload's creation, never again at Place), and every
@@ -147,6 +154,10 @@ type Config struct {
 	// Hooks asks the pre-upload hook and is told of every change made;
 	// nil asks and tells no one.
 	Hooks Hooks
+	// Derived names the files derived from each file (its precompressed
+	// sidecars), which the pipeline removes when a change leaves them
+	// behind (derived.go); nil: none.
+	Derived Derived
 	// Now is the clock of the promises of space; nil means time.Now.
 	Now func() time.Time
 }
@@ -230,6 +241,9 @@ type Target struct {
 	Hooked map[string]string
 	// moving marks the copy of a move by copies: no upload of its own.
 	moving bool
+	// was is the version admission found at Name, zero for none: what
+	// is derived from it does not stand for the new one (Derived).
+	was largo.Info
 }
 
 // CheckName applies the write policy to a name that passed
@@ -306,8 +320,8 @@ func (p *Pipeline) Forget(ctx context.Context, name string) {
 // Renamed tells the pipeline that the store renamed from (a file, or a
 // folder with all below it) to to (largo.Renamer): what the Guard keeps
 // (WebDAV's dead properties), the digests and the quotas' records go
-// along, and the hooks are told of one move. A move by copies
-// (MoveByCopy) needs no telling.
+// along, a file's derived files go (Derived), and the hooks are told of
+// one move. A move by copies (MoveByCopy) needs no telling.
 func (p *Pipeline) Renamed(ctx context.Context, from, to string) {
 	if p.cfg.Guard != nil {
 		p.cfg.Guard.Renamed(ctx, from, to)
@@ -318,6 +332,7 @@ func (p *Pipeline) Renamed(ctx context.Context, from, to string) {
 	if p.cfg.Quota != nil {
 		p.cfg.Quota.Renamed(ctx, from, to)
 	}
+	p.followMove(ctx, from, to, largo.Info{})
 	p.moved(ctx, from, to)
 }
 
@@ -370,6 +385,7 @@ func (p *Pipeline) admit(ctx context.Context, t *Target) error {
 		return err
 	}
 	if exists {
+		t.was = in
 		return nil // its folder is there
 	}
 	return p.checkFolder(ctx, t.Name)

@@ -29,9 +29,11 @@ import (
 // The hooks are told of one move, once it is whole; a move that failed
 // halfway is told of no event.
 func (p *Pipeline) MoveByCopy(ctx context.Context, view largo.Store, from, to string, tokens []string) error {
+	was, _ := view.Stat(ctx, from) // the version moved, for its derived files
 	if err := p.moveByCopy(ctx, view, from, to, tokens); err != nil {
 		return err
 	}
+	p.followMove(ctx, from, to, was)
 	p.moved(ctx, from, to)
 	return nil
 }

@@ -41,6 +41,7 @@ func (p *Pipeline) Place(ctx context.Context, t Target, s Staged) (Result, error
 	if err := p.admitPlace(ctx, &t); err != nil {
 		return Result{}, err
 	}
+	p.priorVersion(ctx, &t)
 	// The quotas are asked again: other writes may have filled them
 	// since the upload was created.
 	c, err := p.claim(ctx, t.Name, s.Size, true)

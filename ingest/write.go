@@ -188,6 +188,9 @@ func (w *Write) Commit(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, CondErr(targetErr(err), w.t.Cond)
 	}
+	if err := w.p.landed(ctx, w.t.Name, in); err != nil {
+		return Result{}, err
+	}
 	if w.claim != nil {
 		w.claim.Commit(ctx, in, created)
 	}
@@ -202,6 +205,11 @@ func (w *Write) Commit(ctx context.Context) (Result, error) {
 	if l := w.p.cfg.Landed; l != nil {
 		l.Landed(ctx, w.t.Name, in)
 	}
+	was := w.t.was
+	if created {
+		was = largo.Info{}
+	}
+	w.p.follow(ctx, Change{Name: w.t.Name, Was: was, Now: in})
 	if !w.t.moving {
 		w.p.notify(ctx, Event{Type: EventCommitted, Name: w.t.Name, Info: in, SHA256: sum, Protocol: w.t.Protocol, Metadata: w.t.Hooked})
 	}

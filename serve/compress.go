@@ -10,7 +10,6 @@ import (
 
 	"largo"
 	"largo/encode"
-	"largo/sidecar"
 )
 
 // serveEncoded applies the compression policy to a file: it sends a fresh
@@ -81,15 +80,10 @@ func (h *Handler) sidecar(r *http.Request, name string, orig largo.Info, c encod
 	return sin, h.isSidecar(r.Context(), side, sin, orig)
 }
 
-// isSidecar reports whether the file side, described by sin, may stand
-// for the original orig as its encoding: recorded by largo precompress
-// from orig as it is now and unchanged since, or, with
-// Config.AnySidecars, any regular file no older than orig.
+// isSidecar reports whether the file side, described by sin, stands for
+// the original orig as its encoding (sidecar.Policy.Serves).
 func (h *Handler) isSidecar(ctx context.Context, side string, sin, orig largo.Info) bool {
-	if h.cfg.AnySidecars {
-		return !sin.IsDir && !sin.ModTime.Before(orig.ModTime)
-	}
-	ok, err := h.sidecars.Recorded(ctx, side, sin, orig.ETag)
+	ok, err := h.sidecars.Serves(ctx, side, sin, orig)
 	if err != nil {
 		h.log.Warn("reading a sidecar's record", "name", side, "err", err)
 	}
@@ -97,29 +91,14 @@ func (h *Handler) isSidecar(ctx context.Context, side string, sin, orig largo.In
 }
 
 // ownSidecar reports whether the file side, described by sin, is one of
-// largo's sidecars of orig, to hide from listings and archives and to
-// remove with orig: recorded by largo precompress and unchanged since,
-// even when orig changed since (a stale sidecar is still no file of
-// anyone's), or with Config.AnySidecars one isSidecar takes.
+// largo's sidecars of orig, hidden from listings and archives
+// (sidecar.Policy.Own).
 func (h *Handler) ownSidecar(ctx context.Context, side string, sin, orig largo.Info) bool {
-	if h.cfg.AnySidecars {
-		return h.isSidecar(ctx, side, sin, orig)
-	}
-	_, ours, err := h.sidecars.Of(ctx, side, sin)
+	ok, err := h.sidecars.Own(ctx, side, sin, orig)
 	if err != nil {
 		h.log.Warn("reading a sidecar's record", "name", side, "err", err)
 	}
-	return ours
-}
-
-// forgetSidecar removes the record of the sidecar side, once it is gone.
-func (h *Handler) forgetSidecar(ctx context.Context, side string) {
-	if h.cfg.State != nil {
-		if err := sidecar.Delete(ctx, h.cfg.State, side); err != nil {
-			h.log.Warn("removing a sidecar's record", "name", side, "err", err)
-		}
-	}
-	h.sidecars.Forget(side)
+	return ok
 }
 
 // sidecarETag is the ETag of the representation a sidecar holds: strong,

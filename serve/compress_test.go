@@ -81,7 +81,7 @@ func recordSidecars(t testing.TB, h *Handler, names ...string) {
 		if err := sidecar.Put(ctx, st, name, sin, orig.ETag); err != nil {
 			t.Fatal(err)
 		}
-		h.sidecars.Forget(name)
+		h.sidecars.Records().Forget(name)
 	}
 }
 
@@ -449,7 +449,7 @@ func TestAnySidecars(t *testing.T) {
 	past := time.Now().Add(-time.Hour)
 	os.Chtimes(filepath.Join(dir, "old.js.gz"), past, past)
 	for _, anySidecar := range []bool{false, true} {
-		h := New(Config{Store: h.cfg.Store, AnySidecars: anySidecar})
+		h := New(Config{Store: h.cfg.Store, Sidecars: sidecar.NewPolicy(nil, anySidecar, ContentType)})
 		rec := do(h, "GET", "/app.js", "Accept-Encoding", "gzip")
 		if got := rec.Header().Get("Content-Encoding") == "gzip"; got != anySidecar {
 			t.Errorf("any %v: hand-made sidecar served %v", anySidecar, got)

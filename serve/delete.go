@@ -1,12 +1,9 @@
 package serve
 
 import (
-	"errors"
 	"net/http"
-	"path"
 
 	"largo"
-	"largo/encode"
 	"largo/ingest"
 	"largo/wire"
 )
@@ -49,40 +46,7 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request, name string) er
 	if statErr != nil {
 		in = largo.Info{}
 	}
-	h.cfg.Writes.Removed(r.Context(), name, in)
-	if statErr == nil && !in.IsDir {
-		h.removeSidecars(r, rm, name, in)
-	}
+	h.cfg.Writes.Removed(r.Context(), name, in) // its sidecars go too (ingest.Derived)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-// removeSidecars removes the precompressed sidecars of a removed file
-// (in, as it was), which would otherwise outlive it and reappear in
-// listings. A sidecar is only what the server would have sent as the
-// file's encoding: of a type the policy compresses (a lone backup.tar.gz
-// is never taken for backup.tar's), and recorded and unchanged since,
-// stale or not (or, with Config.AnySidecars, not older than the file):
-// anything else is a file of its own, and stays. Each is removed under If-Match of the ETag it had
-// when it was judged, so one replaced meanwhile stays; its record goes
-// with it.
-func (h *Handler) removeSidecars(r *http.Request, rm largo.Remover, name string, in largo.Info) {
-	ct := contentType(largo.Info{Name: path.Base(name)})
-	if ct == "" || !encode.Compressible(ct) {
-		return
-	}
-	for _, c := range encode.Codings {
-		side := encode.Sidecar(name, c)
-		sin, err := h.cfg.Store.Stat(r.Context(), side)
-		if err != nil || sin.ETag == "" || !h.ownSidecar(r.Context(), side, sin, in) {
-			continue
-		}
-		err = rm.Remove(r.Context(), side, largo.RemoveOptions{Condition: largo.Condition{IfMatch: sin.ETag}})
-		if err != nil && !errors.Is(err, largo.ErrNotFound) && !errors.Is(err, largo.ErrPrecondition) {
-			h.log.Warn("removing a sidecar", "path", r.URL.Path, "coding", c, "err", err)
-		}
-		if err == nil && !h.cfg.AnySidecars {
-			h.forgetSidecar(r.Context(), side)
-		}
-	}
 }

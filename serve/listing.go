@@ -253,8 +253,8 @@ func (h *Handler) signedIn(r *http.Request, name string) (user string, may []str
 // sidecarFilter returns a test that hides the precompressed sidecars of
 // the folder dir: NAME.zst, NAME.br or NAME.gz is a sidecar when NAME is
 // a file in the same folder that the compression policy would send it
-// for, and the file is one of largo's (ownSidecar: recorded, stale or
-// not, or with Config.AnySidecars fresh). A lone backup.tar.gz, one beside a folder
+// for (sidecar.Policy.Offered), and the file is one of largo's
+// (ownSidecar: recorded, stale or not, or with --sidecars any fresh). A lone backup.tar.gz, one beside a folder
 // named backup.tar, and a data.csv.gz someone put beside data.csv stay. A
 // file whose type is only known from its first bytes (no extension) may
 // be text, so its sidecars are hidden too.
@@ -277,8 +277,7 @@ func (h *Handler) sidecarFilter(ctx context.Context, dir string) func(largo.Info
 		show := true
 		if base, _, ok := encode.SidecarBase(in.Name); ok {
 			for _, orig := range chain {
-				if orig.Name == base && orig.Size >= encode.MinSize && sidecarType(contentType(orig)) &&
-					h.ownSidecar(ctx, largo.Join(dir, in.Name), in, orig) {
+				if orig.Name == base && h.sidecars.Offered(orig) && h.ownSidecar(ctx, largo.Join(dir, in.Name), in, orig) {
 					show = false
 				}
 			}
@@ -287,8 +286,6 @@ func (h *Handler) sidecarFilter(ctx context.Context, dir string) func(largo.Info
 		return show
 	}
 }
-
-func sidecarType(ct string) bool { return ct == "" || encode.Compressible(ct) }
 
 // wantsJSON reports whether the client asked for the JSON listing.
 func wantsJSON(r *http.Request) bool {

@@ -184,8 +184,7 @@ func (h *Handler) move(w http.ResponseWriter, r *http.Request) error {
 	if err := h.freeName(r, to); err != nil {
 		return err
 	}
-	rm, err := pl.CheckRemove(ctx, from, largo.Condition{}, nil)
-	if err != nil {
+	if _, err := pl.CheckRemove(ctx, from, largo.Condition{}, nil); err != nil {
 		return err
 	}
 	if err := pl.CheckLock(ctx, to, true, nil); err != nil {
@@ -205,11 +204,6 @@ func (h *Handler) move(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	pl.Forget(ctx, from)
-	if !in.IsDir {
-		// Its sidecars stood for the old name alone: largo precompress
-		// makes them again for the new one.
-		h.removeSidecars(r, rm, from, in)
-	}
 	return made(w, to, in.IsDir)
 }
 

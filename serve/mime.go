@@ -82,6 +82,11 @@ func byExtension(name string) string {
 	return mime.TypeByExtension(ext)
 }
 
+// ContentType returns the media type largo serves the file in with: the
+// store's, else by its name's extension, else "" when only its first
+// bytes tell.
+func ContentType(in largo.Info) string { return contentType(in) }
+
 // MediaType returns the media type largo serves a file named name with,
 // from its extension, or "" when the extension does not tell (the file's
 // first bytes decide then).

@@ -237,6 +237,5 @@ func (h *Handler) hiddenSidecar(ctx context.Context, dir string, in largo.Info) 
 		return false
 	}
 	orig, err := h.cfg.Store.Stat(ctx, largo.Join(dir, base))
-	return err == nil && !orig.IsDir && orig.Size >= encode.MinSize && sidecarType(contentType(orig)) &&
-		h.ownSidecar(ctx, largo.Join(dir, in.Name), in, orig)
+	return err == nil && h.sidecars.Offered(orig) && h.ownSidecar(ctx, largo.Join(dir, in.Name), in, orig)
 }

@@ -10,10 +10,12 @@
 // (Stat and Open of NAME.zst, NAME.br, NAME.gz), so it works on any store,
 // and sent like any file, with sendfile and ranges; dynamic compression
 // wraps only the responses it compresses. A file with a sidecar's name is
-// taken for one only when largo precompress recorded it (package sidecar)
-// and it and its original are unchanged since, unless Config.AnySidecars
-// says to take any fresh one; otherwise it is a file of its own, and
-// listings and archives show it.
+// taken for one only as Config.Sidecars says (package sidecar: when largo
+// precompress recorded it and it and its original are unchanged since, or
+// with --sidecars any when it is no older than its original); otherwise it
+// is a file of its own, and listings and archives show it. Sidecars follow
+// their file through every change in the write pipeline
+// (sidecar.Follower), not here.
 //
 // Every request passes the same gate before it reaches a store: its path is
 // parsed by largo.ParseName (400 for anything that could leave the root or be
@@ -171,13 +173,14 @@ type Config struct {
 	// download) and send its files by sendfile. Nil: a zip computes the
 	// CRC-32s as the bytes pass and is always sent whole.
 	ArchiveCRC32 archive.CRC32Func
-	// AnySidecars takes any fresh NAME.zst, NAME.br or NAME.gz (a regular
-	// file not older than NAME) for NAME's encoding, whoever wrote it, as
-	// nginx's gzip_static does. False, the default, takes only the
-	// sidecars largo precompress recorded in the store's state area, while
-	// they and NAME keep the ETags recorded (package sidecar): anything
-	// else is a file of its own, served, listed and archived as such.
-	AnySidecars bool
+	// Sidecars says which NAME.zst, NAME.br or NAME.gz stand for NAME as
+	// its encoding (package sidecar); the write pipeline's Derived should
+	// follow the same policy. Nil takes only the sidecars largo precompress
+	// recorded in State, while they and NAME keep the ETags recorded:
+	// anything else is a file of its own, served, listed and archived as
+	// such. sidecar.NewPolicy with any takes any fresh one, whoever wrote
+	// it, as nginx's gzip_static does.
+	Sidecars *sidecar.Policy
 	// Digests answers the SHA-256 recorded for each file's version
 	// (package digests): Repr-Digest on downloads, SHA256SUMS, the JSON
 	// listing's "sha256". Give it the keeper the write pipeline records
@@ -269,9 +272,9 @@ type Handler struct {
 	// archiveEnc compresses tar.zst archives: Config.Compress, or with
 	// dynamic compression off encoders of the handler's own.
 	archiveEnc *encode.Encoders
-	// sidecars answers, from a bounded cache, which files are recorded
-	// sidecars (unused with Config.AnySidecars).
-	sidecars *sidecar.Checker
+	// sidecars is Config.Sidecars, or the policy of the records of
+	// Config.State.
+	sidecars *sidecar.Policy
 	// digests answers the digests of files' versions.
 	digests *digests.Keeper
 	// gate decides every store call (cfg.Store is its store).
@@ -334,7 +337,10 @@ func New(cfg Config) *Handler {
 	if h.cfg.Downloads == nil && h.cfg.State != nil {
 		h.cfg.Downloads = expiry.NewDownloads(h.cfg.State)
 	}
-	h.sidecars = sidecar.NewChecker(h.cfg.State, sidecar.Options{Now: h.cfg.Now})
+	h.sidecars = h.cfg.Sidecars
+	if h.sidecars == nil {
+		h.sidecars = sidecar.NewPolicy(sidecar.NewChecker(h.cfg.State, sidecar.Options{Now: h.cfg.Now}), false, contentType)
+	}
 	h.digests = h.cfg.Digests
 	if h.digests == nil {
 		h.digests = digests.New(h.cfg.State, digests.Options{Now: h.cfg.Now, Logger: h.log})

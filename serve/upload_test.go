@@ -24,6 +24,7 @@ import (
 	"largo/disk"
 	"largo/gate"
 	"largo/ingest"
+	"largo/sidecar"
 )
 
 const token = "t0ken"
@@ -64,6 +65,10 @@ func newWriteHandler(t *testing.T, files map[string]string, cfg Config, limits .
 	}
 	g := gate.New(gate.Config{Access: cfg.Access, Resolver: s})
 	ic.Store, ic.Observer = g.Store(s), obs
+	if cfg.Sidecars == nil {
+		cfg.Sidecars = sidecar.NewPolicy(sidecar.NewChecker(s.State(), sidecar.Options{}), false, ContentType)
+	}
+	ic.Derived = sidecar.NewFollower(cfg.Sidecars, s, nil)
 	cfg.Store, cfg.Gate, cfg.State, cfg.Writes, cfg.Uploads = ic.Store, g, s.State(), ingest.New(ic), obs
 	t.Cleanup(func() {
 		ents, _ := os.ReadDir(filepath.Join(dir, ".largo", "tmp"))

@@ -23,6 +23,19 @@
 // its ETag, a negative one for NegativeTTL, so that a sidecar written by
 // another process (precompress commits the sidecar, then its record) is
 // found soon after.
+//
+// Policy (policy.go) is the one definition of which files stand for
+// another as its encoding, under --sidecars recorded (the records) or any
+// (any regular file not older than its original, as nginx's
+// gzip_static): serving, listings and archives (package serve) and the
+// Follower share it.
+//
+// Follower (follow.go) keeps sidecars following their file through every
+// change the write pipeline makes or is told of (ingest.Derived): a file
+// removed, expired, moved or replaced takes along the sidecars that stood
+// for it, records and all, and nothing written before a version is sent
+// as its encoding. It reaches package gate only for the server's own
+// principal, under which the pipeline removes them.
 package sidecar
 
 import (
@@ -209,4 +222,36 @@ func (c *Checker) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.cache)
+}
+
+// Drop removes the record of the sidecar name and the answer kept for
+// it, once the sidecar is gone.
+func (c *Checker) Drop(ctx context.Context, name string) error {
+	if c == nil {
+		return nil
+	}
+	c.Forget(name)
+	if c.state == nil {
+		return nil
+	}
+	return Delete(ctx, c.state, name)
+}
+
+// Carry moves the record of the sidecar from to to, where a move put it,
+// now described by sin: kept only while the sidecar is the version
+// recorded (a rename keeps it, and so does a copy that keeps the bytes'
+// ETag), dropped otherwise. A sidecar without a record has none to move.
+func (c *Checker) Carry(ctx context.Context, from, to string, sin largo.Info) error {
+	if c == nil || c.state == nil {
+		return nil
+	}
+	rec, err := Get(ctx, c.state, from)
+	if errors.Is(err, largo.ErrNotFound) {
+		return nil
+	}
+	if err == nil && rec.ETag == sin.ETag {
+		err = Put(ctx, c.state, to, sin, rec.Source)
+	}
+	c.Forget(to)
+	return errors.Join(err, c.Drop(ctx, from))
 }

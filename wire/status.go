@@ -47,6 +47,7 @@ var statusTable = []struct {
 	{largo.ErrUnauthorized, http.StatusUnauthorized, "unauthorized: sign in (a user name and password, or a token as a bearer token or a basic-auth password)"},
 	{largo.ErrNotFound, http.StatusNotFound, "not found"},
 	{largo.ErrNotDir, http.StatusNotFound, "not found"},
+	{largo.ErrSidecarName, http.StatusConflict, "conflict: the name would be taken for the compressed form of the file beside it (NAME.gz, NAME.br or NAME.zst beside NAME), which a drop box may not write"},
 	{largo.ErrCreateOnly, http.StatusForbidden, "forbidden: a drop-box link only uploads new files into its folder"},
 	{largo.ErrPermission, http.StatusForbidden, "forbidden: not allowed on this path"},
 	{largo.ErrIsDir, http.StatusConflict, "is a folder"},

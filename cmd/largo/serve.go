@@ -31,6 +31,7 @@ import (
 	"largo/resumable"
 	"largo/s3"
 	"largo/serve"
+	"largo/sidecar"
 	"largo/transfer"
 )
 
@@ -463,7 +464,7 @@ func handlerConfig(cfg *serveConfig, store largo.Store, m *metrics.Metrics, logg
 	hcfg := serve.Config{
 		Listing:     lcfg,
 		Compress:    enc,
-		AnySidecars: cfg.sidecars.value == "any",
+		Sidecars:    sidecarPolicy(store, cfg.sidecars.value == "any"),
 		Compression: m,
 		Store:       store,
 		Logger:      logger,
@@ -478,6 +479,17 @@ func handlerConfig(cfg *serveConfig, store largo.Store, m *metrics.Metrics, logg
 		hcfg.Metrics = nil // on the admin listener instead
 	}
 	return hcfg, nil
+}
+
+// sidecarPolicy is which files of st stand for another as its encoding:
+// those largo precompress recorded in its state area, or with any every
+// fresh one.
+func sidecarPolicy(st largo.Store, any bool) *sidecar.Policy {
+	var state largo.State
+	if sk, ok := st.(largo.StateKeeper); ok {
+		state = sk.State()
+	}
+	return sidecar.NewPolicy(sidecar.NewChecker(state, sidecar.Options{}), any, serve.ContentType)
 }
 
 // encoders returns the encoders of dynamic compression, nil when it is
@@ -601,9 +613,12 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 		}()
 	}
 	exp := newExpiry(logger, st, g, m, hcfg)
+	// Removing, expiring, moving or replacing a file takes its sidecars
+	// along, whatever protocol does it.
+	follower := sidecar.NewFollower(hcfg.Sidecars, st, logger)
 	if !on {
 		// Nothing is written, but expired files are still removed.
-		rcfg := ingest.Config{Store: gated}
+		rcfg := ingest.Config{Store: gated, Derived: follower}
 		if keeper != nil {
 			rcfg.Digests = keeper
 		}
@@ -626,6 +641,7 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 		Reserve:  int64(cfg.reserve),
 		NoMkdir:  cfg.noMkdir,
 		Observer: m,
+		Derived:  follower,
 	}
 	if keeper != nil {
 		icfg.Digests = keeper
