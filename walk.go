@@ -8,8 +8,9 @@ import (
 
 // WalkFiles calls fn for each file at or below name in st, with its full
 // name: name itself when it is a file, else every file below the folder,
-// depth first. Folders reached through symbolic links are not entered
-// (they could form cycles). A folder that cannot be listed is passed
+// depth first. Symbolic links are passed over, to files as to folders:
+// what they lead to is walked where it is, and a linked folder could form
+// a cycle. A folder that cannot be listed is passed
 // over and its error returned with the others at the end, but for
 // ErrNotFound (a folder gone meanwhile); the walk stops when ctx is done.
 // It is the one walk of a tree's files that the server's own records
@@ -40,9 +41,10 @@ func WalkFiles(ctx context.Context, st Store, name string, fn func(name string, 
 			}
 			child := Join(dir, in.Name)
 			switch {
-			case in.IsDir && !in.Link:
+			case in.Link:
+			case in.IsDir:
 				stack = append(stack, child)
-			case !in.IsDir:
+			default:
 				fn(child, in)
 			}
 		}
