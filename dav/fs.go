@@ -51,6 +51,10 @@ type fileSystem struct {
 	// copying is set for a COPY, whose walk of a folder leaves linked
 	// folders out.
 	copying bool
+	// cleared is set once the request removed what was at dst (a COPY
+	// or MOVE with Overwrite), whose folder was there then, though on a
+	// bucket it may be gone with it.
+	cleared bool
 
 	dir       string // the folder Readdir listed last, when listed
 	listed    bool
@@ -255,15 +259,22 @@ func (fsys *fileSystem) Mkdir(ctx context.Context, p string, _ os.FileMode) erro
 	if err := pl.CheckLock(ctx, name, false, fsys.allTokens()); err != nil {
 		return fsys.fail("mkdir", name, err)
 	}
-	if err := pl.CheckFolder(ctx, name); err != nil {
-		return fsys.fail("mkdir", name, err)
-	}
 	dm, ok := fsys.h.cfg.Store.(largo.DirMaker)
 	if !ok {
 		return largo.ErrUnsupported
 	}
-	if err := dm.MakeDir(ctx, name); err != nil {
-		return fsys.fail("mkdir", name, err)
+	if fsys.clearedFor(name) {
+		// The folder a copy replaced a file with: its parent was there.
+		if err := pl.MakeDirs(ctx, name); err != nil {
+			return fsys.fail("mkdir", name, err)
+		}
+	} else {
+		if err := pl.CheckFolder(ctx, name); err != nil {
+			return fsys.fail("mkdir", name, err)
+		}
+		if err := dm.MakeDir(ctx, name); err != nil {
+			return fsys.fail("mkdir", name, err)
+		}
 	}
 	pl.FolderMade(ctx, name)
 	return nil
@@ -292,6 +303,10 @@ func (fsys *fileSystem) RemoveAll(ctx context.Context, p string) error {
 	return fsys.remove(ctx, name)
 }
 
+// clearedFor reports whether name is the destination the request
+// cleared, whose folder was there.
+func (fsys *fileSystem) clearedFor(name string) bool { return fsys.cleared && name == fsys.dst }
+
 // replaces reports whether name is the destination of the request's COPY
 // or MOVE of a file, and a file itself.
 func (fsys *fileSystem) replaces(ctx context.Context, name string) bool {
@@ -319,6 +334,9 @@ func (fsys *fileSystem) remove(ctx context.Context, name string) error {
 	err = rm.Remove(ctx, name, largo.RemoveOptions{Recursive: true})
 	if err != nil && !errors.Is(err, largo.ErrNotFound) {
 		return fsys.fail("remove", name, err)
+	}
+	if name == fsys.dst {
+		fsys.cleared = true
 	}
 	if err == nil {
 		pl.Removed(ctx, name, in)
@@ -359,7 +377,7 @@ func (fsys *fileSystem) Rename(ctx context.Context, oldPath, newPath string) err
 	if _, err := fsys.view.Stat(ctx, from); err != nil {
 		return fsys.fail("rename", from, err)
 	}
-	if err := fsys.checkFolder(ctx, to); err != nil {
+	if err := fsys.checkFolder(ctx, to); err != nil && !fsys.clearedFor(to) {
 		return fsys.fail("rename", to, err)
 	}
 	if rn, ok := fsys.h.cfg.Store.(largo.Renamer); ok {

@@ -33,3 +33,28 @@ func TestDAVDestinationOwnNames(t *testing.T) {
 		}
 	})
 }
+
+// TestDAVFolderOntoLastFile: a folder moved or copied with Overwrite
+// onto a file that is the only entry of its folder replaces it. On a
+// bucket, where a folder is only the prefix of the keys below it, the
+// removal of that file takes its folder with it for a moment: the move
+// must not then fail as if the folder had never been there, with the
+// file already gone.
+func TestDAVFolderOntoLastFile(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, g *target) {
+		for _, method := range []string{"MOVE", "COPY"} {
+			g.seed(t, "src-"+method+"/in.txt", "inside")
+			g.seed(t, "dst-"+method+"/only.txt", "replaced")
+		}
+		s := g.serve(t, "--webdav")
+		for _, method := range []string{"MOVE", "COPY"} {
+			resp, body := send(t, method, s.URL+"src-"+method+"/", nil, 0, append(bearer, "Destination", s.URL+"dst-"+method+"/only.txt", "Overwrite", "T")...)
+			if resp.StatusCode != 204 {
+				t.Errorf("%s of a folder onto its folder's last file: %d %s; want 204", method, resp.StatusCode, body)
+			}
+			if resp, body := send(t, "GET", s.URL+"dst-"+method+"/only.txt/in.txt", nil, 0, bearer...); resp.StatusCode != 200 || body != "inside" {
+				t.Errorf("after the %s: %d %q", method, resp.StatusCode, body)
+			}
+		}
+	})
+}

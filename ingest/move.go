@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"largo"
 )
@@ -63,10 +64,8 @@ func (p *Pipeline) moveByCopy(ctx context.Context, view largo.Store, from, to st
 		}
 		return nil
 	}
-	if dm, ok := p.cfg.Store.(largo.DirMaker); ok {
-		if err := dm.MakeDir(ctx, to); err != nil && !errors.Is(err, largo.ErrExist) && !errors.Is(err, largo.ErrUnsupported) {
-			return err
-		}
+	if err := p.MakeDirs(ctx, to); err != nil {
+		return err
 	}
 	// The names first: the folder changes while its entries move.
 	var children []string
@@ -129,4 +128,30 @@ func (p *Pipeline) copyFile(ctx context.Context, view largo.Store, from, to stri
 	}
 	_, err = w.Commit(context.WithoutCancel(ctx))
 	return err
+}
+
+// MakeDirs makes the folder to, and the folders above it that are
+// missing, for a folder moved or copied where its front end saw its
+// parent: on a bucket, where a folder is only the prefix of the keys
+// below it, the removal of a file a folder moves onto (WebDAV's
+// Overwrite) takes away its folder too when it was the last thing there.
+// A folder already there is no error.
+func (p *Pipeline) MakeDirs(ctx context.Context, to string) error {
+	dm, ok := p.cfg.Store.(largo.DirMaker)
+	if !ok {
+		return nil
+	}
+	err := dm.MakeDir(ctx, to)
+	if errors.Is(err, largo.ErrNotFound) && to != "" {
+		if i := strings.LastIndexByte(to, '/'); i > 0 {
+			if err := p.MakeDirs(ctx, to[:i]); err != nil {
+				return err
+			}
+			err = dm.MakeDir(ctx, to)
+		}
+	}
+	if err != nil && !errors.Is(err, largo.ErrExist) && !errors.Is(err, largo.ErrUnsupported) {
+		return err
+	}
+	return nil
 }
