@@ -74,3 +74,13 @@ type StateSwapper interface {
 	// record already gone is no error.
 	DeleteIf(ctx context.Context, key, version string) error
 }
+
+// StatePager is a State that lists its records in key order, a page at a
+// time, from where the last page ended: what reads a queue (the hooks'
+// outbox) oldest first without ever holding more than a page of keys.
+type StatePager interface {
+	// Page returns at most limit records whose keys start with prefix
+	// (a folder's, ending in "/") and sort after after (nothing: ""),
+	// in key order. Fewer than limit means the end was reached.
+	Page(ctx context.Context, prefix, after string, limit int) ([]Record, error)
+}

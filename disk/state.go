@@ -1,6 +1,7 @@
 package disk
 
 import (
+	"container/heap"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -242,4 +243,49 @@ func (s *Store) stateDir() error {
 		}
 	})
 	return s.stateErr
+}
+
+var _ largo.StatePager = state{}
+
+// Page implements largo.StatePager: the folder of prefix is read once,
+// keeping only the limit smallest keys after after (a heap), so a page
+// costs one pass over the folder's names and holds no more than a page.
+func (st state) Page(ctx context.Context, prefix, after string, limit int) ([]largo.Record, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	h := &keyHeap{}
+	for rec, err := range st.List(ctx, prefix) {
+		if err != nil {
+			return nil, err
+		}
+		if rec.Key <= after {
+			continue
+		}
+		if h.Len() < limit {
+			heap.Push(h, rec)
+		} else if rec.Key < (*h)[0].Key {
+			(*h)[0] = rec
+			heap.Fix(h, 0)
+		}
+	}
+	out := make([]largo.Record, h.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(h).(largo.Record)
+	}
+	return out, nil
+}
+
+// keyHeap holds records with the greatest key on top.
+type keyHeap []largo.Record
+
+func (h keyHeap) Len() int           { return len(h) }
+func (h keyHeap) Less(i, j int) bool { return h[i].Key > h[j].Key }
+func (h keyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *keyHeap) Push(x any)        { *h = append(*h, x.(largo.Record)) }
+func (h *keyHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

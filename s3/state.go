@@ -192,3 +192,40 @@ func (st state) List(ctx context.Context, prefix string) iter.Seq2[largo.Record,
 		}
 	}
 }
+
+var _ largo.StatePager = state{}
+
+// Page implements largo.StatePager: one ListObjectsV2, which lists keys
+// in order, from after (StartAfter) on.
+func (st state) Page(ctx context.Context, prefix, after string, limit int) ([]largo.Record, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	base := st.s.key(largo.StateDir + "/")
+	in := &awss3.ListObjectsV2Input{Bucket: &st.s.bucket, Prefix: aws.String(base + prefix), MaxKeys: aws.Int32(int32(min(limit, 1000)))}
+	if after != "" {
+		in.StartAfter = aws.String(base + after)
+	}
+	var out []largo.Record
+	for len(out) < limit {
+		page, err := st.s.api.ListObjectsV2(ctx, in)
+		if err != nil {
+			return nil, mapErr(prefix, err)
+		}
+		for _, o := range page.Contents {
+			rec := largo.Record{Key: strings.TrimPrefix(aws.ToString(o.Key), base)}
+			if o.LastModified != nil {
+				rec.ModTime = *o.LastModified
+			}
+			if rec.Key > after && len(out) < limit {
+				out = append(out, rec)
+			}
+		}
+		if !aws.ToBool(page.IsTruncated) || page.NextContinuationToken == nil {
+			break
+		}
+		in.ContinuationToken = page.NextContinuationToken
+		in.MaxKeys = aws.Int32(int32(min(limit-len(out), 1000)))
+	}
+	return out, nil
+}
