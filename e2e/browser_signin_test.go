@@ -43,7 +43,7 @@ allow = ["all"]
 var aliceHash = sync.OnceValue(func() string { return auth.HashPassword(aliceBrowserPassword) })
 
 // writeAccessFile writes an access file and returns its path.
-func writeAccessFile(t *testing.T, text string) string {
+func writeAccessFile(t testing.TB, text string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "access.toml")
 	if err := os.WriteFile(p, []byte(strings.ReplaceAll(text, "ALICE_HASH", aliceHash())), 0o600); err != nil {

@@ -190,7 +190,7 @@ func (rc *hookReceiver) waitEvents(t *testing.T, timeout time.Duration, what str
 }
 
 // hookSecretFile writes the secret to a file for --hook-secret-file.
-func hookSecretFile(t *testing.T) string {
+func hookSecretFile(t testing.TB) string {
 	p := filepath.Join(t.TempDir(), "hook.secret")
 	if err := os.WriteFile(p, []byte(hookSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,136 @@
+package s3test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Proxy is a reverse proxy in front of a Server that counts the requests
+// it forwards, by method and by what they reach: what a store costs the
+// bucket, measured from outside it. Requests keep the Host they were
+// signed for.
+type Proxy struct {
+	// URL is the proxy's endpoint, to give a client instead of the
+	// server's.
+	URL string
+	srv *Server
+
+	mu     sync.Mutex
+	counts map[string]int
+	lines  []string // the requests since Reset, while Trace is on
+	trace  bool
+}
+
+// Proxy starts a counting proxy in front of s, stopped when the test
+// ends.
+func (s *Server) Proxy(t testing.TB) *Proxy {
+	t.Helper()
+	target, err := url.Parse(s.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{srv: s, counts: map[string]int{}}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host // as signed
+		p.count(r.In)
+	}}
+	hs := httptest.NewServer(rp)
+	t.Cleanup(hs.Close)
+	p.URL = hs.URL
+	return p
+}
+
+// count counts r under "METHOD what", what being "state" for a key of
+// the state area (.largo/), "bucket" for a request on the bucket itself
+// (a listing), and "object" for any other key.
+func (p *Proxy) count(r *http.Request) {
+	what := "object"
+	_, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	switch {
+	case key == "":
+		what = "bucket"
+		if pre := r.URL.Query().Get("prefix"); strings.Contains(pre, ".largo/") {
+			what = "state listing"
+		}
+	case strings.Contains(key, ".largo/"):
+		what = "state"
+	}
+	p.mu.Lock()
+	p.counts[r.Method+" "+what]++
+	if p.trace {
+		p.lines = append(p.lines, r.Method+" "+r.URL.RequestURI())
+	}
+	p.mu.Unlock()
+}
+
+// Trace keeps the requests forwarded from now on, for Lines.
+func (p *Proxy) Trace(on bool) {
+	p.mu.Lock()
+	p.trace = on
+	p.mu.Unlock()
+}
+
+// Lines returns the requests kept since the last Reset.
+func (p *Proxy) Lines() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.lines...)
+}
+
+// Env is the server's environment for a client of the proxy.
+func (p *Proxy) Env() []string {
+	env := p.srv.Env()
+	for i, e := range env {
+		if strings.HasPrefix(e, "AWS_ENDPOINT_URL=") {
+			env[i] = "AWS_ENDPOINT_URL=" + p.URL
+		}
+	}
+	return env
+}
+
+// Reset forgets the counts.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	clear(p.counts)
+	p.lines = nil
+	p.mu.Unlock()
+}
+
+// Counts returns the requests counted since the last Reset, by "METHOD
+// what", and their total.
+func (p *Proxy) Counts() (map[string]int, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]int, len(p.counts))
+	n := 0
+	for k, v := range p.counts {
+		out[k] = v
+		n += v
+	}
+	return out, n
+}
+
+// Summary lists counts, largest first.
+func Summary(counts map[string]int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return counts[keys[i]] > counts[keys[j]] || counts[keys[i]] == counts[keys[j]] && keys[i] < keys[j] })
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(k + ": " + strconv.Itoa(counts[k]))
+	}
+	return b.String()
+}
