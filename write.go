@@ -21,6 +21,13 @@ type CreateOptions struct {
 	// the target's folder does not exist, instead of creating the missing
 	// folders at commit.
 	NoMkdir bool
+	// Known, when not nil, is what the caller found at the target a
+	// moment before, when it admitted the write: the zero Info for
+	// nothing there; a file there means its folder is there too. A store
+	// may take it instead of looking again (an object store's requests),
+	// and for whether the commit creates the file; the condition is
+	// still what makes the commit safe against writers in between.
+	Known *Info
 	// Condition is the condition the caller will pass to Commit, stated
 	// at creation. A store that sends the bytes on while they arrive (an
 	// object store's single PUT, which carries its condition in its

@@ -66,7 +66,7 @@ type HashOptions struct {
 // error returned at the end.
 func (k *Keeper) Hash(ctx context.Context, name string, opt HashOptions) (Summary, error) {
 	var sum Summary
-	if k == nil || k.state == nil || k.store == nil {
+	if k == nil || k.files == nil || k.store == nil {
 		return sum, fmt.Errorf("digests: %w: the store keeps no records", largo.ErrUnsupported)
 	}
 	h := &hasher{k: k, opt: opt}
@@ -129,7 +129,7 @@ func (h *hasher) hash(ctx context.Context, name string, s *Summary) Event {
 		return ev
 	}
 	if !h.opt.Force {
-		if sum, err := k.read(ctx, name, in.ETag); err == nil && sum != nil {
+		if sum, err := k.Peek(ctx, name, in.ETag); err == nil && sum != nil {
 			ev.SHA256, ev.Fresh = sum, true
 			return ev
 		}
@@ -151,11 +151,10 @@ func (h *hasher) hash(ctx context.Context, name string, s *Summary) Event {
 		return ev
 	}
 	ev.SHA256 = sha.Sum(nil)
-	if err := Put(ctx, k.state, name, in.ETag, ev.SHA256); err != nil {
+	if err := k.record(ctx, name, in, ev.SHA256); err != nil {
 		ev.Err = fmt.Errorf("recording the digest of %s: %w", name, err)
 		return ev
 	}
-	k.keep(name, entry{etag: in.ETag, sum: ev.SHA256, at: k.now()})
 	return ev
 }
 
@@ -198,7 +197,7 @@ func (k *Keeper) Scan(ctx context.Context, period time.Duration, rate int64, log
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
-		start := k.now()
+		start := time.Now()
 		s, err := k.Hash(ctx, "", HashOptions{Rate: rate, Event: func(ev Event) {
 			if ev.Err != nil {
 				log.Warn("hashing a file", "name", ev.Name, "err", ev.Err)
@@ -208,7 +207,7 @@ func (k *Keeper) Scan(ctx context.Context, period time.Duration, rate int64, log
 		case err != nil && ctx.Err() == nil:
 			log.Warn("hashing the files without a digest", "err", err)
 		case s.Hashed > 0 || s.Failed > 0:
-			log.Info("hashed the files without a digest", "hashed", s.Hashed, "failed", s.Failed, "fresh", s.Fresh, "bytes", s.Bytes, "took", k.now().Sub(start).Round(time.Millisecond))
+			log.Info("hashed the files without a digest", "hashed", s.Hashed, "failed", s.Failed, "fresh", s.Fresh, "bytes", s.Bytes, "took", time.Since(start).Round(time.Millisecond))
 		}
 		select {
 		case <-ctx.Done():

@@ -75,7 +75,18 @@ type server struct {
 // killed when the test ends.
 func startServer(t testing.TB, dir string, args ...string) *server {
 	t.Helper()
-	return startLargo(t, append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, args...), nil)
+	return startLargo(t, append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, withAdmin(args)...), nil)
+}
+
+// withAdmin adds an admin listener to args, where the metrics are read,
+// unless they name one.
+func withAdmin(args []string) []string {
+	for _, a := range args {
+		if a == adminListen || strings.HasPrefix(a, adminListen+"=") {
+			return args
+		}
+	}
+	return append(args[:len(args):len(args)], adminListen, "127.0.0.1:0")
 }
 
 // startLargo runs largo with args and environment additions env, and

@@ -42,19 +42,25 @@ func TestPrecompressBucket(t *testing.T) {
 	}
 
 	var keys []string
-	records, digests := 0, 0
 	for _, k := range srv.Keys(t, srv.Bucket, "") {
-		switch {
-		case strings.HasPrefix(k, "site/.largo/sidecars/"):
-			records++ // each sidecar's record, in the store's state area
-		case strings.HasPrefix(k, "site/.largo/digests/"):
-			digests++ // each sidecar's SHA-256, kept with its version
-		default:
+		if !strings.HasPrefix(k, "site/.largo/") {
 			keys = append(keys, k)
 		}
 	}
-	if records != 6 || digests != 6 {
-		t.Errorf("%d sidecar records and %d digests; want 6 of each", records, digests)
+	// Each sidecar's record, in the store's state area, says its source
+	// and holds its SHA-256; each original's names its sidecars.
+	records, digests, named := 0, 0, 0
+	for _, rec := range fileRecords(t, filepath.Join(srv.Dir, srv.Bucket, "site")) {
+		if rec.Source != "" {
+			records++
+		}
+		if rec.Source != "" && rec.SHA256 != "" {
+			digests++
+		}
+		named += len(rec.Sidecars)
+	}
+	if records != 6 || digests != 6 || named != 6 {
+		t.Errorf("%d sidecar records, %d with a digest, %d named by their originals; want 6 of each", records, digests, named)
 	}
 	want := []string{"outside.log", "site/.hidden.log", "site/app.log", "site/app.log.br", "site/app.log.gz", "site/app.log.zst",
 		"site/backup.tar.gz", "site/logs/old.log", "site/logs/old.log.br", "site/logs/old.log.gz", "site/logs/old.log.zst"}

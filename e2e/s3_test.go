@@ -26,7 +26,7 @@ import (
 // configured through the standard AWS variables.
 func startS3Largo(t testing.TB, srv *s3test.Server, prefix string, args ...string) *server {
 	t.Helper()
-	args = append([]string{"serve", "--store", "s3://" + srv.Bucket + "/" + prefix, "--listen", "127.0.0.1:0"}, args...)
+	args = append([]string{"serve", "--store", "s3://" + srv.Bucket + "/" + prefix, "--listen", "127.0.0.1:0"}, withAdmin(args)...)
 	return startLargo(t, args, srv.Env())
 }
 

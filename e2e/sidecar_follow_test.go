@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"largo/encode"
+	"largo/record"
 )
 
 // followAccess is the access file of the tests of sidecars that follow
@@ -70,14 +72,40 @@ func sidecarsOf(name string) []string {
 	return out
 }
 
-// records counts the sidecar records in g's state area.
+// records counts the records of sidecars largo wrote in g's state area:
+// the records of files (record.File) that name a sidecar's source.
 func (g *target) records(t *testing.T) int {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(g.dir, ".largo", "sidecars"))
+	n := 0
+	for _, rec := range fileRecords(t, g.dir) {
+		if rec.Source != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// fileRecords reads the records of files in the state area of the
+// folder dir (a bucket's, through versitygw's folder).
+func fileRecords(t testing.TB, dir string) []record.File {
+	t.Helper()
+	p := filepath.Join(dir, ".largo", "files")
+	ents, err := os.ReadDir(p)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	return len(ents)
+	var out []record.File
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(p, e.Name()))
+		if err != nil {
+			continue // removed meanwhile
+		}
+		var rec record.File
+		if json.Unmarshal(b, &rec) == nil {
+			out = append(out, rec)
+		}
+	}
+	return out
 }
 
 // sentAsIs fails the test unless url answers a client that takes every

@@ -8,9 +8,11 @@
 // means (copied onto the disk, put into the bucket directly) the time
 // its store gives it. A drop box link with a file TTL (gate.Link.FileTTL)
 // gives each file that lands through it its own: at commit, the write
-// pipeline tells the Expiry (ingest.Lander), which keeps a record of the
-// file's name, its version (ETag) and when it expires in the store's
-// state area, under "expiry/". A record holds only for its version: a
+// pipeline tells the Expiry (ingest.Lander), which names the link and
+// when the file expires in the file's record (record.File) and keeps an
+// index of the files that expire, with their version (ETag), in the
+// store's state area, under "expiry/", for the sweep to read without a
+// pass over every file's record. An entry holds only for its version: a
 // file replaced since is no longer the one that expired, and is removed
 // only if a table covers it. When both hold, the earlier time wins.
 //
@@ -47,6 +49,7 @@ import (
 	"largo/auth"
 	"largo/gate"
 	"largo/ingest"
+	"largo/record"
 )
 
 // Observer receives the events that expiry metrics are made of.
@@ -130,7 +133,7 @@ var _ ingest.Lander = (*Expiry)(nil)
 // files expire (ctx's principal holds it); a file written by anyone else
 // drops the record of the name's earlier version, if this instance has
 // one. It implements ingest.Lander.
-func (e *Expiry) Landed(ctx context.Context, name string, in largo.Info) {
+func (e *Expiry) Landed(ctx context.Context, name string, in largo.Info, rec *record.File) {
 	if e.cfg.State == nil {
 		return
 	}
@@ -155,6 +158,9 @@ func (e *Expiry) Landed(ctx context.Context, name string, in largo.Info) {
 		landed = e.cfg.Now()
 	}
 	r := Record{Name: name, ETag: in.ETag, Landed: landed.UTC(), Expires: landed.Add(time.Duration(l.FileTTL) * time.Second).UTC(), Link: l.ID}
+	if rec != nil {
+		rec.Link, rec.Expires = r.Link, r.Expires
+	}
 	b, _ := json.Marshal(r)
 	if err := e.cfg.State.Put(context.WithoutCancel(ctx), Key(name), b); err != nil {
 		// The file stays; it will not expire. The write is not failed for it.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"largo"
+	"largo/record"
 )
 
 // Derived names the files derived from a file, which follow it through
@@ -28,10 +29,6 @@ type Derived interface {
 	// Removed is told of each file Follow named, once the pipeline
 	// removed it (err nil: what is kept of it goes too) or failed to.
 	Removed(ctx context.Context, name string, err error)
-	// Moved is told that the folder from, with all below it, is now at
-	// to (a rename, or copies): the derived files below it moved with
-	// their files, and what is kept of them goes along.
-	Moved(ctx context.Context, from, to string)
 	// Housekeeping returns the context derived files are looked at and
 	// removed under: the server's own, whoever made the change.
 	Housekeeping(ctx context.Context) context.Context
@@ -47,6 +44,10 @@ type Change struct {
 	// Now is the version at Name after it: zero when there is none (it
 	// was removed, or moved away).
 	Now largo.Info
+	// Record is the record the version that went (Was) had, nil when it
+	// had none or it is not known: it names the sidecars largo wrote of
+	// it (record.File.Sidecars).
+	Record *record.File
 }
 
 // Stale is a derived file to remove.
@@ -85,33 +86,26 @@ func (p *Pipeline) follow(ctx context.Context, ch Change) {
 // version (was zero: it is what is at to now), and the derived files at
 // to were there before it came; a move by copies made to anew, and its
 // commit told of it, so only from is left to tell of (was: the version
-// moved). A folder's derived files moved with it (Derived.Moved).
-func (p *Pipeline) followMove(ctx context.Context, from, to string, was largo.Info) {
+// moved). A folder's derived files moved with it, and their records with
+// them (moveRecords).
+func (p *Pipeline) followMove(ctx context.Context, from, to string, was largo.Info, rec *record.File) {
 	d := p.cfg.Derived
-	if d == nil {
+	if d == nil || was.IsDir {
 		return
 	}
 	// A folder's name may come with its slash (WebDAV's).
 	from, to = strings.TrimSuffix(from, "/"), strings.TrimSuffix(to, "/")
-	if was.IsDir {
-		d.Moved(d.Housekeeping(ctx), from, to)
-		return
-	}
 	renamed := was == (largo.Info{})
 	if renamed {
 		now, err := p.cfg.Store.Stat(d.Housekeeping(ctx), to)
-		switch {
-		case err != nil:
-			return
-		case now.IsDir:
-			d.Moved(d.Housekeeping(ctx), from, to)
+		if err != nil || now.IsDir {
 			return
 		}
 		p.follow(ctx, Change{Name: to, Now: now})
 		was = now
 		was.Name = path.Base(from)
 	}
-	p.follow(ctx, Change{Name: from, Was: was})
+	p.follow(ctx, Change{Name: from, Was: was, Record: rec})
 }
 
 // landChecker is a store that is told of each file committed through it

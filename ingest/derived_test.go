@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"largo"
-	"largo/digests"
 	"largo/disk"
 )
 
@@ -55,12 +54,6 @@ func (d *gzDerived) Removed(_ context.Context, name string, err error) {
 	d.removed = append(d.removed, name)
 }
 
-func (d *gzDerived) Moved(_ context.Context, from, to string) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.changes = append(d.changes, Change{Name: from + "=>" + to})
-}
-
 func (*gzDerived) Housekeeping(ctx context.Context) context.Context { return ctx }
 
 // told returns the changes told since the last call, as "name was->now"
@@ -94,9 +87,9 @@ func TestDerivedFollow(t *testing.T) {
 		files[n+".txt"], files[n+".txt.gz"] = n, n+" compressed"
 	}
 	s, dir := newStore(t, files)
-	k := digests.New(s.State(), digests.Options{Store: s})
+	k := recordsOf(s)
 	d := &gzDerived{st: s, wrong: "g.txt.gz"}
-	p := New(Config{Store: noCopy{s}, Derived: d, Digests: k})
+	p := New(Config{Store: noCopy{s}, Derived: d, Files: k})
 	gone := func(name string) bool {
 		_, err := os.Stat(filepath.Join(dir, name))
 		return os.IsNotExist(err)
@@ -131,7 +124,7 @@ func TestDerivedFollow(t *testing.T) {
 	if !gone("a.txt.gz") {
 		t.Error("a.txt.gz outlived the version of a.txt it was derived from")
 	}
-	if _, err := digests.Get(ctx, s.State(), "a.txt.gz"); !errors.Is(err, largo.ErrNotFound) {
+	if _, err := k.Get(ctx, "a.txt.gz"); !errors.Is(err, largo.ErrNotFound) {
 		t.Error("the removed a.txt.gz kept its digest")
 	}
 
@@ -159,11 +152,11 @@ func TestDerivedFollow(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Renamed(ctx, "h", "h2")
-	want("a folder renamed", "h=>h2 -->-")
+	want("a folder renamed") // its derived files moved with it, their records too
 	if err := p.MoveByCopy(ctx, noCopy{s}, "i", "i2", nil); err != nil {
 		t.Fatal(err)
 	}
-	want("a folder moved by copies", "i2/y.txt -->y.txt", "i=>i2 -->-")
+	want("a folder moved by copies", "i2/y.txt -->y.txt")
 	if gone("h2/x.txt.gz") {
 		t.Error("a folder's rename took a file's derived file from it")
 	}
@@ -204,9 +197,9 @@ func (s landRefused) Landed(ctx context.Context, name string, in largo.Info) err
 // its write, and is told to no one.
 func TestLandedRefused(t *testing.T) {
 	s, dir := newStore(t, nil)
-	k := digests.New(s.State(), digests.Options{Store: s})
+	k := recordsOf(s)
 	d := &gzDerived{st: s}
-	p := New(Config{Store: landRefused{s}, Derived: d, Digests: k})
+	p := New(Config{Store: landRefused{s}, Derived: d, Files: k})
 	ctx := context.Background()
 	w, err := p.Begin(ctx, Target{Name: "refused", Size: 3})
 	if err != nil {

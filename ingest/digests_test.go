@@ -10,35 +10,40 @@ import (
 	"testing"
 
 	"largo"
-	"largo/digests"
 	"largo/disk"
+	"largo/record"
 )
 
 // withDigests returns a folder holding files, a pipeline on it that
 // records digests, and the keeper that answers them.
-func withDigests(t *testing.T, files map[string]string, wrap func(*disk.Store) largo.Store) (*disk.Store, string, *Pipeline, *digests.Keeper) {
+func withDigests(t *testing.T, files map[string]string, wrap func(*disk.Store) largo.Store) (*disk.Store, string, *Pipeline, *record.Files) {
 	t.Helper()
 	s, dir := newStore(t, files)
-	k := digests.New(s.State(), digests.Options{Store: s})
+	k := recordsOf(s)
 	var st largo.Store = s
 	if wrap != nil {
 		st = wrap(s)
 	}
-	return s, dir, New(Config{Store: st, Digests: k}), k
+	return s, dir, New(Config{Store: st, Files: k}), k
 }
 
-// digestOf returns the digest k serves for the file name as it is now.
-func digestOf(t *testing.T, s *disk.Store, k *digests.Keeper, name string) []byte {
+// recordsOf returns the records of files of s.
+func recordsOf(s *disk.Store) *record.Files {
+	return record.NewFiles(record.New(s.State(), record.Options{}), record.FilesOptions{})
+}
+
+// digestOf returns the digest recorded for the file name as it is now.
+func digestOf(t *testing.T, s *disk.Store, k *record.Files, name string) []byte {
 	t.Helper()
 	in, err := s.Stat(context.Background(), name)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
-	sum, err := k.Lookup(context.Background(), name, in.ETag)
+	rec, err := k.Of(context.Background(), name, in.ETag)
 	if err != nil {
-		t.Fatalf("%s: %v", name, err)
+		return nil
 	}
-	return sum
+	return rec.Sum()
 }
 
 // TestDigestsRecorded: whatever carried the bytes (a write, staged bytes
@@ -136,7 +141,7 @@ func TestDigestsMoved(t *testing.T) {
 			}
 		}
 		for _, gone := range []string{"f", "d/x", "d/e/y"} {
-			if _, err := digests.Get(ctx, s.State(), gone); err == nil {
+			if _, err := k.Get(ctx, gone); err == nil {
 				t.Errorf("%s: the record of %s stayed", mode, gone)
 			}
 		}
@@ -148,7 +153,7 @@ func TestDigestsMoved(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.Forget(ctx, "g")
-		if _, err := digests.Get(ctx, s.State(), "g"); err == nil {
+		if _, err := k.Get(ctx, "g"); err == nil {
 			t.Errorf("%s: the record of a removed file stayed", mode)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"largo"
+	"largo/record"
 	"largo/wire"
 )
 
@@ -21,7 +22,7 @@ type bytesQuota struct {
 	held  int64
 }
 
-func (q *bytesQuota) Admit(context.Context, string, int64, bool) (Claim, error) {
+func (q *bytesQuota) Admit(context.Context, string, int64, bool, *largo.Info) (Claim, error) {
 	return &bytesClaim{q: q}, nil
 }
 
@@ -64,7 +65,7 @@ func (c *bytesClaim) Grow(n int64) error {
 	return nil
 }
 
-func (c *bytesClaim) Commit(context.Context, largo.Info, bool) { c.Release() }
+func (c *bytesClaim) Commit(context.Context, largo.Info, bool, *record.File) { c.Release() }
 
 func (c *bytesClaim) Release() {
 	c.q.mu.Lock()

@@ -113,8 +113,9 @@ func (p *Pipeline) Ask(ctx context.Context, t Target) (Target, error) {
 // another reason (a file about to be replaced, the old name of a move)
 // is told to Forget alone.
 func (p *Pipeline) Removed(ctx context.Context, name string, in largo.Info) {
+	rec := p.recordOf(ctx, name, in, true)
 	p.Forget(ctx, name)
-	p.follow(ctx, Change{Name: name, Was: in})
+	p.follow(ctx, Change{Name: name, Was: in, Record: rec})
 	p.notify(ctx, Event{Type: EventDeleted, Name: name, Info: in})
 }
 
@@ -122,8 +123,9 @@ func (p *Pipeline) Removed(ctx context.Context, name string, in largo.Info) {
 // because it expired (an expiry rule, a link's last download): Forget,
 // the file's derived files removed (Derived), and an expired event.
 func (p *Pipeline) Expired(ctx context.Context, name string, in largo.Info) {
+	rec := p.recordOf(ctx, name, in, true)
 	p.Forget(ctx, name)
-	p.follow(ctx, Change{Name: name, Was: in})
+	p.follow(ctx, Change{Name: name, Was: in, Record: rec})
 	p.notify(ctx, Event{Type: EventExpired, Name: name, Info: in})
 }
 

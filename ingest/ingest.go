@@ -34,11 +34,13 @@
 //     or of a path past its limit is refused before its body (507, the
 //     quota named), its size held against the quotas while in flight, a
 //     rename into a path admitted by CheckMove;
-//   - digests (Config.Digests): every committed file's SHA-256 is kept
-//     with the version it belongs to, whatever protocol carried it; a
-//     copy made by the store carries its source's, a rename (Renamed) or
-//     a move by copies carries the moved files', a removal (Forget)
-//     drops the file's;
+//   - the record of each file (Config.Files, package record): written
+//     once at commit with the version's SHA-256 (whatever protocol
+//     carried it; a copy made by the store carries its source's), its
+//     owner (the quotas'), the link it came through and when it expires
+//     (Config.Landed) and, for a sidecar, its source; a rename (Renamed)
+//     or a move by copies carries the moved files' records, a removal
+//     (Forget) drops the file's;
 //   - derived files (Config.Derived, derived.go): every change to a file
 //     (a commit, a removal, an expiry, a move) is told to Derived, which
 //     names the files derived from it that the change leaves behind (its
@@ -65,12 +67,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"path"
 	"sync"
 	"time"
 
 	"largo"
+	"largo/record"
 )
 
 // Observer receives the events that upload metrics are made of.
@@ -97,32 +101,14 @@ type Guard interface {
 	Renamed(ctx context.Context, from, to string)
 }
 
-// Digests keeps the SHA-256 of each committed file with the version
-// (ETag) it belongs to (package digests). A failure to keep one fails no
-// write: the implementation logs it. Implementations must be safe for
-// concurrent use.
-type Digests interface {
-	// Record keeps sum as the SHA-256 of the version in of the file
-	// name, just committed.
-	Record(ctx context.Context, name string, in largo.Info, sum []byte)
-	// Recorded returns the SHA-256 kept for the version etag of the file
-	// name, or nil.
-	Recorded(ctx context.Context, name, etag string) []byte
-	// Renamed carries what is kept of from, a file or a folder with all
-	// below it, to to, where a rename just put it.
-	Renamed(ctx context.Context, from, to string)
-	// Forget drops what is kept of the file name, just removed or moved
-	// away.
-	Forget(ctx context.Context, name string)
-}
-
 // Lander is told of each file a write committed, with the context of
 // the write (its principal: package expiry keeps the expiry of a file
-// that lands through a drop box whose files expire). A failure to act
-// fails no write: the implementation logs it. Implementations must be
-// safe for concurrent use.
+// that lands through a drop box whose files expire), and the file's
+// record (record.File) to fill in before the pipeline writes it. A
+// failure to act fails no write: the implementation logs it.
+// Implementations must be safe for concurrent use.
 type Lander interface {
-	Landed(ctx context.Context, name string, in largo.Info)
+	Landed(ctx context.Context, name string, in largo.Info, rec *record.File)
 }
 
 // Config configures a Pipeline. Only Store is required; the zero value of
@@ -145,8 +131,15 @@ type Config struct {
 	// Guard refuses writes to locked names and forgets removed ones; nil
 	// means no locks.
 	Guard Guard
-	// Digests keeps the SHA-256 of each committed file; nil keeps none.
-	Digests Digests
+	// Files keeps the one record of each file (package record): written
+	// once when a write commits (its digest, its owner, the link it came
+	// through and when it expires by it, a sidecar's source), dropped
+	// when the file goes, moved when it moves; nil keeps none.
+	Files *record.Files
+	// Server returns the context of the server's own calls to Store
+	// (package gate: the server's principal), for the walk of a folder
+	// renamed, whose files' records move with it; nil uses the request's.
+	Server func(context.Context) context.Context
 	// Landed is told of each committed file; nil tells no one.
 	Landed Lander
 	// Quota holds writes to quotas of users and paths; nil means none.
@@ -160,6 +153,9 @@ type Config struct {
 	Derived Derived
 	// Now is the clock of the promises of space; nil means time.Now.
 	Now func() time.Time
+	// Logger receives the failures that fail no write (a record not
+	// kept); nil discards them.
+	Logger *slog.Logger
 }
 
 // Pipeline admits, receives and commits writes into one store.
@@ -200,6 +196,9 @@ func New(cfg Config) *Pipeline {
 	if p.cfg.Now == nil {
 		p.cfg.Now = time.Now
 	}
+	if p.cfg.Logger == nil {
+		p.cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	p.cr, _ = cfg.Store.(largo.Creator)
 	p.space, _ = cfg.Store.(largo.SpaceReporter)
 	if p.obs == nil {
@@ -210,6 +209,9 @@ func New(cfg Config) *Pipeline {
 
 // Store returns the store the pipeline writes to.
 func (p *Pipeline) Store() largo.Store { return p.cfg.Store }
+
+// Files returns the records of files the pipeline keeps, nil for none.
+func (p *Pipeline) Files() *record.Files { return p.cfg.Files }
 
 // MaxSize returns the size limit, zero for none.
 func (p *Pipeline) MaxSize() int64 { return p.cfg.MaxSize }
@@ -239,8 +241,15 @@ type Target struct {
 	// Hooked is what the pre-upload hook answered (Accept), carried to
 	// the committed event.
 	Hooked map[string]string
+	// Source is, for a precompressed sidecar largo writes (package
+	// precompress), the ETag of the version of the original it is made
+	// from: kept in the sidecar's record (record.File.Source).
+	Source string
 	// moving marks the copy of a move by copies: no upload of its own.
 	moving bool
+	// looked is set when admission looked at Name (was is then what it
+	// found), so that what comes after need not look again.
+	looked bool
 	// was is the version admission found at Name, zero for none: what
 	// is derived from it does not stand for the new one (Derived).
 	was largo.Info
@@ -304,35 +313,33 @@ func (p *Pipeline) CheckRemove(ctx context.Context, name string, cond largo.Cond
 	return rm, p.checkCond(cond)
 }
 
-// Forget tells the Guard that name is gone, and drops its digest.
+// Forget tells the Guard and the quotas that name is gone, and drops its
+// record (records.go).
 func (p *Pipeline) Forget(ctx context.Context, name string) {
 	if p.cfg.Guard != nil {
 		p.cfg.Guard.Forget(ctx, name)
 	}
-	if p.cfg.Digests != nil {
-		p.cfg.Digests.Forget(ctx, name)
-	}
 	if p.cfg.Quota != nil {
 		p.cfg.Quota.Forget(ctx, name)
 	}
+	p.dropRecord(ctx, name)
 }
 
 // Renamed tells the pipeline that the store renamed from (a file, or a
 // folder with all below it) to to (largo.Renamer): what the Guard keeps
-// (WebDAV's dead properties), the digests and the quotas' records go
-// along, a file's derived files go (Derived), and the hooks are told of
+// (WebDAV's dead properties), the quotas' counts and the files' records
+// go along, a file's derived files go (Derived), and the hooks are told of
 // one move. A move by copies (MoveByCopy) needs no telling.
 func (p *Pipeline) Renamed(ctx context.Context, from, to string) {
 	if p.cfg.Guard != nil {
 		p.cfg.Guard.Renamed(ctx, from, to)
 	}
-	if p.cfg.Digests != nil {
-		p.cfg.Digests.Renamed(ctx, from, to)
-	}
 	if p.cfg.Quota != nil {
 		p.cfg.Quota.Renamed(ctx, from, to)
 	}
-	p.followMove(ctx, from, to, largo.Info{})
+	rec := p.recordOf(ctx, from, largo.Info{}, true)
+	p.moveRecords(ctx, from, to)
+	p.followMove(ctx, from, to, largo.Info{}, rec)
 	p.moved(ctx, from, to)
 }
 
@@ -385,10 +392,30 @@ func (p *Pipeline) admit(ctx context.Context, t *Target) error {
 		return err
 	}
 	if exists {
-		t.was = in
+		t.was, t.looked = in, true
 		return nil // its folder is there
 	}
-	return p.checkFolder(ctx, t.Name)
+	if err := p.checkFolder(ctx, t.Name); err != nil {
+		return err
+	}
+	t.looked = true
+	return nil
+}
+
+// known returns what admission found at the target, nil when it did not
+// look (largo.CreateOptions.Known).
+func (t *Target) known() *largo.Info {
+	if !t.looked {
+		return nil
+	}
+	was := t.was
+	return &was
+}
+
+// createOptions are the options of the store's upload of t, of size
+// bytes.
+func (p *Pipeline) createOptions(t *Target, size int64) largo.CreateOptions {
+	return largo.CreateOptions{Size: size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond, Known: t.known()}
 }
 
 // decide asks the store whether the write may be made at all, before a

@@ -31,10 +31,11 @@ import (
 // halfway is told of no event.
 func (p *Pipeline) MoveByCopy(ctx context.Context, view largo.Store, from, to string, tokens []string) error {
 	was, _ := view.Stat(ctx, from) // the version moved, for its derived files
+	rec := p.recordOf(ctx, from, was, true)
 	if err := p.moveByCopy(ctx, view, from, to, tokens); err != nil {
 		return err
 	}
-	p.followMove(ctx, from, to, was)
+	p.followMove(ctx, from, to, was, rec)
 	p.moved(ctx, from, to)
 	return nil
 }
@@ -55,13 +56,11 @@ func (p *Pipeline) moveByCopy(ctx context.Context, view largo.Store, from, to st
 		if err := rm.Remove(ctx, from, largo.RemoveOptions{Condition: largo.Condition{IfMatch: in.ETag}}); err != nil {
 			return err
 		}
-		if p.cfg.Digests != nil {
-			p.cfg.Digests.Forget(ctx, from) // the copy carries it
-		}
 		p.carried(ctx, from, to)
 		if p.cfg.Quota != nil {
 			p.cfg.Quota.Forget(ctx, from) // the copy counts anew
 		}
+		p.carryRecord(ctx, from, to) // the copy's commit wrote its digest
 		return nil
 	}
 	if err := p.MakeDirs(ctx, to); err != nil {

@@ -44,7 +44,7 @@ func (p *Pipeline) Place(ctx context.Context, t Target, s Staged) (Result, error
 	p.priorVersion(ctx, &t)
 	// The quotas are asked again: other writes may have filled them
 	// since the upload was created.
-	c, err := p.claim(ctx, t.Name, s.Size, true)
+	c, err := p.claim(ctx, t.Name, s.Size, true, nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -91,7 +91,7 @@ func (p *Pipeline) admitPlace(ctx context.Context, t *Target) error {
 // adopt returns a Write of the staged bytes taken by the store where they
 // are, or nil when the store cannot.
 func (p *Pipeline) adopt(ctx context.Context, t Target, s Staged) (*Write, error) {
-	opt := largo.CreateOptions{Size: s.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond}
+	opt := p.createOptions(&t, s.Size)
 	var take func() (largo.Upload, error)
 	if s.Assembly != "" {
 		a, ok := p.cfg.Store.(largo.AssemblyAdopter)
@@ -136,7 +136,7 @@ func (p *Pipeline) adopt(ctx context.Context, t Target, s Staged) (*Write, error
 // is checked or held (on a store with free space to report, the staging
 // is another store, or the bytes would have been adopted).
 func (p *Pipeline) beginCopy(ctx context.Context, t Target) (*Write, error) {
-	u, err := p.cr.Create(ctx, t.Name, largo.CreateOptions{Size: t.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
+	u, err := p.cr.Create(ctx, t.Name, p.createOptions(&t, t.Size))
 	if err != nil {
 		return nil, CondErr(targetErr(err), t.Cond)
 	}
@@ -197,17 +197,17 @@ func (p *Pipeline) BeginCopy(ctx context.Context, t Target, src string) (*Write,
 	if err := p.ask(ctx, &t); err != nil {
 		return nil, err // a copy makes a file: the hook is asked as for an upload
 	}
-	c, err := p.claim(ctx, t.Name, t.Size, true)
+	c, err := p.claim(ctx, t.Name, t.Size, true, t.known())
 	if err != nil {
 		return nil, err
 	}
 	var srcETag string // the version copied, whose digest the copy carries
-	if p.cfg.Digests != nil {
+	if p.cfg.Files != nil {
 		if in, err := p.cfg.Store.Stat(ctx, src); err == nil && !in.IsDir {
 			srcETag = in.ETag
 		}
 	}
-	u, err := cp.Copy(ctx, t.Name, src, largo.CreateOptions{Size: t.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
+	u, err := cp.Copy(ctx, t.Name, src, p.createOptions(&t, t.Size))
 	if err != nil {
 		if c != nil {
 			c.Release()

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"largo"
+	"largo/record"
 )
 
 // Quota holds writes to the quotas of who writes and where (package
@@ -15,10 +16,12 @@ import (
 // Implementations must be safe for concurrent use.
 type Quota interface {
 	// Admit admits a write of size bytes (-1: not known yet) to name,
-	// for the principal ctx carries. With hold the size is held until
+	// for the principal ctx carries; was, when not nil, is what the
+	// pipeline found at name a moment before (the zero Info: nothing),
+	// which it need not look at again. With hold the size is held until
 	// the claim is committed or released; without, the claim only
 	// answers the question and must be released.
-	Admit(ctx context.Context, name string, size int64, hold bool) (Claim, error)
+	Admit(ctx context.Context, name string, size int64, hold bool, was *largo.Info) (Claim, error)
 	// AdmitBytes admits the bytes of a resumable upload to name, for the
 	// principal ctx carries, as they are staged: a claim that holds
 	// nothing yet and counts no file (the upload's file is admitted at
@@ -61,19 +64,21 @@ type Claim interface {
 	// unknown length is bounded so).
 	Grow(n int64) error
 	// Commit counts the file committed, in, against the quotas, and
-	// ends the hold; created reports that no file was there before.
-	Commit(ctx context.Context, in largo.Info, created bool)
+	// ends the hold; created reports that no file was there before. It
+	// names the owner in the file's record, rec, which the pipeline
+	// writes next.
+	Commit(ctx context.Context, in largo.Info, created bool, rec *record.File)
 	// Release ends the hold of a write that did not commit. It is safe
 	// to call after Commit, when it does nothing.
 	Release()
 }
 
 // claim asks the quotas about a write, when there are any.
-func (p *Pipeline) claim(ctx context.Context, name string, size int64, hold bool) (Claim, error) {
+func (p *Pipeline) claim(ctx context.Context, name string, size int64, hold bool, was *largo.Info) (Claim, error) {
 	if p.cfg.Quota == nil {
 		return nil, nil
 	}
-	return p.cfg.Quota.Admit(ctx, name, size, hold)
+	return p.cfg.Quota.Admit(ctx, name, size, hold, was)
 }
 
 // CheckMove refuses, with an error wrapping largo.ErrNoSpace, a rename
@@ -93,7 +98,7 @@ func (p *Pipeline) CheckMove(ctx context.Context, from, to string) error {
 // checkQuota refuses a write the quotas have no room for, holding
 // nothing.
 func (p *Pipeline) checkQuota(ctx context.Context, name string, size int64) error {
-	c, err := p.claim(ctx, name, size, false)
+	c, err := p.claim(ctx, name, size, false, nil)
 	if c != nil {
 		c.Release()
 	}

@@ -56,11 +56,11 @@ func (p *Pipeline) Begin(ctx context.Context, t Target) (*Write, error) {
 		room = min(room, p.cfg.MaxSize)
 	}
 	w := &Write{p: p, t: t, h: sha256.New(), room: room, hold: h}
-	if w.claim, err = p.claim(ctx, t.Name, t.Size, true); err != nil {
+	if w.claim, err = p.claim(ctx, t.Name, t.Size, true, t.known()); err != nil {
 		w.releaseAll()
 		return nil, err
 	}
-	w.u, err = p.cr.Create(ctx, t.Name, largo.CreateOptions{Size: t.Size, NoMkdir: p.cfg.NoMkdir, Condition: t.Cond})
+	w.u, err = p.cr.Create(ctx, t.Name, p.createOptions(&t, t.Size))
 	if err != nil {
 		w.releaseAll()
 		return nil, CondErr(targetErr(err), t.Cond)
@@ -191,43 +191,42 @@ func (w *Write) Commit(ctx context.Context) (Result, error) {
 	if err := w.p.landed(ctx, w.t.Name, in); err != nil {
 		return Result{}, err
 	}
-	if w.claim != nil {
-		w.claim.Commit(ctx, in, created)
-	}
-	if d := w.p.cfg.Digests; d != nil {
-		if w.copied {
-			sum = w.copiedSum(ctx)
-		}
-		if sum != nil {
-			d.Record(ctx, w.t.Name, in, sum)
-		}
-	}
-	if l := w.p.cfg.Landed; l != nil {
-		l.Landed(ctx, w.t.Name, in)
+	if w.copied {
+		sum = w.p.copiedSum(ctx, w.src, w.srcETag)
 	}
 	was := w.t.was
 	if created {
 		was = largo.Info{}
 	}
-	w.p.follow(ctx, Change{Name: w.t.Name, Was: was, Now: in})
+	prev := w.p.recordOf(ctx, w.t.Name, was, false)
+	rec := newRecord(&w.t, in, sum)
+	if w.claim != nil {
+		w.claim.Commit(ctx, in, created, &rec)
+	}
+	if l := w.p.cfg.Landed; l != nil {
+		l.Landed(ctx, w.t.Name, in, &rec)
+	}
+	w.p.keepRecord(ctx, rec)
+	w.p.follow(ctx, Change{Name: w.t.Name, Was: was, Now: in, Record: prev})
 	if !w.t.moving {
 		w.p.notify(ctx, Event{Type: EventCommitted, Name: w.t.Name, Info: in, SHA256: sum, Protocol: w.t.Protocol, Metadata: w.t.Hooked})
 	}
 	return Result{Info: in, Created: created, SHA256: sum}, nil
 }
 
-// copiedSum returns the digest of a copy made by the store: its source's,
-// when one is recorded for the version the source had when the copy
-// began and still has now (so that it is the version copied).
-func (w *Write) copiedSum(ctx context.Context) []byte {
-	if w.srcETag == "" {
+// copiedSum returns the digest of a copy made by the store of src: its
+// source's, when one is recorded for the version etag the source had
+// when the copy began and still has now (so that it is the version
+// copied).
+func (p *Pipeline) copiedSum(ctx context.Context, src, etag string) []byte {
+	if etag == "" {
 		return nil
 	}
-	in, err := w.p.cfg.Store.Stat(ctx, w.src)
-	if err != nil || in.ETag != w.srcETag {
+	in, err := p.cfg.Store.Stat(ctx, src)
+	if err != nil || in.ETag != etag {
 		return nil
 	}
-	return w.p.cfg.Digests.Recorded(ctx, w.src, w.srcETag)
+	return p.recorded(ctx, src, etag)
 }
 
 // SHA256 returns the SHA-256 of the bytes received so far; nil for a

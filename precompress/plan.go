@@ -29,7 +29,7 @@ type Plan struct {
 func Prepare(ctx context.Context, cfg Config) (*Plan, error) {
 	cfg = defaults(cfg)
 	store := cfg.Writes.Store()
-	_, records := stateOf(cfg)
+	records := recordsOf(cfg)
 	p := &Plan{sizes: map[string]int64{}}
 	for dirs := []string{""}; len(dirs) > 0; {
 		dir := dirs[len(dirs)-1]

@@ -18,9 +18,10 @@
 // Config.AnySidecars none older than the file. Run compresses one coding
 // per task, on as many workers as there are cores.
 //
-// Every sidecar written is recorded in the store's state area, with its
-// ETag and its original's, for the server to tell it from a file someone
-// put there under the same name (an uploaded data.csv.gz beside
+// Every sidecar written is recorded (its record, record.File, in the
+// store's state area, says its version and the version of the original
+// it was made from, and the original's record names it), for the server
+// to tell it from a file someone put there under the same name (an uploaded data.csv.gz beside
 // data.csv). A file under a sidecar's name that is not recorded is never
 // written over nor removed, unless Config.AnySidecars: it is reported
 // (Event.Foreign) and left; each write is conditional (If-None-Match: *,
@@ -50,7 +51,6 @@ import (
 	"sync"
 	"time"
 
-	"largo"
 	"largo/encode"
 	"largo/ingest"
 	"largo/sidecar"
@@ -134,15 +134,9 @@ type Summary struct {
 	Elapsed time.Duration
 }
 
-// stateOf returns the records of cfg's store (nil for a store without a
-// state area) and a Checker over them.
-func stateOf(cfg Config) (largo.State, *sidecar.Checker) {
-	var st largo.State
-	if sk, ok := cfg.Writes.Store().(largo.StateKeeper); ok {
-		st = sk.State()
-	}
-	return st, sidecar.NewChecker(st, sidecar.Options{Now: cfg.Now})
-}
+// recordsOf returns a Checker over the records of cfg's store (none for
+// a store without a state area).
+func recordsOf(cfg Config) *sidecar.Checker { return sidecar.NewChecker(cfg.Writes.Files()) }
 
 func defaults(cfg Config) Config {
 	if cfg.MediaType == nil {
@@ -179,7 +173,7 @@ func Run(ctx context.Context, cfg Config, plan *Plan) (Summary, error) {
 		report(Event{Name: name, Fresh: true})
 	}
 	smallest := map[string]int64{}
-	st, records := stateOf(cfg)
+	records := recordsOf(cfg)
 	type task struct {
 		name string
 		c    encode.Coding
@@ -191,7 +185,7 @@ func Run(ctx context.Context, cfg Config, plan *Plan) (Summary, error) {
 			// Each worker's encoders write through one buffer of its own,
 			// so that the pipeline stores whole buffers, not the
 			// encoders' small pieces.
-			s := &writer{cfg: &cfg, state: st, records: records, buf: bufio.NewWriterSize(nil, bufSize)}
+			s := &writer{cfg: &cfg, records: records, buf: bufio.NewWriterSize(nil, bufSize)}
 			for t := range tasks {
 				ev := Event{Name: t.name, Coding: t.c, Size: plan.sizes[t.name]}
 				if ctx.Err() == nil {

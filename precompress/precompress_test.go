@@ -20,6 +20,7 @@ import (
 	"largo/disk"
 	"largo/encode"
 	"largo/ingest"
+	"largo/record"
 	"largo/sidecar"
 )
 
@@ -39,7 +40,12 @@ func writes(t *testing.T, dir string) *ingest.Pipeline {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return ingest.New(ingest.Config{Store: s})
+	return ingest.New(ingest.Config{Store: s, Files: filesOf(s)})
+}
+
+// filesOf returns the records of files of s.
+func filesOf(s *disk.Store) *record.Files {
+	return record.NewFiles(record.New(s.State(), record.Options{}), record.FilesOptions{})
 }
 
 func run(t *testing.T, dir string, anySidecars bool) (Summary, []Event) {
@@ -141,9 +147,10 @@ func testPrecompress(t *testing.T, anySidecars bool) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	files := filesOf(st)
 	for _, name := range []string{"app.log.gz", "sub/data.json.br", "README.zst", "old.txt.br", "old.txt.gz"} {
-		_, err := sidecar.Get(context.Background(), st.State(), name)
-		if recorded := err == nil; recorded != (anySidecars || name != "old.txt.gz") {
+		rec, err := files.Get(context.Background(), name)
+		if recorded := err == nil && rec.Source != ""; recorded != (anySidecars || name != "old.txt.gz") {
 			t.Errorf("%s recorded: %v (%v)", name, recorded, err)
 		}
 	}
@@ -312,7 +319,8 @@ func TestStaleSidecarRemoved(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := sidecar.Put(context.Background(), s.State(), "noise.txt.gz", sin, `"an older noise.txt"`); err != nil {
+		files := filesOf(s)
+		if err := sidecar.Put(context.Background(), files, "noise.txt.gz", sin, `"an older noise.txt"`); err != nil {
 			t.Fatal(err)
 		}
 		rs := racingStore{Store: s, before: func(string) {}}
@@ -322,7 +330,7 @@ func TestStaleSidecarRemoved(t *testing.T) {
 				os.Chtimes(side, past, past)
 			}
 		}
-		cfg := Config{Writes: ingest.New(ingest.Config{Store: rs}), Codings: []encode.Coding{encode.Gzip}}
+		cfg := Config{Writes: ingest.New(ingest.Config{Store: rs, Files: files}), Codings: []encode.Coding{encode.Gzip}}
 		plan, err := Prepare(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -337,7 +345,7 @@ func TestStaleSidecarRemoved(t *testing.T) {
 		if !race && !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("the stale sidecar is still there: %v", err)
 		}
-		if _, err := sidecar.Get(context.Background(), s.State(), "noise.txt.gz"); !race && !errors.Is(err, largo.ErrNotFound) {
+		if _, err := files.Get(context.Background(), "noise.txt.gz"); !race && !errors.Is(err, largo.ErrNotFound) {
 			t.Errorf("the stale sidecar's record is still there: %v", err)
 		}
 	}

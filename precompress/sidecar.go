@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"largo"
 	"largo/encode"
 	"largo/ingest"
+	"largo/record"
 	"largo/sidecar"
 )
 
@@ -26,7 +28,6 @@ var errForeign = errors.New("a file of its own has the sidecar's name")
 // writer writes sidecars for one worker. It is used by one goroutine.
 type writer struct {
 	cfg     *Config
-	state   largo.State // the store's records; nil for a store without
 	records *sidecar.Checker
 	buf     *bufio.Writer // between the encoder and the write
 }
@@ -49,7 +50,7 @@ func (s *writer) write(ctx context.Context, name string, c encode.Coding) (size 
 	if err != nil {
 		return 0, false, err
 	}
-	w, err := s.cfg.Writes.Begin(ctx, ingest.Target{Name: target, Size: -1, Cond: cond, Protocol: "precompress"})
+	w, err := s.cfg.Writes.Begin(ctx, ingest.Target{Name: target, Size: -1, Cond: cond, Protocol: "precompress", Source: orig.ETag})
 	if err != nil {
 		return 0, false, err
 	}
@@ -74,7 +75,7 @@ func (s *writer) write(ctx context.Context, name string, c encode.Coding) (size 
 	if err != nil {
 		return 0, false, err
 	}
-	if err := s.record(ctx, target, res.Info, orig.ETag); err != nil {
+	if err := s.record(ctx, name, orig, target, res.Info, c); err != nil {
 		return 0, false, err
 	}
 	return size, true, nil
@@ -107,21 +108,35 @@ func (s *writer) ours(ctx context.Context, target string, si largo.Info) bool {
 	return ours
 }
 
-// record records the sidecar target just committed (sin) as made from the
-// original whose ETag is source. A sidecar that cannot be recorded would
-// be taken for a file of its own, by the server and by the next run: it
-// is removed again.
-func (s *writer) record(ctx context.Context, target string, sin largo.Info, source string) error {
-	if s.state == nil {
+// record names the sidecar target just committed (sin), whose own
+// record says it was made from orig (the pipeline wrote it, with the
+// write's Source), in the record of orig, the file name: what follows it
+// when it goes. A sidecar that cannot be so named would be left behind
+// when its original goes: it is removed again.
+func (s *writer) record(ctx context.Context, name string, orig largo.Info, target string, sin largo.Info, c encode.Coding) error {
+	files := s.records.Files()
+	if files == nil {
 		return nil // a store without records: only --sidecars any serves them
 	}
-	err := sidecar.Put(ctx, s.state, target, sin, source)
+	_, err := files.Update(ctx, name, func(rec *record.File, exists bool) (record.Change, error) {
+		if !exists || rec.ETag != orig.ETag {
+			// The original has no record of its version (it arrived
+			// another way): it gets one, with the digest unknown.
+			*rec = record.File{Name: name, ETag: orig.ETag, Size: orig.Size, Owner: rec.Owner}
+		}
+		if slices.Contains(rec.Sidecars, c.Ext()) {
+			return record.Keep, nil
+		}
+		rec.Sidecars = append(rec.Sidecars, c.Ext())
+		return record.Write, nil
+	})
 	if err == nil {
 		return nil
 	}
 	cond := largo.Condition{IfMatch: sin.ETag}
 	if rm, rerr := s.cfg.Writes.CheckRemove(ctx, target, cond, nil); rerr == nil {
 		rm.Remove(context.WithoutCancel(ctx), target, largo.RemoveOptions{Condition: cond})
+		s.cfg.Writes.Forget(ctx, target)
 	}
 	return fmt.Errorf("recording %s: %w", target, err)
 }
@@ -167,8 +182,8 @@ func (s *writer) removeStale(ctx context.Context, target string, orig largo.Info
 	if err != nil {
 		return
 	}
-	if rm.Remove(ctx, target, largo.RemoveOptions{Condition: cond}) == nil && s.state != nil {
-		sidecar.Delete(ctx, s.state, target)
+	if rm.Remove(ctx, target, largo.RemoveOptions{Condition: cond}) == nil {
+		s.cfg.Writes.Forget(ctx, target)
 	}
 }
 

@@ -3,10 +3,12 @@ package quota
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"largo"
 	"largo/ingest"
+	"largo/record"
 )
 
 // Admit implements ingest.Quota: it refuses a write that would take a
@@ -15,12 +17,21 @@ import (
 // a file is counted for what it adds: the new size less the old one,
 // for the paths, and for its owner when the old file was theirs; a new
 // file counts one file more.
-func (k *Keeper) Admit(ctx context.Context, name string, size int64, hold bool) (ingest.Claim, error) {
+func (k *Keeper) Admit(ctx context.Context, name string, size int64, hold bool, was *largo.Info) (ingest.Claim, error) {
 	pol := k.policy()
 	user, label := k.owner(ctx)
 	qs := k.quotasOf(pol, user, label, name)
 	c := &claim{k: k, pol: pol, name: name, user: user, size: max(size, 0), files: 1}
-	in, err := k.cfg.Store.Stat(ctx, name)
+	var in largo.Info
+	var err error
+	if was != nil {
+		in = *was
+		if in == (largo.Info{}) {
+			err = fmt.Errorf("%s: %w", name, largo.ErrNotFound) // nothing there
+		}
+	} else {
+		in, err = k.cfg.Store.Stat(ctx, name)
+	}
 	switch {
 	case err == nil && !in.IsDir:
 		c.old, c.oldETag, c.replaces = in.Size, in.ETag, true
@@ -34,7 +45,7 @@ func (k *Keeper) Admit(ctx context.Context, name string, size int64, hold bool) 
 	// What each quota gets back of the file replaced.
 	back := make([]Usage, len(qs))
 	if c.replaces {
-		rec, recErr := getOwner(ctx, k.cfg.State, name)
+		rec, recErr := k.ownerOf(ctx, name)
 		for i, q := range qs {
 			switch {
 			case !q.user:
@@ -190,12 +201,16 @@ func (c *claim) release() {
 }
 
 // Commit implements ingest.Claim: the file in, just committed at the
-// claim's name, is counted for its paths and for its owner, whose record
-// is written; the file it replaced stops counting for its own owner.
-func (c *claim) Commit(ctx context.Context, in largo.Info, created bool) {
-	c.mu.Lock()
-	c.release()
-	c.mu.Unlock()
+// claim's name, is counted for its paths and for its owner, whom its
+// record names; the file it replaced stops counting for its own owner.
+func (c *claim) Commit(ctx context.Context, in largo.Info, created bool, rec *record.File) {
+	// The file is counted before its hold is given back, so that a write
+	// admitted meanwhile never sees the room neither takes.
+	defer func() {
+		c.mu.Lock()
+		c.release()
+		c.mu.Unlock()
+	}()
 	k := c.k
 	paths := Usage{in.Size, 1}
 	if !created && c.replaces {
@@ -203,17 +218,19 @@ func (c *claim) Commit(ctx context.Context, in largo.Info, created bool) {
 	}
 	k.count(c.pol, "", c.name, paths)
 	if !created {
-		rec, err := getOwner(ctx, k.cfg.State, c.name)
-		if err == nil && rec.User != "" && (rec.ETag == c.oldETag || rec.ETag == in.ETag) {
-			k.count(nil, rec.User, c.name, Usage{-rec.Size, -1})
+		o, err := k.ownerOf(ctx, c.name)
+		if err == nil && o.User != "" && (o.ETag == c.oldETag || o.ETag == in.ETag) {
+			k.count(nil, o.User, c.name, Usage{-o.Size, -1})
 		}
 	}
 	if c.user != "" {
 		k.count(nil, c.user, c.name, Usage{in.Size, 1})
 	}
-	if err := putOwner(ctx, k.cfg.State, owner{Name: c.name, User: c.user, Size: in.Size, ETag: in.ETag}); err != nil {
-		k.cfg.Logger.Warn("quota: recording a file's owner", "name", c.name, "err", err)
-		k.markDirty()
+	if rec != nil {
+		rec.Owner = c.user
+	}
+	if k.cfg.Files == nil && c.user != "" {
+		k.markDirty() // no record says whose it is: a pass counts it
 	}
 }
 

@@ -195,7 +195,7 @@ func (k *Keeper) countExtras(ctx context.Context, truth tally, paths []string) e
 			case e.Name != "" && err != nil && !errors.Is(err, largo.ErrNotFound) && !errors.Is(err, largo.ErrNotDir):
 				return err
 			}
-			if err := k.drop(ctx, record{key: r.key, version: r.version}); err != nil {
+			if err := k.dropKey(ctx, r.key, r.version); err != nil {
 				return err
 			}
 		}

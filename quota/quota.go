@@ -5,16 +5,16 @@
 //
 // What is counted:
 //   - a path's usage is every file under it, whoever wrote it;
-//   - a user's usage is the files they own: at every commit the pipeline
-//     records the file's owner (the user who wrote it, or the maker of
-//     the share link it came through) with its size and ETag in the
-//     store's state area, and a file counts for its owner while its
-//     record still matches it. A file replaced behind largo's back stops
+//   - a user's usage is the files they own: at every commit the file's
+//     record (record.File, which the pipeline writes) names its owner
+//     (the user who wrote it, or the maker of the share link it came
+//     through) with its size and ETag, and a file counts for its owner
+//     while its record still matches it. A file replaced behind largo's back stops
 //     counting for anyone; one written behind its back counts for no
 //     user, but counts for its paths.
 //
-// The usage is one record in the state area (quota/usage.json), with
-// each file's owner under quota/owners/. Each Keeper adds what its own
+// The usage is one record in the state area (quota/usage.json); each
+// file's owner is in the file's record. Each Keeper adds what its own
 // writes and removals change to a local tally, and adds the tally to the
 // record every sync period (Run) by a compare-and-swap
 // (largo.StateSwapper), reading back what other instances added: on a
@@ -22,9 +22,9 @@
 // other instances admitted within one sync period, and by no more.
 //
 // A reconcile pass (Reconcile) recomputes every counter from the truth:
-// it walks the store under each path with a quota, and the owner
-// records, checking each against its file (and dropping those that no
-// longer match). It runs at start-up when no usage is recorded, every
+// it walks the store under each path with a quota, and the records of
+// files, checking each against its file (and dropping those whose file is
+// gone or another: the one sweep of the records of files). It runs at start-up when no usage is recorded, every
 // reconcile period, soon after a change it cannot count exactly (a folder
 // removed or renamed, a file removed that no record describes, a quota
 // of a new path), and on demand (largo usage --reconcile). Memory stays
@@ -51,6 +51,7 @@ import (
 	"largo/auth"
 	"largo/gate"
 	"largo/ingest"
+	"largo/record"
 )
 
 // Policy is where the quotas come from: the access policy in force
@@ -69,6 +70,10 @@ type Config struct {
 	Store largo.Store
 	// State is the store's state area, where the usage is kept.
 	State largo.State
+	// Files are the records of files (package record), which name each
+	// file's owner; nil: no owner is known, and users' usage is what the
+	// writes of this process counted until a pass.
+	Files *record.Files
 	// Policy returns the quotas in force, asked at every write; nil
 	// means only PerUser.
 	Policy func() Policy

@@ -18,6 +18,7 @@ import (
 	"largo/gate"
 	"largo/ingest"
 	"largo/quota"
+	"largo/record"
 )
 
 // policy is a fixed set of quotas.
@@ -34,6 +35,9 @@ type fixture struct {
 	st  *disk.Store
 	k   *quota.Keeper
 	pl  *ingest.Pipeline
+	// files are the records of files the keepers and the pipelines of
+	// the fixture share, as one server's do.
+	files *record.Files
 }
 
 func newFixture(t *testing.T, pol policy) *fixture {
@@ -44,9 +48,11 @@ func newFixture(t *testing.T, pol policy) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	files := record.NewFiles(record.New(st.State(), record.Options{}), record.FilesOptions{})
 	k := quota.New(quota.Config{
 		Store:  st,
 		State:  st.State(),
+		Files:  files,
 		Policy: func() quota.Policy { return pol },
 		Maker: func(ctx context.Context) string {
 			if p, _ := gate.From(ctx); p.LinkID() == "L1" {
@@ -55,7 +61,7 @@ func newFixture(t *testing.T, pol policy) *fixture {
 			return ""
 		},
 	})
-	return &fixture{dir: dir, st: st, k: k, pl: ingest.New(ingest.Config{Store: st, Quota: k})}
+	return &fixture{dir: dir, st: st, k: k, files: files, pl: ingest.New(ingest.Config{Store: st, Quota: k, Files: files})}
 }
 
 func as(user string) context.Context {
@@ -346,8 +352,10 @@ func TestRenamed(t *testing.T) {
 func TestReplicasShare(t *testing.T) {
 	pol := policy{users: map[string]auth.Quota{"alice": {Bytes: 100}}}
 	f := newFixture(t, pol)
-	other := quota.New(quota.Config{Store: f.st, State: f.st.State(), Policy: func() quota.Policy { return pol }})
-	pl2 := ingest.New(ingest.Config{Store: f.st, Quota: other})
+	// Another instance: records of its own, over the same state.
+	files2 := record.NewFiles(record.New(f.st.State(), record.Options{}), record.FilesOptions{})
+	other := quota.New(quota.Config{Store: f.st, State: f.st.State(), Files: files2, Policy: func() quota.Policy { return pol }})
+	pl2 := ingest.New(ingest.Config{Store: f.st, Quota: other, Files: files2})
 	ctx := context.Background()
 	if err := f.put(as("alice"), "a", strings.Repeat("x", 70), false); err != nil {
 		t.Fatal(err)
@@ -400,9 +408,9 @@ func TestPassCountsOnce(t *testing.T) {
 	clock := time.Unix(1000, 0)
 	var mu sync.Mutex
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); clock = clock.Add(time.Second); return clock }
-	other := quota.New(quota.Config{Store: f.st, State: f.st.State(), Policy: func() quota.Policy { return pol }, Now: now})
-	f.k = quota.New(quota.Config{Store: f.st, State: f.st.State(), Policy: func() quota.Policy { return pol }, Now: now})
-	f.pl = ingest.New(ingest.Config{Store: f.st, Quota: f.k})
+	other := quota.New(quota.Config{Store: f.st, State: f.st.State(), Files: f.files, Policy: func() quota.Policy { return pol }, Now: now})
+	f.k = quota.New(quota.Config{Store: f.st, State: f.st.State(), Files: f.files, Policy: func() quota.Policy { return pol }, Now: now})
+	f.pl = ingest.New(ingest.Config{Store: f.st, Quota: f.k, Files: f.files})
 	ctx := context.Background()
 	if err := f.put(as("alice"), "a", "12345", false); err != nil {
 		t.Fatal(err)

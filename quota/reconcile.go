@@ -8,6 +8,7 @@ import (
 
 	"largo"
 	"largo/auth"
+	"largo/record"
 )
 
 // Reconcile counts everything again from the truth, and records it: the
@@ -36,24 +37,29 @@ func (k *Keeper) Reconcile(ctx context.Context) ([]Line, error) {
 		}
 		truth.Paths[p] = u
 	}
-	for r, err := range k.owners(ctx) {
+	if f := k.cfg.Files; f != nil {
+		var statErr error
+		_, err := f.Sweep(ctx, func(ctx context.Context, r record.File) bool {
+			in, err := k.cfg.Store.Stat(ctx, r.Name)
+			switch {
+			case err == nil && !in.IsDir && in.ETag == r.ETag:
+				if r.Owner != "" {
+					truth.Users[r.Owner] = truth.Users[r.Owner].Add(Usage{in.Size, 1})
+				}
+				return false
+			case err != nil && !errors.Is(err, largo.ErrNotFound) && !errors.Is(err, largo.ErrNotDir):
+				statErr = err
+				return false
+			}
+			// Its file is gone, or another now: the record describes
+			// nothing.
+			return true
+		})
+		if err == nil {
+			err = statErr
+		}
 		if err != nil {
 			k.markDirty()
-			return nil, err
-		}
-		in, err := k.cfg.Store.Stat(ctx, r.Name)
-		switch {
-		case r.Name != "" && err == nil && !in.IsDir && in.ETag == r.ETag:
-			if r.User != "" {
-				truth.Users[r.User] = truth.Users[r.User].Add(Usage{in.Size, 1})
-			}
-			continue
-		case r.Name != "" && err != nil && !errors.Is(err, largo.ErrNotFound) && !errors.Is(err, largo.ErrNotDir):
-			k.markDirty()
-			return nil, err
-		}
-		// Its file is gone, or another now: the record describes nothing.
-		if err := k.drop(ctx, r); err != nil {
 			return nil, err
 		}
 	}

@@ -97,3 +97,18 @@ func listRecords[T named](ctx context.Context, st largo.State, prefix string) it
 		}
 	}
 }
+
+// dropKey removes the record key, unless it changed since it was read
+// at version.
+func (k *Keeper) dropKey(ctx context.Context, key, version string) error {
+	if sw, ok := k.cfg.State.(largo.StateSwapper); ok && version != "" {
+		err := sw.DeleteIf(ctx, key, version)
+		if errors.Is(err, largo.ErrPrecondition) {
+			return nil // written again: it describes something newer
+		}
+		if !errors.Is(err, largo.ErrUnsupported) {
+			return err
+		}
+	}
+	return k.cfg.State.Delete(ctx, key)
+}

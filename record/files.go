@@ -42,6 +42,10 @@ type File struct {
 	// Source is, for a precompressed sidecar largo wrote, the ETag of the
 	// version of the original it was made from.
 	Source string `json:"source,omitempty"`
+	// Sidecars are the extensions (".gz", ".br", ".zst") of the
+	// sidecars largo wrote of this version: what follows it when it goes,
+	// without a look at every name a sidecar could have.
+	Sidecars []string `json:"sidecars,omitempty"`
 }
 
 // Sum returns the record's digest as bytes, or nil when none is known (or
@@ -73,8 +77,9 @@ type FilesOptions struct {
 	// NegativeTTL is how long the absence of a record is believed;
 	// default 5 s.
 	NegativeTTL time.Duration
-	// TTL is how long a record read is believed; default 30 s: another
-	// instance (or largo digest) may add a digest to a version meanwhile.
+	// TTL is how long a record read is believed; default 5 s: another
+	// instance (or largo digest, or largo precompress) may add to a
+	// version's record meanwhile.
 	TTL time.Duration
 }
 
@@ -82,8 +87,9 @@ type FilesOptions struct {
 // knows something of it (the write pipeline, digests, quotas, expiry,
 // sidecars). Make one with NewFiles; it is safe for concurrent use.
 type Files struct {
-	t   *Table[File]
-	old *oldLayout // the records of an earlier release, until migrated
+	t      *Table[File]
+	old    *oldLayout    // the records of an earlier release, until migrated
+	negTTL time.Duration // how long a record of another version is believed
 }
 
 // NewFiles returns the records of files of s.
@@ -95,9 +101,9 @@ func NewFiles(s *Store, opt FilesOptions) *Files {
 		opt.NegativeTTL = 5 * time.Second
 	}
 	if opt.TTL <= 0 {
-		opt.TTL = 30 * time.Second
+		opt.TTL = 5 * time.Second
 	}
-	f := &Files{t: NewTable[File](s, FilesPrefix, TableOptions(opt))}
+	f := &Files{t: NewTable[File](s, FilesPrefix, TableOptions(opt)), negTTL: opt.NegativeTTL}
 	f.old = newOldLayout(s)
 	return f
 }
@@ -130,10 +136,24 @@ func (f *Files) Get(ctx context.Context, name string) (File, error) {
 	return rec, err
 }
 
+// Read returns the record of the file name as the state holds it now,
+// whatever the cache knew: what a change that acts on the record's word
+// reads (a removal that takes the sidecars it names along).
+func (f *Files) Read(ctx context.Context, name string) (File, error) {
+	f.Forget(name)
+	return f.Get(ctx, name)
+}
+
 // Of returns the record of the file name if it describes the version
 // etag, else an error wrapping largo.ErrNotFound.
 func (f *Files) Of(ctx context.Context, name, etag string) (File, error) {
 	rec, err := f.Get(ctx, name)
+	if err == nil && rec.ETag != etag && etag != "" {
+		// The file changed since its record was read: another instance,
+		// or largo digest, may have recorded the new version since.
+		rec, err = f.t.Recent(ctx, NameKey(name), f.negTTL)
+		rec, err = checked(name, rec, err)
+	}
 	if err != nil {
 		return rec, err
 	}
@@ -226,4 +246,14 @@ func (f *Files) All(ctx context.Context) iter.Seq2[File, error] {
 			}
 		}
 	}
+}
+
+// Sweep removes the records for which orphan reports true (their file is
+// gone, or is another version now), each only as it was read, and
+// returns how many it removed: the one sweep of the records of files. A
+// damaged record goes too.
+func (f *Files) Sweep(ctx context.Context, orphan func(ctx context.Context, rec File) bool) (int, error) {
+	return f.t.Sweep(ctx, func(ctx context.Context, e Entry[File]) bool {
+		return NameKey(e.Value.Name) != e.Key || orphan(ctx, e.Value)
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestFilesMigrate(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := File{Name: "a/one.txt", ETag: `"v1"`, Size: 42, SHA256: rec.SHA256, Owner: "alice", Link: "L1", Expires: time.Unix(2e9, 0).UTC(), Source: `"src"`}
-		if rec != want || len(rec.Sum()) != 32 {
+		if !reflect.DeepEqual(rec, want) || len(rec.Sum()) != 32 {
 			t.Errorf("migrated on the way: %+v; want %+v", rec, want)
 		}
 		n, err := f.Migrate(ctx, nil)

@@ -159,7 +159,7 @@ func (s *Store) deleteIf(ctx context.Context, key, version string) error {
 
 // MaxTries bounds the tries of an Update, and of a lease's taking, whose
 // record other writers keep changing.
-const MaxTries = 8
+const MaxTries = 12
 
 // pause waits before the try-th retry of a change that lost a race: a
 // few milliseconds growing with the tries, jittered so that writers that
@@ -271,6 +271,18 @@ func (t *Table[T]) Get(ctx context.Context, key string) (T, error) {
 		return zero, err
 	}
 	return v.(T), nil
+}
+
+// Recent is Get for a record that the cache may hold in a version the
+// caller knows is not the latest (a file's record of another version than
+// the file now has): one cached more than age ago is read again.
+func (t *Table[T]) Recent(ctx context.Context, key string, age time.Duration) (T, error) {
+	if t.cache != nil {
+		if c, ok := t.cache.Peek(key); ok && t.s.now().Sub(c.at) >= age {
+			t.cache.Remove(key)
+		}
+	}
+	return t.Get(ctx, key)
 }
 
 // Peek is Get for a walk through many records: it answers from the

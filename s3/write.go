@@ -108,6 +108,9 @@ func (s *Store) checkTarget(ctx context.Context, name string, opt largo.CreateOp
 	if name == "" {
 		return fmt.Errorf("the root: %w", largo.ErrIsDir)
 	}
+	if opt.Known != nil {
+		return nil // the caller looked at the target and its folder just now
+	}
 	if _, err := s.head(ctx, name); err != nil && !errors.Is(err, largo.ErrNotFound) {
 		return err // a folder (ErrIsDir), or the store failing
 	}
@@ -246,6 +249,8 @@ func (u *upload) created(ctx context.Context, cond largo.Condition) (bool, error
 		return true, nil
 	case cond.IfMatch != "":
 		return false, nil
+	case u.opt.Known != nil:
+		return *u.opt.Known == (largo.Info{}), nil // as the caller found it
 	}
 	_, err := u.s.headKey(ctx, u.key)
 	if err == nil {

@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -64,7 +65,7 @@ func newCompressFixture(t *testing.T, enc *encode.Encoders) *compressFixture {
 func recordSidecars(t testing.TB, h *Handler, names ...string) {
 	t.Helper()
 	ctx := gate.With(context.Background(), gate.Server())
-	st := h.cfg.State
+	st := h.cfg.Files
 	for _, name := range names {
 		base, _, ok := encode.SidecarBase(name)
 		if !ok {
@@ -81,7 +82,6 @@ func recordSidecars(t testing.TB, h *Handler, names ...string) {
 		if err := sidecar.Put(ctx, st, name, sin, orig.ETag); err != nil {
 			t.Fatal(err)
 		}
-		h.sidecars.Records().Forget(name)
 	}
 }
 
@@ -492,10 +492,7 @@ func TestStaleRecordedSidecar(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "data.csv.gz")); !os.IsNotExist(err) {
 		t.Errorf("the stale sidecar outlived its file: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".largo", "sidecars")); err != nil {
-		t.Fatal(err)
-	}
-	if ents, _ := os.ReadDir(filepath.Join(dir, ".largo", "sidecars")); len(ents) != 0 {
-		t.Errorf("%d records left after the sidecar was removed", len(ents))
+	if _, err := h.cfg.Files.Get(context.Background(), "data.csv.gz"); !errors.Is(err, largo.ErrNotFound) {
+		t.Errorf("the record of the removed sidecar: %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"largo/disk"
 	"largo/gate"
 	"largo/ingest"
+	"largo/record"
 )
 
 // digestFixture serves a folder holding files under access, writes on,
@@ -29,15 +30,17 @@ func digestFixture(t *testing.T, files map[string]string, access *auth.Access) (
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	k := digests.New(s.State(), digests.Options{Store: s})
+	recs := record.NewFiles(record.New(s.State(), record.Options{}), record.FilesOptions{})
+	k := digests.New(recs, digests.Options{Store: s})
 	g := gate.New(gate.Config{Access: access, Resolver: s})
 	gated := g.Store(s)
 	h := New(Config{
 		Store:   gated,
 		Gate:    g,
 		State:   s.State(),
+		Files:   recs,
 		Digests: k,
-		Writes:  ingest.New(ingest.Config{Store: gated, Digests: k}),
+		Writes:  ingest.New(ingest.Config{Store: gated, Files: recs, Server: asServer}),
 	})
 	return h, dir, k
 }
@@ -118,7 +121,7 @@ func TestReprDigest(t *testing.T) {
 	if rec := send(h, "DELETE", "/e/g.txt", nil, 0, bearer...); rec.Code != http.StatusNoContent {
 		t.Fatalf("DELETE: %d", rec.Code)
 	}
-	if _, err := digests.Get(context.Background(), h.cfg.State, "e/g.txt"); err == nil {
+	if _, err := h.cfg.Files.Get(context.Background(), "e/g.txt"); err == nil {
 		t.Error("a removed file's record stayed")
 	}
 }
@@ -213,3 +216,6 @@ func TestSumsName(t *testing.T) {
 		}
 	}
 }
+
+// asServer is the context of the server's own calls.
+func asServer(ctx context.Context) context.Context { return gate.With(ctx, gate.Server()) }

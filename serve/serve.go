@@ -91,6 +91,7 @@ import (
 	"largo/limit"
 	"largo/listing"
 	"largo/pace"
+	"largo/record"
 	"largo/sidecar"
 	"largo/transfer"
 	"largo/ui"
@@ -126,10 +127,16 @@ type Config struct {
 	// Access, without share links, following symbolic links. Writes and
 	// Resumable must write through the same gate's store.
 	Gate *gate.Gate
-	// State is the store's state area, where the sidecars largo
-	// precompress wrote are recorded; nil means the state of Store when
-	// it keeps one itself, else none.
+	// State is the store's state area; nil means the state of Store
+	// when it keeps one itself, else none.
 	State largo.State
+	// Files are the records of files (package record) in State: their
+	// digests, the sidecars largo precompress wrote. Give it the records
+	// the write pipeline keeps (ingest.Config.Files), so that what a
+	// write records is served at once; nil means records of State's own,
+	// which find a record written elsewhere once their negative answers
+	// expire.
+	Files *record.Files
 	// Logger receives the access log (one line per request) and errors.
 	// Nil discards them.
 	Logger *slog.Logger
@@ -176,17 +183,14 @@ type Config struct {
 	// Sidecars says which NAME.zst, NAME.br or NAME.gz stand for NAME as
 	// its encoding (package sidecar); the write pipeline's Derived should
 	// follow the same policy. Nil takes only the sidecars largo precompress
-	// recorded in State, while they and NAME keep the ETags recorded:
+	// recorded in Files, while they and NAME keep the ETags recorded:
 	// anything else is a file of its own, served, listed and archived as
 	// such. sidecar.NewPolicy with any takes any fresh one, whoever wrote
 	// it, as nginx's gzip_static does.
 	Sidecars *sidecar.Policy
 	// Digests answers the SHA-256 recorded for each file's version
 	// (package digests): Repr-Digest on downloads, SHA256SUMS, the JSON
-	// listing's "sha256". Give it the keeper the write pipeline records
-	// through (ingest.Config.Digests), so that a digest recorded here is
-	// served at once; nil means one of State's own, which finds a record
-	// written by another keeper once its negative answers expire.
+	// listing's "sha256"; nil means one over Files.
 	Digests *digests.Keeper
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -337,13 +341,16 @@ func New(cfg Config) *Handler {
 	if h.cfg.Downloads == nil && h.cfg.State != nil {
 		h.cfg.Downloads = expiry.NewDownloads(h.cfg.State)
 	}
+	if h.cfg.Files == nil && h.cfg.State != nil {
+		h.cfg.Files = record.NewFiles(record.New(h.cfg.State, record.Options{Now: h.cfg.Now}), record.FilesOptions{})
+	}
 	h.sidecars = h.cfg.Sidecars
 	if h.sidecars == nil {
-		h.sidecars = sidecar.NewPolicy(sidecar.NewChecker(h.cfg.State, sidecar.Options{Now: h.cfg.Now}), false, contentType)
+		h.sidecars = sidecar.NewPolicy(sidecar.NewChecker(h.cfg.Files), false, contentType)
 	}
 	h.digests = h.cfg.Digests
 	if h.digests == nil {
-		h.digests = digests.New(h.cfg.State, digests.Options{Now: h.cfg.Now, Logger: h.log})
+		h.digests = digests.New(h.cfg.Files, digests.Options{Logger: h.log})
 	}
 	h.ui = ui.New(UIPrefix)
 	h.own = http.NewServeMux()

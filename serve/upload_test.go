@@ -24,6 +24,7 @@ import (
 	"largo/disk"
 	"largo/gate"
 	"largo/ingest"
+	"largo/record"
 	"largo/sidecar"
 )
 
@@ -65,8 +66,12 @@ func newWriteHandler(t *testing.T, files map[string]string, cfg Config, limits .
 	}
 	g := gate.New(gate.Config{Access: cfg.Access, Resolver: s})
 	ic.Store, ic.Observer = g.Store(s), obs
+	if cfg.Files == nil {
+		cfg.Files = record.NewFiles(record.New(s.State(), record.Options{}), record.FilesOptions{})
+	}
+	ic.Files, ic.Server = cfg.Files, asServer
 	if cfg.Sidecars == nil {
-		cfg.Sidecars = sidecar.NewPolicy(sidecar.NewChecker(s.State(), sidecar.Options{}), false, ContentType)
+		cfg.Sidecars = sidecar.NewPolicy(sidecar.NewChecker(cfg.Files), false, ContentType)
 	}
 	ic.Derived = sidecar.NewFollower(cfg.Sidecars, s, nil)
 	cfg.Store, cfg.Gate, cfg.State, cfg.Writes, cfg.Uploads = ic.Store, g, s.State(), ingest.New(ic), obs

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"path"
-	"strings"
+	"slices"
 
 	"largo"
 	"largo/encode"
@@ -33,8 +33,9 @@ import (
 //     never sent as an encoding: a lone backup.tar.gz, an older
 //     data.csv.gz beside data.csv) stays.
 //
-// A folder moved takes its sidecars along, records and all (Moved), and a
-// folder removed takes them with everything in it. It is safe for
+// A folder moved takes its sidecars along, records and all (the
+// pipeline moves the records), and a folder removed takes them with
+// everything in it. It is safe for
 // concurrent use.
 type Follower struct {
 	pol   *Policy
@@ -67,7 +68,7 @@ func (f *Follower) Follow(ctx context.Context, ch ingest.Change) []ingest.Stale 
 		}
 	}
 	var stale []ingest.Stale
-	for _, c := range encode.Codings {
+	for _, c := range f.candidates(ch) {
 		side := encode.Sidecar(ch.Name, c)
 		sin, err := f.store.Stat(ctx, side)
 		if err != nil {
@@ -81,6 +82,32 @@ func (f *Follower) Follow(ctx context.Context, ch ingest.Change) []ingest.Stale 
 		}
 	}
 	return stale
+}
+
+// candidates returns the codings whose sidecars ch may leave behind:
+// under recorded sidecars, those the record of the version that went
+// names (none when it names none, or when the change created the file: a
+// recorded sidecar goes with its file, so none is left from before),
+// every one when neither is known; with Any, every one, as any file may
+// stand for another.
+func (f *Follower) candidates(ch ingest.Change) []encode.Coding {
+	if f.pol.any {
+		return encode.Codings[:]
+	}
+	was, now := known(ch.Was), known(ch.Now)
+	switch {
+	case ch.Record != nil && (!was || ch.Record.ETag == ch.Was.ETag):
+		var cs []encode.Coding
+		for _, c := range encode.Codings {
+			if slices.Contains(ch.Record.Sidecars, c.Ext()) {
+				cs = append(cs, c)
+			}
+		}
+		return cs
+	case !was && now:
+		return nil // created: a recorded sidecar went with its file
+	}
+	return encode.Codings[:]
 }
 
 // concerns reports whether ch may leave sidecars behind: a file's change
@@ -122,37 +149,15 @@ func (f *Follower) stale(ctx context.Context, side string, sin largo.Info, ch in
 // known reports whether in describes a version (not the zero Info).
 func known(in largo.Info) bool { return in != (largo.Info{}) }
 
-// Removed implements ingest.Derived: a sidecar removed takes its record
-// along.
+// Removed implements ingest.Derived: a sidecar that could not be removed
+// with its file is logged (its record went with it, by the pipeline's
+// removal, when it was removed).
 func (f *Follower) Removed(ctx context.Context, name string, err error) {
 	switch {
 	case errors.Is(err, largo.ErrPrecondition):
 		f.log.Info("a sidecar replaced meanwhile is left as a file of its own", "name", name)
-		return
 	case err != nil:
 		f.log.Warn("a sidecar could not be removed with its file", "name", name, "err", err)
-		return
-	}
-	if err := f.pol.records.Drop(ctx, name); err != nil {
-		f.log.Warn("removing a sidecar's record", "name", name, "err", err)
-	}
-}
-
-// Moved implements ingest.Derived: the records of the sidecars below the
-// folder from, now at to, go to their new names (a walk of to; folders
-// reached through symbolic links are not entered).
-func (f *Follower) Moved(ctx context.Context, from, to string) {
-	err := largo.WalkFiles(ctx, f.store, to, func(name string, in largo.Info) {
-		if _, _, ok := largo.SidecarBase(name); !ok {
-			return
-		}
-		// What is at to now was at from, name for name.
-		if err := f.pol.records.Carry(ctx, from+strings.TrimPrefix(name, to), name, in); err != nil {
-			f.log.Warn("carrying a sidecar's record", "name", name, "err", err)
-		}
-	})
-	if err != nil {
-		f.log.Warn("carrying the records of a moved folder's sidecars", "folder", to, "err", err)
 	}
 }
 

@@ -2,7 +2,6 @@ package sidecar_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"largo"
 	"largo/disk"
 	"largo/ingest"
+	"largo/record"
 	"largo/sidecar"
 )
 
@@ -57,15 +57,17 @@ func TestFollow(t *testing.T) {
 		}
 		return in
 	}
-	record := func(name, source string) {
+	files := record.NewFiles(record.New(st.State(), record.Options{}), record.FilesOptions{})
+	recordSidecar := func(name, source string) {
 		t.Helper()
-		if err := sidecar.Put(ctx, st.State(), name, info(name), source); err != nil {
+		if err := sidecar.Put(ctx, files, name, info(name), source); err != nil {
 			t.Fatal(err)
 		}
 	}
 	log := info("log.txt")
-	record("log.txt.gz", log.ETag)
-	record("log.txt.br", `"an older log.txt"`)
+	recordSidecar("log.txt.gz", log.ETag)
+	recordSidecar("log.txt.br", `"an older log.txt"`)
+	gzOnly := &record.File{Name: "log.txt", ETag: log.ETag, Sidecars: []string{".gz"}}
 
 	for _, tt := range []struct {
 		any  bool
@@ -75,6 +77,11 @@ func TestFollow(t *testing.T) {
 		{false, ingest.Change{Name: "log.txt", Was: log}, []string{"log.txt.br", "log.txt.gz"}},
 		{false, ingest.Change{Name: "log.txt", Was: log, Now: log}, []string{"log.txt.br"}},
 		{false, ingest.Change{Name: "log.txt"}, []string{"log.txt.br", "log.txt.gz"}},
+		// The version's record names the sidecars written of it: only
+		// those are looked at; a file just created has none left.
+		{false, ingest.Change{Name: "log.txt", Was: log, Record: gzOnly}, []string{"log.txt.gz"}},
+		{false, ingest.Change{Name: "log.txt", Was: log, Record: &record.File{Name: "log.txt", ETag: log.ETag}}, nil},
+		{false, ingest.Change{Name: "log.txt", Now: log}, nil},
 		{false, ingest.Change{Name: "old.csv", Was: info("old.csv")}, nil},
 		{true, ingest.Change{Name: "log.txt", Was: log}, []string{"log.txt.gz", "log.txt.zst"}},
 		{true, ingest.Change{Name: "log.txt"}, nil},
@@ -85,7 +92,7 @@ func TestFollow(t *testing.T) {
 		{true, ingest.Change{Name: "moved.csv", Now: info("moved.csv")}, []string{"moved.csv.gz"}},
 		{true, ingest.Change{Name: "dir", Was: info("dir")}, nil},
 	} {
-		pol := sidecar.NewPolicy(sidecar.NewChecker(st.State(), sidecar.Options{}), tt.any, mediaType)
+		pol := sidecar.NewPolicy(sidecar.NewChecker(files), tt.any, mediaType)
 		var got []string
 		for _, s := range sidecar.NewFollower(pol, st, nil).Follow(ctx, tt.ch) {
 			if s.ETag != info(s.Name).ETag {
@@ -97,18 +104,6 @@ func TestFollow(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("any %v, %s %q->%q: %v; want %v", tt.any, tt.ch.Name, tt.ch.Was.Name, tt.ch.Now.Name, got, tt.want)
 		}
-	}
-
-	// A sidecar removed takes its record along.
-	pol := sidecar.NewPolicy(sidecar.NewChecker(st.State(), sidecar.Options{}), false, mediaType)
-	f := sidecar.NewFollower(pol, st, nil)
-	f.Removed(ctx, "log.txt.gz", errors.New("locked"))
-	if _, err := sidecar.Get(ctx, st.State(), "log.txt.gz"); err != nil {
-		t.Errorf("the record of a sidecar left in place went: %v", err)
-	}
-	f.Removed(ctx, "log.txt.gz", nil)
-	if _, err := sidecar.Get(ctx, st.State(), "log.txt.gz"); !errors.Is(err, largo.ErrNotFound) {
-		t.Errorf("the record of a removed sidecar: %v", err)
 	}
 }
 
@@ -123,51 +118,6 @@ func mediaType(in largo.Info) string {
 		return "image/png"
 	}
 	return ""
-}
-
-// TestFollowFolderMoved: the records of the sidecars below a folder that
-// moved go to their new names, so that they stay largo's and are sent
-// for their files there; one whose sidecar changed in the move goes.
-func TestFollowFolderMoved(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	text := strings.Repeat("a line of text\n", 200)
-	for name, body := range map[string]string{"d1/a.txt": text, "d1/a.txt.gz": "gz", "d1/sub/b.txt": text, "d1/sub/b.txt.gz": "gz", "d1/sub/b.txt.br": "br"} {
-		writeFile(t, dir, name, body)
-	}
-	st, err := disk.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	for _, side := range []string{"d1/a.txt.gz", "d1/sub/b.txt.gz", "d1/sub/b.txt.br"} {
-		base, _, _ := largo.SidecarBase(side)
-		orig, _ := st.Stat(ctx, base)
-		sin, _ := st.Stat(ctx, side)
-		if err := sidecar.Put(ctx, st.State(), side, sin, orig.ETag); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := st.Rename(ctx, "d1", "d2"); err != nil {
-		t.Fatal(err)
-	}
-	// One changed on the way.
-	writeFile(t, dir, "d2/sub/b.txt.br", "other")
-	pol := sidecar.NewPolicy(sidecar.NewChecker(st.State(), sidecar.Options{}), false, mediaType)
-	sidecar.NewFollower(pol, st, nil).Moved(ctx, "d1", "d2")
-	for side, want := range map[string]bool{"d2/a.txt.gz": true, "d2/sub/b.txt.gz": true, "d2/sub/b.txt.br": false} {
-		base, _, _ := largo.SidecarBase(side)
-		orig, _ := st.Stat(ctx, base)
-		sin, _ := st.Stat(ctx, side)
-		if ok, err := pol.Serves(ctx, side, sin, orig); ok != want || err != nil {
-			t.Errorf("%s after the move: sent %v, %v; want %v", side, ok, err, want)
-		}
-	}
-	for _, old := range []string{"d1/a.txt.gz", "d1/sub/b.txt.gz", "d1/sub/b.txt.br", "d2/sub/b.txt.br"} {
-		if _, err := sidecar.Get(ctx, st.State(), old); !errors.Is(err, largo.ErrNotFound) {
-			t.Errorf("a record of %s after the move: %v", old, err)
-		}
-	}
 }
 
 // writeFile writes body to the file name below dir, making its folders,

@@ -3,26 +3,20 @@
 // may be data.csv compressed, or a file of its own that a user uploaded;
 // its name cannot say which, and taking a user's file for another file's
 // encoding sends gzip clients the wrong content and hides the file from
-// listings. So every sidecar largo precompress writes is recorded in the
-// store's state area (largo.State), with the sidecar's ETag as written and
-// the ETag of the version of the original it was made from, and the
-// server takes NAME.gz for NAME's encoding only while both still match
-// (and for largo's own, hidden from listings, while the first does).
-// Anything else with a sidecar's name is a file like any other.
-//
-// Records are keyed by the SHA-256 of the sidecar's name, under "sidecars/":
-// a flat folder of fixed-length keys, whatever the names (a sidecar's name
-// could be a folder's name too). A record outlives its sidecar harmlessly:
-// a new file under the same name has another ETag.
+// listings. So every sidecar largo precompress writes has it said in its
+// record (record.File, package record: one record per file, in the
+// store's state area): the version of the original it was made from
+// (Source), beside its own version (ETag); and the original's record
+// names the sidecars written of it (Sidecars). The server takes NAME.gz
+// for NAME's encoding only while both versions still match (and for
+// largo's own, hidden from listings, while the first does). Anything
+// else with a sidecar's name is a file like any other.
 //
 // Checker answers whether a file is a recorded sidecar (Of: largo's own,
 // to hide from listings and remove with its original) and whether it is
 // fresh (Recorded: made from the original as it is now, to send as its
-// encoding), from a bounded cache, so that a download does not read a
-// record every time: a positive answer holds as long as the sidecar keeps
-// its ETag, a negative one for NegativeTTL, so that a sidecar written by
-// another process (precompress commits the sidecar, then its record) is
-// found soon after.
+// encoding), through the records' bounded cache, so that a download does
+// not read a record every time.
 //
 // Policy (policy.go) is the one definition of which files stand for
 // another as its encoding, under --sidecars recorded (the records) or any
@@ -40,122 +34,43 @@ package sidecar
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
+	"slices"
 
 	"largo"
+	"largo/encode"
+	"largo/record"
 )
 
 // Record is what is kept of a sidecar largo wrote.
 type Record struct {
 	// Name is the sidecar's name in the store.
-	Name string `json:"name"`
+	Name string
 	// ETag is the sidecar's ETag as written.
-	ETag string `json:"etag"`
+	ETag string
 	// Source is the ETag of the version of the original it was made from.
-	Source string `json:"source"`
+	Source string
 }
 
-// Key returns the state key of the record of the sidecar name.
-func Key(name string) string {
-	sum := sha256.Sum256([]byte(name))
-	return "sidecars/" + hex.EncodeToString(sum[:])
-}
-
-// Put records that the sidecar name, as sin describes it after its
-// commit, was made from the original whose ETag was source.
-func Put(ctx context.Context, st largo.State, name string, sin largo.Info, source string) error {
-	if sin.ETag == "" || source == "" {
-		return fmt.Errorf("sidecar %s: no ETag to record", name)
-	}
-	b, err := json.Marshal(Record{Name: name, ETag: sin.ETag, Source: source})
-	if err != nil {
-		return err
-	}
-	return st.Put(ctx, Key(name), b)
-}
-
-// Get returns the record of the sidecar name, or an error wrapping
-// largo.ErrNotFound.
-func Get(ctx context.Context, st largo.State, name string) (Record, error) {
-	b, err := st.Get(ctx, Key(name))
-	if err != nil {
-		return Record{}, err
-	}
-	var rec Record
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return Record{}, fmt.Errorf("sidecar %s: a damaged record: %v", name, err)
-	}
-	if rec.Name != name {
-		return Record{}, fmt.Errorf("sidecar %s: %w (the record is of %q)", name, largo.ErrNotFound, rec.Name)
-	}
-	return rec, nil
-}
-
-// Delete removes the record of the sidecar name; a missing one is no
-// error.
-func Delete(ctx context.Context, st largo.State, name string) error {
-	return st.Delete(ctx, Key(name))
-}
-
-// Defaults of a Checker.
-const (
-	DefaultCacheSize   = 4096
-	DefaultNegativeTTL = 10 * time.Second
-)
-
-// Checker answers whether files are sidecars largo wrote, from a bounded
-// cache of their records. It is safe for concurrent use. Make one with
-// NewChecker.
+// Checker answers whether files are sidecars largo wrote, from their
+// records. It is safe for concurrent use. Make one with NewChecker; a nil
+// *Checker knows of no sidecar.
 type Checker struct {
-	state largo.State // nil: nothing is recorded
-	size  int
-	ttl   time.Duration
-	now   func() time.Time
-
-	mu    sync.Mutex
-	cache map[string]entry
+	files *record.Files // nil: nothing is recorded
 }
 
-// entry is a cached answer for one sidecar name.
-type entry struct {
-	etag string    // of the file when it was judged
-	rec  Record    // its record, when ours
-	ours bool      // recorded with that ETag
-	at   time.Time // when it was judged
-}
-
-// Options tune a Checker; the zero value means the defaults.
-type Options struct {
-	// CacheSize bounds the answers kept; default DefaultCacheSize.
-	CacheSize int
-	// NegativeTTL is how long a negative answer is kept; default
-	// DefaultNegativeTTL.
-	NegativeTTL time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
-}
-
-// NewChecker returns a Checker over the records of st; a nil st (a store
-// without a state area) has no records, so no file is taken for a
+// NewChecker returns a Checker over the records of files; a nil files (a
+// store without a state area) has no records, so no file is taken for a
 // sidecar.
-func NewChecker(st largo.State, opt Options) *Checker {
-	c := &Checker{state: st, size: opt.CacheSize, ttl: opt.NegativeTTL, now: opt.Now, cache: map[string]entry{}}
-	if c.size <= 0 {
-		c.size = DefaultCacheSize
+func NewChecker(files *record.Files) *Checker { return &Checker{files: files} }
+
+// Files returns the records the Checker reads, nil for none.
+func (c *Checker) Files() *record.Files {
+	if c == nil {
+		return nil
 	}
-	if c.ttl <= 0 {
-		c.ttl = DefaultNegativeTTL
-	}
-	if c.now == nil {
-		c.now = time.Now
-	}
-	return c
+	return c.files
 }
 
 // Recorded reports whether the file name, described by sin, is a sidecar
@@ -173,85 +88,51 @@ func (c *Checker) Recorded(ctx context.Context, name string, sin largo.Info, sou
 // one), whether or not its original changed since. Errors are as for
 // Recorded.
 func (c *Checker) Of(ctx context.Context, name string, sin largo.Info) (Record, bool, error) {
-	if c == nil || c.state == nil || sin.IsDir || sin.ETag == "" {
+	if c == nil || c.files == nil || sin.IsDir || sin.ETag == "" {
 		return Record{}, false, nil
 	}
-	now := c.now()
-	c.mu.Lock()
-	e, hit := c.cache[name]
-	c.mu.Unlock()
-	if hit && e.etag == sin.ETag && (e.ours || now.Sub(e.at) < c.ttl) {
-		return e.rec, e.ours, nil
+	rec, err := c.files.Of(ctx, name, sin.ETag)
+	switch {
+	case errors.Is(err, largo.ErrNotFound):
+		return Record{}, false, nil
+	case err != nil:
+		return Record{}, false, err
+	case rec.Source == "":
+		return Record{}, false, nil // a file of its own
 	}
-	rec, err := Get(ctx, c.state, name)
-	ours := err == nil && rec.ETag == sin.ETag
-	if errors.Is(err, largo.ErrNotFound) {
-		err = nil
+	return Record{Name: name, ETag: rec.ETag, Source: rec.Source}, true, nil
+}
+
+// Put records in files that the sidecar name, as sin describes it after
+// its commit, was made from the version source of its original, and names
+// it in the original's record when that record is of source: what
+// largo precompress writes (through the write pipeline, with the write's
+// ingest.Target.Source), for tools and tests that make a sidecar another
+// way.
+func Put(ctx context.Context, files *record.Files, name string, sin largo.Info, source string) error {
+	if sin.ETag == "" || source == "" {
+		return fmt.Errorf("sidecar %s: no ETag to record", name)
 	}
-	if err != nil && ctx.Err() != nil {
-		return Record{}, false, err // a cancelled request says nothing of the record
-	}
-	if !ours {
-		rec = Record{}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.cache[name]; !ok && len(c.cache) >= c.size {
-		for k := range c.cache { // any one: the map's order is random
-			delete(c.cache, k)
-			break
+	_, err := files.Update(ctx, name, func(rec *record.File, exists bool) (record.Change, error) {
+		if !exists || rec.ETag != sin.ETag {
+			*rec = record.File{Name: name, ETag: sin.ETag, Size: sin.Size, Owner: rec.Owner}
 		}
+		rec.Source = source
+		return record.Write, nil
+	})
+	if err != nil {
+		return err
 	}
-	c.cache[name] = entry{etag: sin.ETag, rec: rec, ours: ours, at: now}
-	return rec, ours, err
-}
-
-// Forget drops the cached answer for name, after its sidecar or record
-// was removed.
-func (c *Checker) Forget(name string) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	delete(c.cache, name)
-	c.mu.Unlock()
-}
-
-// Len returns the number of answers kept.
-func (c *Checker) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.cache)
-}
-
-// Drop removes the record of the sidecar name and the answer kept for
-// it, once the sidecar is gone.
-func (c *Checker) Drop(ctx context.Context, name string) error {
-	if c == nil {
+	base, c, ok := encode.SidecarBase(name)
+	if !ok {
 		return nil
 	}
-	c.Forget(name)
-	if c.state == nil {
-		return nil
-	}
-	return Delete(ctx, c.state, name)
-}
-
-// Carry moves the record of the sidecar from to to, where a move put it,
-// now described by sin: kept only while the sidecar is the version
-// recorded (a rename keeps it, and so does a copy that keeps the bytes'
-// ETag), dropped otherwise. A sidecar without a record has none to move.
-func (c *Checker) Carry(ctx context.Context, from, to string, sin largo.Info) error {
-	if c == nil || c.state == nil {
-		return nil
-	}
-	rec, err := Get(ctx, c.state, from)
-	if errors.Is(err, largo.ErrNotFound) {
-		return nil
-	}
-	if err == nil && rec.ETag == sin.ETag {
-		err = Put(ctx, c.state, to, sin, rec.Source)
-	}
-	c.Forget(to)
-	return errors.Join(err, c.Drop(ctx, from))
+	_, err = files.Update(ctx, base, func(rec *record.File, exists bool) (record.Change, error) {
+		if !exists || rec.ETag != source || slices.Contains(rec.Sidecars, c.Ext()) {
+			return record.Keep, nil
+		}
+		rec.Sidecars = append(rec.Sidecars, c.Ext())
+		return record.Write, nil
+	})
+	return err
 }

@@ -2,44 +2,44 @@ package sidecar_test
 
 import (
 	"context"
-	"errors"
+	"slices"
 	"testing"
-	"time"
 
 	"largo"
 	"largo/disk"
+	"largo/record"
 	"largo/sidecar"
 )
 
-// state returns the state area of a real folder store.
-func state(t *testing.T) largo.State {
+// records returns the records of files of a real folder store.
+func records(t *testing.T) *record.Files {
 	t.Helper()
 	st, err := disk.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return st.State()
+	return record.NewFiles(record.New(st.State(), record.Options{}), record.FilesOptions{})
 }
 
 func TestRecorded(t *testing.T) {
 	ctx := context.Background()
-	st := state(t)
-	now := time.Unix(1000, 0)
-	c := sidecar.NewChecker(st, sidecar.Options{Now: func() time.Time { return now }, NegativeTTL: time.Minute})
+	st := records(t)
+	c := sidecar.NewChecker(st)
 	gz := largo.Info{Name: "data.csv.gz", Size: 10, ETag: `"gz-1"`}
 
-	// Nothing recorded: a file of its own, and the answer is kept.
+	// Nothing recorded: a file of its own.
 	if ok, err := c.Recorded(ctx, "dir/data.csv.gz", gz, `"csv-1"`); ok || err != nil {
 		t.Fatalf("unrecorded: %v, %v", ok, err)
 	}
+	// The original's record names the sidecar, when it is of its source.
+	st.Put(ctx, record.File{Name: "dir/data.csv", ETag: `"csv-1"`, Size: 40})
 	if err := sidecar.Put(ctx, st, "dir/data.csv.gz", gz, `"csv-1"`); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := c.Recorded(ctx, "dir/data.csv.gz", gz, `"csv-1"`); ok {
-		t.Fatal("a negative answer was not kept for its time to live")
+	if orig, _ := st.Get(ctx, "dir/data.csv"); !slices.Equal(orig.Sidecars, []string{".gz"}) {
+		t.Errorf("the original's record names %q", orig.Sidecars)
 	}
-	now = now.Add(2 * time.Minute)
 	if ok, err := c.Recorded(ctx, "dir/data.csv.gz", gz, `"csv-1"`); !ok || err != nil {
 		t.Fatalf("recorded: %v, %v", ok, err)
 	}
@@ -63,15 +63,11 @@ func TestRecorded(t *testing.T) {
 	if ok, _ := c.Recorded(ctx, "other/data.csv.gz", gz, `"csv-1"`); ok {
 		t.Error("a record answered for another name")
 	}
-	if err := sidecar.Delete(ctx, st, "dir/data.csv.gz"); err != nil {
+	if err := st.Delete(ctx, "dir/data.csv.gz"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sidecar.Get(ctx, st, "dir/data.csv.gz"); !errors.Is(err, largo.ErrNotFound) {
-		t.Errorf("after Delete: %v", err)
-	}
-	c.Forget("dir/data.csv.gz")
 	if ok, _ := c.Recorded(ctx, "dir/data.csv.gz", gz, `"csv-1"`); ok {
-		t.Error("a forgotten, removed record still answered")
+		t.Error("a removed record still answered")
 	}
 	if err := sidecar.Put(ctx, st, "x.gz", largo.Info{}, `"csv-1"`); err == nil {
 		t.Error("a record without an ETag was written")
@@ -79,34 +75,8 @@ func TestRecorded(t *testing.T) {
 }
 
 func TestNoState(t *testing.T) {
-	c := sidecar.NewChecker(nil, sidecar.Options{})
+	c := sidecar.NewChecker(nil)
 	if ok, err := c.Recorded(context.Background(), "a.gz", largo.Info{ETag: `"x"`}, `"y"`); ok || err != nil {
 		t.Fatalf("without a state area: %v, %v", ok, err)
-	}
-}
-
-// TestCacheBounded asks for many names through a small cache and checks
-// that answers stay right: an evicted one is read again.
-func TestCacheBounded(t *testing.T) {
-	ctx := context.Background()
-	st := state(t)
-	c := sidecar.NewChecker(st, sidecar.Options{CacheSize: 2})
-	in := largo.Info{ETag: `"s"`}
-	for i, name := range []string{"a.gz", "b.gz", "c.gz", "d.gz"} {
-		if i%2 == 0 {
-			if err := sidecar.Put(ctx, st, name, in, `"o"`); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for range 3 {
-		for i, name := range []string{"a.gz", "b.gz", "c.gz", "d.gz"} {
-			if ok, err := c.Recorded(ctx, name, in, `"o"`); ok != (i%2 == 0) || err != nil {
-				t.Errorf("%s: %v, %v", name, ok, err)
-			}
-		}
-	}
-	if n := c.Len(); n > 2 {
-		t.Errorf("%d answers kept; want at most 2", n)
 	}
 }

@@ -51,11 +51,11 @@ func addDigestFlags(f *pflag.FlagSet, rate *perSecondValue) {
 // the write pipeline records through too, and starts the background pass
 // when rate is set. A store without a state area keeps none.
 func setUpDigests(ctx context.Context, logger *slog.Logger, rate int64, st largo.Store, hcfg *serve.Config) *digests.Keeper {
-	sk, ok := st.(largo.StateKeeper)
-	if !ok {
+	if hcfg.Files == nil {
 		return nil
 	}
-	k := digests.New(sk.State(), digests.Options{Store: st, Logger: logger})
+	go migrateRecords(ctx, logger, hcfg.Files)
+	k := digests.New(hcfg.Files, digests.Options{Store: st, Logger: logger})
 	hcfg.Digests = k
 	if rate > 0 {
 		go k.Scan(ctx, digestScanPeriod, rate, logger)
@@ -244,11 +244,12 @@ func digestStore(ctx context.Context, e *env, cfg *digestConfig, j digestJob) (d
 		return total, err
 	}
 	defer store.Close()
-	sk, ok := store.(largo.StateKeeper)
-	if !ok {
+	files := recordsOf(store)
+	if files == nil {
 		return total, usageErr(fmt.Errorf("%s keeps no state to record digests in", where))
 	}
-	k := digests.New(sk.State(), digests.Options{Store: store})
+	migrateRecords(ctx, slog.New(slog.DiscardHandler), files)
+	k := digests.New(files, digests.Options{Store: store})
 	opt := digests.HashOptions{Rate: int64(cfg.rate.sizeValue), Force: cfg.force, Event: func(ev digests.Event) {
 		printDigest(e.stdout, e.stderr, cfg.quiet, ev)
 	}}

@@ -29,7 +29,7 @@ func recorded(t *testing.T, dir, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := digests.New(s.State(), digests.Options{}).Lookup(context.Background(), name, in.ETag)
+	sum, err := digests.New(recordsOf(s), digests.Options{}).Lookup(context.Background(), name, in.ETag)
 	if err != nil || sum == nil {
 		return ""
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"golang.org/x/term"
 
 	"largo"
-	"largo/digests"
 	"largo/encode"
 	"largo/ingest"
 	"largo/precompress"
@@ -145,11 +145,11 @@ func runPrecompress(ctx context.Context, e *env, cfg *precompressConfig) error {
 	if cfg.level.value != "max" {
 		level, _ = encode.ParseLevel(cfg.level.value) // a choice already
 	}
-	icfg := ingest.Config{Store: store}
-	if sk, ok := store.(largo.StateKeeper); ok {
-		// Sidecars are files too: each gets its digest, as every write.
-		icfg.Digests = digests.New(sk.State(), digests.Options{Store: store})
-	}
+	// Sidecars are files too: each gets its record, with its digest, as
+	// every write.
+	files := recordsOf(store)
+	migrateRecords(ctx, slog.New(slog.DiscardHandler), files)
+	icfg := ingest.Config{Store: store, Files: files}
 	pcfg := precompress.Config{
 		Writes:      ingest.New(icfg),
 		Jobs:        cfg.jobs,

@@ -17,6 +17,7 @@ import (
 	"largo/gate"
 	"largo/metrics"
 	"largo/quota"
+	"largo/record"
 )
 
 // quotaConfig is what largo serve and largo usage are told of quotas
@@ -54,7 +55,7 @@ func (q *quotaConfig) perUserQuota() auth.Quota {
 // setUpQuota returns the keeper of the quotas when the access file or
 // the flags give any, nil otherwise; it keeps the usage in the store's
 // state area until ctx is done, and the metrics export it.
-func setUpQuota(ctx context.Context, logger *slog.Logger, cfg *serveConfig, st largo.Store, g *gate.Gate, m *metrics.Metrics) (*quota.Keeper, error) {
+func setUpQuota(ctx context.Context, logger *slog.Logger, cfg *serveConfig, st largo.Store, files *record.Files, g *gate.Gate, m *metrics.Metrics) (*quota.Keeper, error) {
 	q := &cfg.quota
 	access := g.Access()
 	if !q.perUserQuota().Limited() && !access.Policy().HasQuotas() {
@@ -72,6 +73,7 @@ func setUpQuota(ctx context.Context, logger *slog.Logger, cfg *serveConfig, st l
 	qc := quota.Config{
 		Store:   st,
 		State:   sk.State(),
+		Files:   files,
 		Policy:  func() quota.Policy { return access.Policy() },
 		PerUser: q.perUserQuota(),
 		Logger:  logger,
@@ -174,9 +176,11 @@ func runUsage(ctx context.Context, e *env, cfg *usageConfig) error {
 	if !ok {
 		return usageErr(fmt.Errorf("%s keeps no state to count usage in", where))
 	}
-	k := quota.New(quota.Config{Store: st, State: sk.State(), Policy: func() quota.Policy { return pol }, PerUser: cfg.quota.perUserQuota()})
 	ctx, stop := untilSignal(ctx, e)
 	defer stop()
+	files := recordsOf(st)
+	migrateRecords(ctx, slog.New(slog.DiscardHandler), files)
+	k := quota.New(quota.Config{Store: st, State: sk.State(), Files: files, Policy: func() quota.Policy { return pol }, PerUser: cfg.quota.perUserQuota()})
 	if cfg.reconcile {
 		_, err = k.Reconcile(ctx)
 	} else {

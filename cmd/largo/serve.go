@@ -28,6 +28,7 @@ import (
 	"largo/limit"
 	"largo/listing"
 	"largo/metrics"
+	"largo/record"
 	"largo/resumable"
 	"largo/s3"
 	"largo/serve"
@@ -461,10 +462,12 @@ func handlerConfig(cfg *serveConfig, store largo.Store, m *metrics.Metrics, logg
 	if err != nil {
 		return serve.Config{}, usageErr(err)
 	}
+	files := recordsOf(store)
 	hcfg := serve.Config{
+		Files:       files,
 		Listing:     lcfg,
 		Compress:    enc,
-		Sidecars:    sidecarPolicy(store, cfg.sidecars.value == "any"),
+		Sidecars:    sidecarPolicy(files, cfg.sidecars.value == "any"),
 		Compression: m,
 		Store:       store,
 		Logger:      logger,
@@ -481,15 +484,11 @@ func handlerConfig(cfg *serveConfig, store largo.Store, m *metrics.Metrics, logg
 	return hcfg, nil
 }
 
-// sidecarPolicy is which files of st stand for another as its encoding:
-// those largo precompress recorded in its state area, or with any every
+// sidecarPolicy is which files stand for another as its encoding: those
+// largo precompress recorded (in files: nil, none), or with any every
 // fresh one.
-func sidecarPolicy(st largo.Store, any bool) *sidecar.Policy {
-	var state largo.State
-	if sk, ok := st.(largo.StateKeeper); ok {
-		state = sk.State()
-	}
-	return sidecar.NewPolicy(sidecar.NewChecker(state, sidecar.Options{}), any, serve.ContentType)
+func sidecarPolicy(files *record.Files, any bool) *sidecar.Policy {
+	return sidecar.NewPolicy(sidecar.NewChecker(files), any, serve.ContentType)
 }
 
 // encoders returns the encoders of dynamic compression, nil when it is
@@ -593,7 +592,7 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	// kept for the server's own housekeeping (sweeps, records).
 	gated := g.Store(st)
 	hcfg.Gate, hcfg.Store = g, gated
-	keeper := setUpDigests(ctx, logger, int64(cfg.digestRate.sizeValue), st, hcfg)
+	setUpDigests(ctx, logger, int64(cfg.digestRate.sizeValue), st, hcfg)
 	if cfg.access.accessFile != "" {
 		go reloadAccess(ctx, e, logger, &cfg.access, hcfg.Access)
 	}
@@ -618,10 +617,7 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 	follower := sidecar.NewFollower(hcfg.Sidecars, st, logger)
 	if !on {
 		// Nothing is written, but expired files are still removed.
-		rcfg := ingest.Config{Store: gated, Derived: follower}
-		if keeper != nil {
-			rcfg.Digests = keeper
-		}
+		rcfg := ingest.Config{Store: gated, Derived: follower, Files: hcfg.Files, Server: asServer, Logger: logger}
 		if locks != nil {
 			rcfg.Guard = locks
 		}
@@ -642,15 +638,15 @@ func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCo
 		NoMkdir:  cfg.noMkdir,
 		Observer: m,
 		Derived:  follower,
-	}
-	if keeper != nil {
-		icfg.Digests = keeper
+		Files:    hcfg.Files,
+		Server:   asServer,
+		Logger:   logger,
 	}
 	if locks != nil {
 		icfg.Guard = locks
 	}
 	icfg.Landed = exp
-	if k, err := setUpQuota(ctx, logger, cfg, st, g, m); err != nil {
+	if k, err := setUpQuota(ctx, logger, cfg, st, hcfg.Files, g, m); err != nil {
 		return err
 	} else if k != nil {
 		icfg.Quota = k
