@@ -71,8 +71,11 @@ func (k *Keeper) Renamed(ctx context.Context, from, to string) {
 	}
 	// What is at to now was at from, name for name: to is a prefix of
 	// every name the walk gives.
-	largo.WalkFiles(ctx, k.store, to, func(name string, in largo.Info) {
-		k.carry(ctx, from+strings.TrimPrefix(name, to), name, in)
+	largo.WalkDir(ctx, k.store, to, func(name string, in largo.Info, err error) error {
+		if err == nil && !in.IsDir && !in.Link {
+			k.carry(ctx, from+strings.TrimPrefix(name, to), name, in)
+		}
+		return nil
 	})
 }
 

@@ -139,17 +139,21 @@ func (f *Follower) Removed(ctx context.Context, name string, err error) {
 }
 
 // Moved implements ingest.Derived: the records of the sidecars below the
-// folder from, now at to, go to their new names (a walk of to; folders
-// reached through symbolic links are not entered).
+// folder from, now at to, go to their new names (a walk of to, which
+// passes links over).
 func (f *Follower) Moved(ctx context.Context, from, to string) {
-	err := largo.WalkFiles(ctx, f.store, to, func(name string, in largo.Info) {
-		if _, _, ok := largo.SidecarBase(name); !ok {
-			return
+	err := largo.WalkDir(ctx, f.store, to, func(name string, in largo.Info, err error) error {
+		_, _, side := largo.SidecarBase(name)
+		switch {
+		case err != nil:
+			f.log.Warn("carrying the records of a moved folder's sidecars", "folder", name, "err", err)
+		case side && !in.IsDir && !in.Link:
+			// What is at to now was at from, name for name.
+			if err := f.pol.records.Carry(ctx, from+strings.TrimPrefix(name, to), name, in); err != nil {
+				f.log.Warn("carrying a sidecar's record", "name", name, "err", err)
+			}
 		}
-		// What is at to now was at from, name for name.
-		if err := f.pol.records.Carry(ctx, from+strings.TrimPrefix(name, to), name, in); err != nil {
-			f.log.Warn("carrying a sidecar's record", "name", name, "err", err)
-		}
+		return nil
 	})
 	if err != nil {
 		f.log.Warn("carrying the records of a moved folder's sidecars", "folder", to, "err", err)
