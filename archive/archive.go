@@ -44,6 +44,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"strings"
 	"time"
 
 	"largo"
@@ -102,71 +103,37 @@ type Entry struct {
 	Info largo.Info
 }
 
-// Filter makes the test of the entries of the folder dir: given each
-// entry in name order (byte by byte), it says whether the entry is kept.
-// A new test is made for every folder, so it may keep state across one
-// folder's entries (a sidecar's original comes before it).
-type Filter func(dir string) func(largo.Info) bool
-
 // Walk yields the entries below the folder dir, under a top folder named
 // top, depth-first with each folder's entries sorted by name, each folder
 // listed within the memory lc allows. keep, if not nil, filters each
-// folder's listing.
-func Walk(ctx context.Context, s largo.Store, dir, top string, lc listing.Config, keep Filter) iter.Seq2[Entry, error] {
+// folder's listing. A folder that may be seen but not listed (below dir)
+// is in the archive, empty; a linked folder is not; a linked file is, with
+// what it leads to.
+func Walk(ctx context.Context, s largo.Store, dir, top string, lc listing.Config, keep listing.Filter) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		in, err := s.Stat(ctx, dir)
-		if err != nil {
-			yield(Entry{}, err)
-			return
-		}
-		walk(ctx, s, lc, dir, top+"/", in, keep, true, yield)
-	}
-}
-
-// walk yields the folder dir and everything below it; false means stop.
-// The sorted listing of each folder on the way down stays open while its
-// subfolders are walked: in memory if it was small, else as runs on disk
-// and a few kilobytes of buffers.
-func walk(ctx context.Context, s largo.Store, lc listing.Config, dir, prefix string, in largo.Info, keep Filter, top bool, yield func(Entry, error) bool) bool {
-	if !yield(Entry{Path: prefix, Name: dir, Info: in}, nil) {
-		return false
-	}
-	sorted, err := lc.List(ctx, s, dir, listing.ByName, nil)
-	if !top && (errors.Is(err, largo.ErrPermission) || errors.Is(err, largo.ErrUnauthorized)) {
-		return true // a folder that may be seen but not listed: in the archive, empty
-	}
-	if err != nil {
-		yield(Entry{}, err)
-		return false
-	}
-	defer sorted.Close()
-	var kept func(largo.Info) bool
-	if keep != nil {
-		kept = keep(dir)
-	}
-	for e, err := range sorted.All() {
-		if err != nil {
-			yield(Entry{}, err)
-			return false
-		}
-		if kept != nil && !kept(e) {
-			continue
-		}
-		name := largo.Join(dir, e.Name)
-		switch {
-		case e.IsDir && e.Link:
-			continue // a linked folder could lead back up: a cycle
-		case e.IsDir:
-			if !walk(ctx, s, lc, name, prefix+e.Name+"/", e, keep, false, yield) {
-				return false
+		stopped := false
+		err := largo.WalkDir(ctx, lc.Sorted(s, listing.ByName, keep), dir, func(name string, in largo.Info, err error) error {
+			path := top + "/" + strings.TrimPrefix(name[len(dir):], "/")
+			switch {
+			case err != nil && name != dir && (errors.Is(err, largo.ErrPermission) || errors.Is(err, largo.ErrUnauthorized)):
+				return nil // a folder that may be seen but not listed: in the archive, empty
+			case err != nil:
+				return err
+			case in.IsDir && in.Link:
+				return nil // a linked folder could lead back up: a cycle
+			case in.IsDir && name != dir:
+				path += "/"
 			}
-		default:
-			if !yield(Entry{Path: prefix + e.Name, Name: name, Info: e}, nil) {
-				return false
+			if !yield(Entry{Path: path, Name: name, Info: in}, nil) {
+				stopped = true
+				return largo.SkipAll
 			}
+			return nil
+		})
+		if err != nil && !stopped {
+			yield(Entry{}, err)
 		}
 	}
-	return true
 }
 
 // Options are what measuring and writing an archive need besides its

@@ -61,9 +61,9 @@ type HashOptions struct {
 // folder name ("" is the whole store), that has none for its current
 // version, by reading it from st (unguarded: the keeper's own store)
 // within the rate. A file is recorded only if it has the same ETag after
-// it was read as before. Links to folders are not followed. It stops when
-// ctx is done; a folder that cannot be listed is passed over, and its
-// error returned at the end.
+// it was read as before. Links are passed over (what one leads to is
+// recorded where it is). It stops when ctx is done; a folder that cannot
+// be listed is passed over, and its error returned at the end.
 func (k *Keeper) Hash(ctx context.Context, name string, opt HashOptions) (Summary, error) {
 	var sum Summary
 	if k == nil || k.files == nil || k.store == nil {
@@ -75,15 +75,22 @@ func (k *Keeper) Hash(ctx context.Context, name string, opt HashOptions) (Summar
 		h.lim = rate.NewLimiter(rate.Limit(opt.Rate), burst)
 		h.chunk = min(256<<10, burst)
 	}
-	err := largo.WalkFiles(ctx, k.store, name, func(name string, _ largo.Info) {
-		if ctx.Err() == nil {
-			h.file(ctx, name, &sum)
+	var errs []error
+	err := largo.WalkDir(ctx, k.store, name, func(n string, in largo.Info, err error) error {
+		switch {
+		case err != nil && n == name:
+			return err
+		case err != nil:
+			errs = append(errs, fmt.Errorf("listing %s: %w", n, err))
+		case !in.IsDir && !in.Link:
+			h.file(ctx, n, &sum)
 		}
+		return nil
 	})
 	if ctx.Err() != nil {
 		return sum, ctx.Err()
 	}
-	return sum, err
+	return sum, errors.Join(append(errs, err)...)
 }
 
 // hasher reads files for Hash.

@@ -272,20 +272,31 @@ func (e *Expiry) sweepRules(ctx context.Context, writes *ingest.Pipeline) (int, 
 	var errs []error
 	for _, root := range roots(pol.Expires()) {
 		now := e.cfg.Now()
-		err := largo.WalkFiles(ctx, writes.Store(), root, func(name string, in largo.Info) {
+		err := largo.WalkDir(ctx, writes.Store(), root, func(name string, in largo.Info, err error) error {
+			switch {
+			case err != nil:
+				if !errors.Is(err, largo.ErrNotFound) {
+					errs = append(errs, err) // the rest is swept still
+				}
+				return nil
+			case in.IsDir || in.Link:
+				// A link's file expires where it is, by the table there.
+				return nil
+			}
 			after, ok := pol.ExpiryOf(name)
 			if !ok || in.ModTime.IsZero() || now.Before(in.ModTime.Add(after)) {
-				return
+				return nil
 			}
-			ok, err := e.remove(ctx, writes, name, in, "rule", in.ModTime, slog.String("after", largo.FormatAge(after)))
+			ok, err = e.remove(ctx, writes, name, in, "rule", in.ModTime, slog.String("after", largo.FormatAge(after)))
 			if err != nil {
 				errs = append(errs, err)
 			}
 			if ok {
 				removed++
 			}
+			return nil
 		})
-		if err != nil && !errors.Is(err, largo.ErrNotFound) {
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -20,7 +20,9 @@ import (
 //
 // view is the store as the requester sees it: what it does not show
 // (files the access rules hide from them, hidden names) is not listed, so
-// it stays where it was, and so does the folder that holds it.
+// it stays where it was, and so does the folder that holds it; so does a
+// symbolic link below from (a bucket has none), which the walk
+// (largo.WalkDir) never enters.
 //
 // It is not atomic: a reader may meet a file at both names for a while,
 // and a failure halfway leaves part of a folder at each name; the error
@@ -41,50 +43,73 @@ func (p *Pipeline) MoveByCopy(ctx context.Context, view largo.Store, from, to st
 }
 
 func (p *Pipeline) moveByCopy(ctx context.Context, view largo.Store, from, to string, tokens []string) error {
-	in, err := view.Stat(ctx, from)
-	if err != nil {
-		return err
-	}
-	rm, err := p.CheckRemove(ctx, from, largo.Condition{}, tokens)
-	if err != nil {
-		return err
-	}
-	if !in.IsDir {
-		if err := p.copyFile(ctx, view, from, to, in.Size, tokens); err != nil {
-			return err
-		}
-		if err := rm.Remove(ctx, from, largo.RemoveOptions{Condition: largo.Condition{IfMatch: in.ETag}}); err != nil {
-			return err
-		}
-		p.carried(ctx, from, to)
-		if p.cfg.Quota != nil {
-			p.cfg.Quota.Forget(ctx, from) // the copy counts anew
-		}
-		p.carryRecord(ctx, from, to) // the copy's commit wrote its digest
-		return nil
-	}
-	if err := p.MakeDirs(ctx, to); err != nil {
-		return err
-	}
-	// The names first: the folder changes while its entries move.
-	var children []string
-	for c, err := range view.List(ctx, from) {
+	var open []movedDir // the folders being moved, the innermost last
+	err := largo.WalkDir(ctx, view, from, func(name string, in largo.Info, err error) error {
 		if err != nil {
 			return err
 		}
-		children = append(children, c.Name)
-	}
-	for _, c := range children {
-		if err := p.moveByCopy(ctx, view, largo.Join(from, c), largo.Join(to, c), tokens); err != nil {
+		// A folder the walk has left holds nothing it could move.
+		for len(open) > 0 && !largo.Below(open[len(open)-1].from, name) {
+			if err := p.leave(ctx, open[len(open)-1]); err != nil {
+				return err
+			}
+			open = open[:len(open)-1]
+		}
+		if in.Link && name != from {
+			return nil // a link stays, as what the view hides does, and so does its folder
+		}
+		dest := to + name[len(from):]
+		rm, err := p.CheckRemove(ctx, name, largo.Condition{}, tokens)
+		switch {
+		case err != nil:
+			return err
+		case !in.IsDir:
+			return p.moveFile(ctx, view, rm, name, dest, in, tokens)
+		}
+		if err := p.MakeDirs(ctx, dest); err != nil {
 			return err
 		}
+		open = append(open, movedDir{from: name, to: dest, rm: rm})
+		return nil
+	})
+	for i := len(open) - 1; i >= 0 && err == nil; i-- {
+		err = p.leave(ctx, open[i])
 	}
-	err = rm.Remove(ctx, from, largo.RemoveOptions{})
+	return err
+}
+
+// movedDir is a folder being moved by copies.
+type movedDir struct {
+	from, to string
+	rm       largo.Remover
+}
+
+// moveFile moves the file from, in, to to: a copy, then the removal of
+// the version copied.
+func (p *Pipeline) moveFile(ctx context.Context, view largo.Store, rm largo.Remover, from, to string, in largo.Info, tokens []string) error {
+	if err := p.copyFile(ctx, view, from, to, in.Size, tokens); err != nil {
+		return err
+	}
+	if err := rm.Remove(ctx, from, largo.RemoveOptions{Condition: largo.Condition{IfMatch: in.ETag}}); err != nil {
+		return err
+	}
+	p.carried(ctx, from, to)
+	if p.cfg.Quota != nil {
+		p.cfg.Quota.Forget(ctx, from) // the copy counts anew
+	}
+	p.carryRecord(ctx, from, to) // the copy's commit wrote its digest
+	return nil
+}
+
+// leave removes the folder d, whose entries have moved, unless something
+// stayed in it.
+func (p *Pipeline) leave(ctx context.Context, d movedDir) error {
+	err := d.rm.Remove(ctx, d.from, largo.RemoveOptions{})
 	if err != nil && !errors.Is(err, largo.ErrNotEmpty) && !errors.Is(err, largo.ErrNotFound) {
 		return err
 	}
 	if err == nil {
-		p.carried(ctx, from, to)
+		p.carried(ctx, d.from, d.to)
 	}
 	return nil
 }

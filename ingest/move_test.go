@@ -10,6 +10,7 @@ import (
 
 	"largo"
 	"largo/disk"
+	"largo/gate"
 )
 
 // noCopy is a folder that cannot copy inside itself, as a store whose
@@ -72,6 +73,36 @@ func TestMoveByCopy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMoveByCopyLeavesLinks: through the gate, which tells what a link
+// leads to, a move by copies moves no link and enters none: a link stays
+// where it was, with its folder, and what it leads to moves as itself.
+func TestMoveByCopyLeavesLinks(t *testing.T) {
+	s, dir := newStore(t, map[string]string{"a/x": "x", "a/sub/y": "yy", "a/sub/deeper/z": "zzz"})
+	os.Symlink("../x", filepath.Join(dir, "a", "sub", "ln"))
+	os.Symlink("sub", filepath.Join(dir, "a", "dl"))
+	_, gs := gate.Open(s)
+	ctx := gate.With(context.Background(), gate.Server())
+	p := New(Config{Store: gs})
+	if err := p.MoveByCopy(ctx, gs, "a", "b", nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"b/x": "x", "b/sub/y": "yy", "b/sub/deeper/z": "zzz"} {
+		if got := read(t, dir, name); got != want {
+			t.Errorf("%s: %q; want %q", name, got, want)
+		}
+	}
+	for _, link := range []string{"a/sub/ln", "a/dl"} {
+		if fi, err := os.Lstat(filepath.Join(dir, link)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("%s: %v; want the link where it was", link, err)
+		}
+	}
+	for _, gone := range []string{"a/x", "a/sub/y", "a/sub/deeper", "b/dl", "b/sub/ln"} {
+		if _, err := os.Lstat(filepath.Join(dir, gone)); !os.IsNotExist(err) {
+			t.Errorf("%s: %v; want nothing there", gone, err)
+		}
 	}
 }
 

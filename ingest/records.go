@@ -87,10 +87,14 @@ func (p *Pipeline) moveRecords(ctx context.Context, from, to string) {
 	ctx = context.WithoutCancel(ctx)
 	// What is at to now was at from, name for name: to is a prefix of
 	// every name the walk gives.
-	largo.WalkFiles(p.server(ctx), p.cfg.Store, to, func(name string, in largo.Info) {
+	largo.WalkDir(p.server(ctx), p.cfg.Store, to, func(name string, in largo.Info, err error) error {
+		if err != nil || in.IsDir || in.Link {
+			return nil // a link's record is its target's, where it is
+		}
 		if err := f.Move(ctx, from+strings.TrimPrefix(name, to), name, in); err != nil && !errors.Is(err, largo.ErrNotFound) {
 			p.logf("moving the record of a file", "name", name, "err", err)
 		}
+		return nil
 	})
 }
 

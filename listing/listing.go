@@ -26,6 +26,10 @@
 //
 // The temporary file is removed from its folder as soon as it is created,
 // so a crash leaves nothing behind. A Sorter is used by one goroutine.
+//
+// A walk of a tree (largo.WalkDir) in a deterministic order, which an
+// archive and a SHA256SUMS need, walks the store Sorted returns: each
+// folder listed by a Sorter, open while the folder's entries are walked.
 package listing
 
 import (

@@ -3,6 +3,7 @@ package precompress
 import (
 	"context"
 	"io"
+	"iter"
 	"net/http"
 	"slices"
 
@@ -25,62 +26,85 @@ type Plan struct {
 }
 
 // Prepare walks the store of cfg.Writes and returns the plan of a run. A
-// folder that cannot be listed fails the walk.
+// folder that cannot be listed fails the walk; links are passed over
+// (what a link leads to is compressed where it is).
 func Prepare(ctx context.Context, cfg Config) (*Plan, error) {
 	cfg = defaults(cfg)
-	store := cfg.Writes.Store()
+	store := &folders{Store: cfg.Writes.Store()}
 	records := recordsOf(cfg)
 	p := &Plan{sizes: map[string]int64{}}
-	for dirs := []string{""}; len(dirs) > 0; {
-		dir := dirs[len(dirs)-1]
-		dirs = dirs[:len(dirs)-1]
-		entries, err := list(ctx, store, dir)
-		if err != nil {
-			return nil, err
+	err := largo.WalkDir(ctx, store, "", func(name string, in largo.Info, err error) error {
+		if err != nil || in.IsDir || in.Link || in.Size < encode.MinSize {
+			return err
 		}
-		for _, in := range entries {
-			name := largo.Join(dir, in.Name)
-			switch {
-			case in.Link || largo.Reserved(name):
-				continue
-			case in.IsDir:
-				dirs = append(dirs, name)
-				continue
-			case in.Size < encode.MinSize:
-				continue
+		dir, entries := store.current()
+		if base, _, ok := encode.SidecarBase(in.Name); ok {
+			if b, ok := entries[base]; ok && !b.IsDir {
+				return nil // a sidecar, not a file to compress
 			}
-			if base, _, ok := encode.SidecarBase(in.Name); ok {
-				if b, ok := entries[base]; ok && !b.IsDir {
-					continue // a sidecar, not a file to compress
-				}
-			}
-			if !compressible(ctx, store, name, in, cfg.MediaType) {
-				continue
-			}
-			if upToDate(ctx, cfg, records, entries, dir, in) {
-				p.Fresh = append(p.Fresh, name)
-				continue
-			}
+		}
+		switch {
+		case !compressible(ctx, store, name, in, cfg.MediaType):
+		case upToDate(ctx, cfg, records, entries, dir, in):
+			p.Fresh = append(p.Fresh, name)
+		default:
 			p.Files = append(p.Files, name)
 			p.sizes[name] = in.Size
 			p.Bytes += in.Size * int64(len(cfg.Codings))
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(p.Files)
 	slices.Sort(p.Fresh)
 	return p, nil
 }
 
-// list returns the entries of the folder dir by their names.
-func list(ctx context.Context, store largo.Store, dir string) (map[string]largo.Info, error) {
-	entries := map[string]largo.Info{}
-	for in, err := range store.List(ctx, dir) {
-		if err != nil {
-			return nil, err
+// folders is a store as Prepare walks it: each folder's entries read
+// whole and kept by their names while they are walked, for a file's
+// sidecars are known by the entries beside it.
+type folders struct {
+	largo.Store
+	open []folder // the folders being walked, the innermost last
+}
+
+// folder is a folder's name and its entries by their names.
+type folder struct {
+	name    string
+	entries map[string]largo.Info
+}
+
+// List implements largo.Store: the folder's entries, kept while they are
+// walked.
+func (f *folders) List(ctx context.Context, dir string) iter.Seq2[largo.Info, error] {
+	return func(yield func(largo.Info, error) bool) {
+		entries := map[string]largo.Info{}
+		for in, err := range f.Store.List(ctx, dir) {
+			if err != nil {
+				yield(largo.Info{}, err)
+				return
+			}
+			entries[in.Name] = in
 		}
-		entries[in.Name] = in
+		f.open = append(f.open, folder{dir, entries})
+		defer func() { f.open = f.open[:len(f.open)-1] }()
+		for _, in := range entries {
+			if !yield(in, nil) {
+				return
+			}
+		}
 	}
-	return entries, ctx.Err()
+}
+
+// current returns the folder whose entries are being walked.
+func (f *folders) current() (string, map[string]largo.Info) {
+	if len(f.open) == 0 {
+		return "", nil
+	}
+	c := f.open[len(f.open)-1]
+	return c.name, c.entries
 }
 
 // compressible applies the policy to a file's media type, decided as the

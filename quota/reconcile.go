@@ -95,45 +95,20 @@ func (k *Keeper) Reconcile(ctx context.Context) ([]Line, error) {
 	return k.Report(), nil
 }
 
-// walk adds to u the files in the store at or below name. Folders
-// reached through links are not followed.
+// walk adds to u the files in the store at or below name. A link holds
+// no bytes: what it leads to is counted where it is.
 func (k *Keeper) walk(ctx context.Context, name string, u *Usage) error {
-	if name != "" {
-		in, err := k.cfg.Store.Stat(ctx, name)
+	return largo.WalkDir(ctx, k.cfg.Store, name, func(_ string, in largo.Info, err error) error {
 		switch {
 		case errors.Is(err, largo.ErrNotFound) || errors.Is(err, largo.ErrNotDir):
-			return nil
+			return nil // nothing there
 		case err != nil:
 			return err
-		case !in.IsDir:
-			*u = u.Add(Usage{in.Size, 1})
-			return nil
-		}
-	}
-	var subs []string
-	for in, err := range k.cfg.Store.List(ctx, name) {
-		if errors.Is(err, largo.ErrNotFound) {
-			return nil // removed meanwhile
-		}
-		if err != nil {
-			return err
-		}
-		switch {
-		case in.Link:
-			// A link holds no bytes: what it leads to is counted where
-			// it is.
-		case in.IsDir:
-			subs = append(subs, largo.Join(name, in.Name))
-		default:
+		case !in.IsDir && !in.Link:
 			*u = u.Add(Usage{in.Size, 1})
 		}
-	}
-	for _, s := range subs {
-		if err := k.walk(ctx, s, u); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // Line is the usage of one user or path, beside its quota.

@@ -125,8 +125,10 @@ func (h *Handler) serveSums(w http.ResponseWriter, r *http.Request, dir string) 
 		w.WriteHeader(http.StatusOK)
 		return true, nil
 	}
-	s := &sums{h: h, ctx: ctx, lc: h.listingFor(r), out: bufio.NewWriterSize(w, 32<<10)}
-	if err := s.walk(dir, "", 0); err != nil {
+	s := &sums{h: h, ctx: ctx, out: bufio.NewWriterSize(w, 32<<10)}
+	keep := func(d string) func(largo.Info) bool { return h.sidecarFilter(ctx, d) }
+	sorted := h.listingFor(r).Sorted(h.cfg.Store, listing.ByName, keep)
+	if err := largo.WalkDir(ctx, sorted, dir, s.visit(dir)); err != nil {
 		if errors.Is(err, listing.ErrBusy) && s.out.Buffered() == 0 && s.lines == 0 {
 			return true, busy(w, err)
 		}
@@ -139,49 +141,33 @@ func (h *Handler) serveSums(w http.ResponseWriter, r *http.Request, dir string) 
 type sums struct {
 	h     *Handler
 	ctx   context.Context
-	lc    listing.Config // the listings' bounds, for the requester
 	out   *bufio.Writer
 	line  []byte
 	lines int
 }
 
-// walk writes the lines of the folder dir, whose path below the listed
-// folder is rel, and of everything below it.
-func (s *sums) walk(dir, rel string, depth int) error {
-	sorted, err := s.lc.List(s.ctx, s.h.cfg.Store, dir, listing.ByName, nil)
-	if err != nil {
-		if depth > 0 && !errors.Is(err, listing.ErrBusy) && s.ctx.Err() == nil {
-			return s.comment("not listed: ", rel+"/") // a folder that may be seen but not listed
-		}
-		return err
-	}
-	defer sorted.Close()
-	keep := s.h.sidecarFilter(s.ctx, dir)
-	for in, err := range sorted.All() {
-		if err != nil {
-			return err
-		}
-		if !keep(in) {
-			continue
-		}
-		name := largo.Join(rel, in.Name)
+// visit returns the walk of the SHA256SUMS of the folder root, which
+// writes the line of each file below it.
+func (s *sums) visit(root string) largo.WalkDirFunc {
+	return func(name string, in largo.Info, err error) error {
+		rel := strings.TrimPrefix(name[len(root):], "/")
 		switch {
-		case in.IsDir && in.Link:
-			continue // it could lead back up
-		case in.IsDir && depth+1 >= maxSumsDepth:
-			err = s.comment("too deep, not listed: ", name+"/")
-		case in.IsDir:
-			err = s.walk(largo.Join(dir, in.Name), name, depth+1)
-		case s.h.gate.Check(s.ctx, auth.Read, largo.Join(dir, in.Name), false) != nil:
-			continue // what may not be read is not listed
-		default:
-			err = s.file(dir, name, &in)
-		}
-		if err != nil {
+		case err != nil && (name == root || errors.Is(err, listing.ErrBusy)):
 			return err
+		case err != nil:
+			return s.comment("not listed: ", rel+"/") // a folder that may be seen but not listed
+		case name == root, in.IsDir && in.Link:
+			return nil // a linked folder is not entered: it could lead back up
+		case in.IsDir && strings.Count(rel, "/")+1 >= maxSumsDepth:
+			if err := s.comment("too deep, not listed: ", rel+"/"); err != nil {
+				return err
+			}
+			return largo.SkipDir
+		case in.IsDir, s.h.gate.Check(s.ctx, auth.Read, name, false) != nil:
+			return nil // what may not be read is not listed
 		}
+		return s.file(parent(name), rel, &in)
 	}
-	return nil
 }
 
 // file writes the line of one file.

@@ -133,7 +133,7 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) error {
 		f.match = ui.View{Filter: text}.Matcher()
 	}
 	f.next = h.cfg.Now().Add(searchProgress)
-	_, err = f.walk(name, "", 0)
+	err = largo.WalkDir(ctx, h.cfg.Store, name, f.visit(name))
 	end := f.end
 	end.Done = true
 	if err != nil {
@@ -156,25 +156,25 @@ type finder struct {
 	next  time.Time // when progress is due
 }
 
-// walk searches the folder dir, whose path below the searched folder is
-// rel, and everything below it. stop reports that the search is over.
-func (f *finder) walk(dir, rel string, depth int) (stop bool, err error) {
-	for in, err := range f.h.cfg.Store.List(f.ctx, dir) {
-		if err != nil {
-			if depth == 0 {
-				return true, err
-			}
+// visit returns the walk of a search of the folder root: each entry
+// below it counted, matched and, for a folder no deeper than
+// maxSearchDepth, searched too.
+func (f *finder) visit(root string) largo.WalkDirFunc {
+	return func(name string, in largo.Info, err error) error {
+		switch {
+		case err != nil && name == root:
+			return err
+		case err != nil:
 			f.end.Skipped++ // a folder that may be seen but not listed
-			return false, nil
-		}
-		if err := f.ctx.Err(); err != nil {
-			return true, err
+			return nil
+		case name == root:
+			return nil
 		}
 		f.seen++
-		if !in.IsDir && f.h.hiddenSidecar(f.ctx, dir, in) {
-			continue
+		if !in.IsDir && f.h.hiddenSidecar(f.ctx, parent(name), in) {
+			return nil
 		}
-		path := largo.Join(rel, in.Name)
+		rel := strings.TrimPrefix(name[len(root):], "/")
 		if in.IsDir {
 			f.end.Folders++
 		} else {
@@ -184,34 +184,28 @@ func (f *finder) walk(dir, rel string, depth int) (stop bool, err error) {
 		if f.match != nil && f.match(in.Name) {
 			if f.end.Matches == f.limit {
 				f.end.More = true
-				return true, nil
+				return largo.SkipAll
 			}
 			f.end.Matches++
-			m := match{Href: ui.Href(path, in.IsDir), Name: largo.EscapeName(path), Dir: in.IsDir, Size: in.Size, Modified: in.ModTime}
+			m := match{Href: ui.Href(rel, in.IsDir), Name: largo.EscapeName(rel), Dir: in.IsDir, Size: in.Size, Modified: in.ModTime}
 			if err := f.line(&m); err != nil {
-				return true, err
+				return err
 			}
 		}
 		if f.seen%256 == 0 {
 			if now := f.h.cfg.Now(); now.After(f.next) {
 				f.next = now.Add(searchProgress)
 				if err := f.line(map[string]int64{"searched": f.seen}); err != nil {
-					return true, err
+					return err
 				}
 			}
 		}
-		if !in.IsDir || in.Link {
-			continue // a linked folder could lead back up: a cycle
-		}
-		if depth+1 >= maxSearchDepth {
+		if in.IsDir && !in.Link && strings.Count(rel, "/")+1 >= maxSearchDepth {
 			f.end.Skipped++
-			continue
+			return largo.SkipDir
 		}
-		if stop, err := f.walk(largo.Join(dir, in.Name), path, depth+1); stop {
-			return true, err
-		}
+		return nil
 	}
-	return false, nil
 }
 
 // line sends one line of the answer, at once.
