@@ -95,7 +95,13 @@ func setUpHooks(ctx context.Context, logger *slog.Logger, c *hookConfig, st larg
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { h.Run(ctx); close(done) }()
+	go func() {
+		h.Run(ctx)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+		h.Close(rctx)
+		cancel()
+		close(done)
+	}()
 	c.stop = func() { cancel(); <-done }
 	return h, nil
 }

@@ -85,7 +85,12 @@ func setUpQuota(ctx context.Context, logger *slog.Logger, cfg *serveConfig, st l
 		}
 	}
 	k := quota.New(qc)
-	go k.Run(ctx, q.sync, q.reconcile)
+	go func() {
+		k.Run(ctx, q.sync, q.reconcile)
+		if err := k.Close(context.WithoutCancel(ctx)); err != nil {
+			logger.Warn("quota: syncing the usage", "err", err)
+		}
+	}()
 	m.WatchQuotas(func() []metrics.QuotaLine { return quotaLines(k.Report()) })
 	logger.Info("quotas on", "per_user", largo.FormatSize(int64(q.perUser)), "files_per_user", q.filesPerUser, "sync", q.sync, "reconcile", q.reconcile)
 	return k, nil
