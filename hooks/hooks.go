@@ -92,7 +92,7 @@ type Config struct {
 	// renewed. Zero means DefaultLease.
 	Lease time.Duration
 	// Client sends the requests; nil means a client of its own, which
-	// follows no redirect.
+	// follows no redirect, and whose connections Close closes.
 	Client *http.Client
 	// Logger receives failures; nil discards them.
 	Logger *slog.Logger
@@ -103,7 +103,9 @@ type Config struct {
 }
 
 // Hooks asks the pre-upload hook and queues and sends notifications.
-// Create one with New and run Run to send.
+// Create one with New, run Run to send, and Close once Run has returned
+// (and no upload asks the pre-upload hook any more) to give up the
+// outbox's lease and close the connections to the hooks.
 type Hooks struct {
 	cfg    Config
 	log    *slog.Logger
@@ -111,6 +113,9 @@ type Hooks struct {
 	client *http.Client
 	wake   chan struct{}
 	holder string // this sender's name in the outbox's lease
+	// ownClient: client is the Hooks' own, its connections Close's to
+	// close.
+	ownClient bool
 
 	mu         sync.Mutex
 	last       int64     // the outbox key's time of the last event queued, for order
@@ -160,7 +165,11 @@ func New(cfg Config) (*Hooks, error) {
 		h.obs = nopObserver{}
 	}
 	if h.client == nil {
-		h.client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		h.client = &http.Client{
+			Transport:     http.DefaultTransport.(*http.Transport).Clone(),
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+		h.ownClient = true
 	}
 	return h, nil
 }

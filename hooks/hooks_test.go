@@ -198,6 +198,9 @@ func TestOutbox(t *testing.T) {
 	// A server stopped and started again keeps what was queued.
 	cancel()
 	<-done
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	h2, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -252,13 +255,49 @@ func TestLease(t *testing.T) {
 	if !a.hold(ctx) || b.hold(ctx) {
 		t.Fatal("a did not renew its lease, or b took it")
 	}
-	a.release()
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if !b.hold(ctx) {
 		t.Fatal("b did not take the lease a gave up")
 	}
 	now = now.Add(2 * time.Minute)
 	if !a.hold(ctx) {
 		t.Fatal("a did not take the lease b let expire")
+	}
+}
+
+// TestCloseReleases: a sender stopped gives its lease up with Close,
+// and the next sender takes the outbox at once.
+func TestCloseReleases(t *testing.T) {
+	rc := &receiver{}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	st := newState(t)
+	cfg := Config{Notify: srv.URL, Secret: secret, State: st, Lease: time.Hour}
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { h.Run(ctx); close(done) }()
+	h.Notify(ctx, ingest.Event{Type: ingest.EventCommitted, Name: "a"})
+	waitFor(t, "the event", func() bool { return len(rc.events()) == 1 })
+	cancel()
+	<-done
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(context.Background(), leaseKey); !errors.Is(err, largo.ErrNotFound) {
+		t.Fatalf("the lease record after Close: %v; want none", err)
+	}
+	next, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !next.hold(context.Background()) {
+		t.Fatal("the next sender did not take the outbox at once")
 	}
 }
 

@@ -111,11 +111,11 @@ func newID() string {
 // Run sends the outbox's notifications until ctx is done: at once when
 // Notify queues one, every Config.Poll otherwise, and after a failure
 // when its backoff is over (a notification queued meanwhile waits too).
+// The lease it holds is given up by Close, once it has returned.
 func (h *Hooks) Run(ctx context.Context) {
 	if h.cfg.Notify == "" {
 		return
 	}
-	defer h.release()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var retryAt time.Time
@@ -268,21 +268,43 @@ func (h *Hooks) hold(ctx context.Context) bool {
 	return true
 }
 
-// release gives the lease up, if this server holds it, so that another
-// (or this one started again) sends without waiting for it to end.
-func (h *Hooks) release() {
+// Close gives up the outbox's lease, if this server holds it, so that
+// another server (or this one started again) sends without waiting for
+// the lease to run out, and closes the idle connections of the Hooks'
+// own client. Call it once Run has returned and no upload asks the
+// pre-upload hook any more; ctx bounds it.
+func (h *Hooks) Close(ctx context.Context) error {
+	if h.ownClient {
+		defer h.client.CloseIdleConnections()
+	}
+	if h.cfg.Notify == "" {
+		return nil
+	}
+	return h.release(ctx)
+}
+
+// release gives the lease up, if this server holds it.
+func (h *Hooks) release(ctx context.Context) error {
 	sw, ok := h.cfg.State.(largo.StateSwapper)
 	if !ok {
-		return
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
-	defer cancel()
 	b, ver, err := sw.GetVersion(ctx, leaseKey)
-	if err != nil {
-		return
+	switch {
+	case errors.Is(err, largo.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("outbox lease: %w", err)
 	}
 	var l lease
-	if json.Unmarshal(b, &l) == nil && l.Holder == h.holder {
-		sw.DeleteIf(ctx, leaseKey, ver)
+	if json.Unmarshal(b, &l) != nil || l.Holder != h.holder {
+		return nil
 	}
+	h.mu.Lock()
+	h.leaseUntil = time.Time{}
+	h.mu.Unlock()
+	if err := sw.DeleteIf(ctx, leaseKey, ver); err != nil && !errors.Is(err, largo.ErrPrecondition) && !errors.Is(err, largo.ErrNotFound) {
+		return fmt.Errorf("outbox lease: %w", err)
+	}
+	return nil
 }

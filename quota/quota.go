@@ -19,7 +19,10 @@
 // record every sync period (Run) by a compare-and-swap
 // (largo.StateSwapper), reading back what other instances added: on a
 // bucket shared by several instances, a quota may be overrun by what the
-// other instances admitted within one sync period, and by no more.
+// other instances admitted within one sync period, and by no more. A
+// server loads the record before it takes writes (Load), and adds its
+// last changes when it stops (Close), after its writes have ended: a
+// stop loses nothing that was counted.
 //
 // A reconcile pass (Reconcile) recomputes every counter from the truth:
 // it walks the store under each path with a quota, and the records of
@@ -118,11 +121,17 @@ type Keeper struct {
 	known map[string]bool
 	// reconciled is when the last pass was, as recorded.
 	reconciled time.Time
+	// loaded: Load read the usage; found: there was a record to read.
+	loaded, found bool
+
+	// turn is held by the Sync running, so that syncs take turns.
+	turn chan struct{}
 }
 
 var _ ingest.Quota = (*Keeper)(nil)
 
-// New returns the Keeper of cfg. Load (or Run) reads the usage recorded.
+// New returns the Keeper of cfg. Load (or Run) reads the usage recorded;
+// Close adds the last changes to it.
 func New(cfg Config) *Keeper {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -130,7 +139,7 @@ func New(cfg Config) *Keeper {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Keeper{cfg: cfg, base: newTally(), pending: newTally(), syncing: newTally(), held: newTally(), known: map[string]bool{}}
+	return &Keeper{cfg: cfg, base: newTally(), pending: newTally(), syncing: newTally(), held: newTally(), known: map[string]bool{}, turn: make(chan struct{}, 1)}
 }
 
 // tally is a counter per user and per path.

@@ -92,24 +92,22 @@ func (k *Keeper) update(ctx context.Context, change func(*usageRecord) bool) (us
 }
 
 // Load reads the usage recorded, and reports whether there is any (a
-// store never counted needs a reconcile pass).
+// store never counted needs a reconcile pass, which Run then begins
+// with). A server loads before it takes writes, so that the first ones
+// are admitted against what was counted before.
 func (k *Keeper) Load(ctx context.Context) (bool, error) {
 	rec, _, found, err := k.read(ctx)
 	if err != nil {
 		return false, err
 	}
-	k.adopt(rec)
-	return found, nil
-}
-
-// adopt makes rec the base the local changes add to.
-func (k *Keeper) adopt(rec usageRecord) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.adoptLocked(rec)
+	k.loaded, k.found = true, found
+	return found, nil
 }
 
-// adoptLocked is adopt with k.mu held.
+// adoptLocked makes rec the base the local changes add to. k.mu is held.
 func (k *Keeper) adoptLocked(rec usageRecord) {
 	k.base, k.reconciled = rec.tally, rec.Reconciled
 	k.known = map[string]bool{}
@@ -127,8 +125,15 @@ func (k *Keeper) Reconciled() time.Time {
 }
 
 // Sync adds this instance's changes to the usage record, and reads back
-// what other instances added.
+// what other instances added. Syncs take turns: one waits for the one
+// before it, or for ctx.
 func (k *Keeper) Sync(ctx context.Context) error {
+	select {
+	case k.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-k.turn }()
 	k.mu.Lock()
 	// What is being added counts until the record that holds it is
 	// adopted.
@@ -164,14 +169,20 @@ func (k *Keeper) Sync(ctx context.Context) error {
 // of the time.
 const MinPassGap = 30 * time.Second
 
-// Run keeps the usage: it reads it (reconciling a store never counted),
-// syncs it every sync period, and reconciles it every reconcile period
-// (zero: never) and after a change only a pass counts (see MinPassGap),
-// until ctx is done, when it syncs one last time.
+// Run keeps the usage until ctx is done: it reads it unless Load did
+// (and reconciles a store never counted), syncs it every sync period,
+// and reconciles it every reconcile period (zero: never) and after a
+// change only a pass counts (see MinPassGap). It does not sync at its
+// end: Close does, once the writes it counts have stopped.
 func (k *Keeper) Run(ctx context.Context, sync, reconcile time.Duration) {
-	found, err := k.Load(ctx)
-	if err != nil {
-		k.cfg.Logger.Warn("quota: reading the usage", "err", err)
+	k.mu.Lock()
+	loaded, found := k.loaded, k.found
+	k.mu.Unlock()
+	if !loaded {
+		var err error
+		if found, err = k.Load(ctx); err != nil {
+			k.cfg.Logger.Warn("quota: reading the usage", "err", err)
+		}
 	}
 	last, took := k.cfg.Now(), time.Duration(0)
 	if !found {
@@ -183,13 +194,10 @@ func (k *Keeper) Run(ctx context.Context, sync, reconcile time.Duration) {
 	for {
 		select {
 		case <-ctx.Done():
-			if err := k.Sync(context.WithoutCancel(ctx)); err != nil {
-				k.cfg.Logger.Warn("quota: syncing the usage", "err", err)
-			}
 			return
 		case <-t.C:
 		}
-		if err := k.Sync(ctx); err != nil {
+		if err := k.Sync(ctx); err != nil && ctx.Err() == nil {
 			k.cfg.Logger.Warn("quota: syncing the usage", "err", err)
 		}
 		since := k.cfg.Now().Sub(last)
@@ -198,6 +206,18 @@ func (k *Keeper) Run(ctx context.Context, sync, reconcile time.Duration) {
 			last = k.cfg.Now()
 		}
 	}
+}
+
+// Close adds this instance's last changes to the usage record: the sync
+// of a server's stop, once every write it admitted has ended and Run has
+// returned. ctx bounds it; what it could not add is lost to the record
+// until the next reconcile pass, and the error says so. A Keeper that
+// only reads (largo usage) need not be closed.
+func (k *Keeper) Close(ctx context.Context) error {
+	if err := k.Sync(ctx); err != nil {
+		return fmt.Errorf("usage record: the last changes not added: %w", err)
+	}
+	return nil
 }
 
 // pass runs a reconcile pass, logs it, and returns how long it took.

@@ -131,6 +131,9 @@ func (h *Handler) pieceAssembled(ctx context.Context, p part, asm string) bool {
 func (h *Handler) kick(g string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.hashCtx.Err() != nil {
+		return // stopped (Run ended)
+	}
 	if _, running := h.hashing[g]; running {
 		h.hashing[g] = true
 		return
@@ -144,7 +147,7 @@ func (h *Handler) kick(g string) {
 func (h *Handler) follow(g string) {
 	defer h.hashers.Done()
 	for {
-		h.advance(context.Background(), g)
+		h.advance(h.hashCtx, g)
 		h.mu.Lock()
 		if !h.hashing[g] {
 			delete(h.hashing, g)
@@ -154,6 +157,15 @@ func (h *Handler) follow(g string) {
 		h.hashing[g] = false
 		h.mu.Unlock()
 	}
+}
+
+// stopHashers stops the groups' hashers and waits for them; none starts
+// afterwards.
+func (h *Handler) stopHashers() {
+	h.mu.Lock()
+	h.stopHashing()
+	h.mu.Unlock()
+	h.hashers.Wait()
 }
 
 // advance hashes the partials that continue group g's prefix, as long as

@@ -163,6 +163,9 @@ type Handler struct {
 
 	hashLocks keylock.Set    // by group, held while its prefix is hashed
 	hashers   sync.WaitGroup // the groups' hashers (prefix.go)
+	// hashCtx is the hashers', done once Run has ended (stopHashing).
+	hashCtx     context.Context
+	stopHashing context.CancelFunc
 
 	holdMu sync.Mutex
 	holds  map[string]*heldUpload // by upload ID: their holds on the quotas (admission.go)
@@ -181,6 +184,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Now = time.Now
 	}
 	h := &Handler{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, active: map[string]int{}, hashing: map[string]bool{}, holds: map[string]*heldUpload{}}
+	h.hashCtx, h.stopHashing = context.WithCancel(context.Background())
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

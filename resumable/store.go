@@ -393,8 +393,11 @@ func (h *Handler) expireRecords(ctx context.Context, before time.Time) {
 }
 
 // Run calls Expire at a quarter of the expiry (between a second and a
-// quarter of an hour) until ctx is done.
+// quarter of an hour) until ctx is done; then it stops the hashing of
+// parallel uploads' prefixes (prefix.go), which a final, or the next
+// server, takes up where it stopped, and waits for it.
 func (h *Handler) Run(ctx context.Context) {
+	defer h.stopHashers()
 	every := min(max(h.cfg.Expiry/4, time.Second), 15*time.Minute)
 	t := time.NewTicker(every)
 	defer t.Stop()

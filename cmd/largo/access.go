@@ -31,41 +31,39 @@ type accessConfig struct {
 	proxyProtocol  bool
 	identityHeader string
 	groupsHeader   string
-	// trusted are the networks of trustedProxies, once read.
-	trusted []netip.Prefix
 }
 
-// setUpProxies reads what the flags say of the proxies in front, and
-// returns what believes them: nil with no --trusted-proxy. What is
-// believed, and from whom, is logged.
-func setUpProxies(logger *slog.Logger, ac *accessConfig) (*auth.Proxies, error) {
-	ac.trusted = nil
+// newProxies reads what the flags say of the proxies in front, and
+// returns their networks and what believes them: none with no
+// --trusted-proxy. What is believed, and from whom, is logged.
+func newProxies(logger *slog.Logger, ac *accessConfig) (*auth.Proxies, []netip.Prefix, error) {
+	var trusted []netip.Prefix
 	for _, s := range ac.trustedProxies {
 		n, err := parseNetwork(s)
 		if err != nil {
-			return nil, usageErr(fmt.Errorf("--trusted-proxy %s: %v", s, err))
+			return nil, nil, usageErr(fmt.Errorf("--trusted-proxy %s: %v", s, err))
 		}
-		ac.trusted = append(ac.trusted, n)
+		trusted = append(trusted, n)
 	}
 	switch {
-	case len(ac.trusted) > 0:
+	case len(trusted) > 0:
 	case ac.proxyProtocol:
-		return nil, usageErr(errors.New("--proxy-protocol: name the proxies that send it with --trusted-proxy"))
+		return nil, nil, usageErr(errors.New("--proxy-protocol: name the proxies that send it with --trusted-proxy"))
 	case ac.identityHeader != "" || ac.groupsHeader != "":
-		return nil, usageErr(errors.New("--identity-header and --groups-header are believed only from the proxies --trusted-proxy names: give it"))
+		return nil, nil, usageErr(errors.New("--identity-header and --groups-header are believed only from the proxies --trusted-proxy names: give it"))
 	default:
-		return nil, nil
+		return nil, nil, nil
 	}
 	if ac.identityHeader != "" && ac.accessFile == "" {
-		return nil, usageErr(errors.New("--identity-header names users of an access file: give --access"))
+		return nil, nil, usageErr(errors.New("--identity-header names users of an access file: give --access"))
 	}
-	p, err := auth.NewProxies(auth.ProxyConfig{Trusted: ac.trusted, Forwarded: ac.forwarded.value, User: ac.identityHeader, Groups: ac.groupsHeader})
+	p, err := auth.NewProxies(auth.ProxyConfig{Trusted: trusted, Forwarded: ac.forwarded.value, User: ac.identityHeader, Groups: ac.groupsHeader})
 	if err != nil {
-		return nil, usageErr(fmt.Errorf("--identity-header, --groups-header: %v", err))
+		return nil, nil, usageErr(fmt.Errorf("--identity-header, --groups-header: %v", err))
 	}
 	logger.Info("trusting the proxies in front", "proxies", strings.Join(ac.trustedProxies, ","), "client_from", ac.forwarded.value,
 		"proxy_protocol", ac.proxyProtocol, "user_from", ac.identityHeader, "groups_from", ac.groupsHeader)
-	return p, nil
+	return p, trusted, nil
 }
 
 // parseNetwork reads an address (a network of one) or a network in CIDR
@@ -89,53 +87,53 @@ func parseNetwork(s string) (netip.Prefix, error) {
 // shareKeyName is the state key of the share key a store keeps.
 const shareKeyName = "share.key"
 
-// setUpAccess puts the access policy in hcfg and returns the gate that
-// decides every store call by it: the access file's policy, or the
-// one-user flags' (anyone reads; the token, given, read from a file or
-// generated, writes; or, open, anyone writes), the host names a loopback
-// server answers, the share links (their key, and their records in the
-// store's state area), and how symbolic links are followed. It reports
+// newGate returns the gate that decides every store call by the access
+// policy: the access file's, or the one-user flags' (anyone reads; the
+// token, given, read from a file or generated, writes; or, open, anyone
+// writes), with the share links (their key, and their records in the
+// store's state area) and how symbolic links are followed. It reports
 // whether writes are on: with an access file, when a rule grants write or
 // delete to anyone (--upload then adds nothing); else with --upload,
 // --token-file or --upload-open. What is on, and for whom, is logged.
-func setUpAccess(ctx context.Context, e *env, logger *slog.Logger, cfg *serveConfig, st largo.Store, hcfg *serve.Config) (g *gate.Gate, writes bool, err error) {
+func newGate(ctx context.Context, e *env, logger *slog.Logger, cfg *serveConfig, st largo.Store) (g *gate.Gate, writes bool, err error) {
 	ac := &cfg.access
+	token, upload := cfg.token, cfg.upload
 	if ac.tokenFile != "" {
-		if cfg.token != "" {
+		if token != "" {
 			return nil, false, usageErr(errors.New("--token and --token-file: give one"))
 		}
 		b, err := os.ReadFile(ac.tokenFile)
 		if err != nil {
 			return nil, false, usageErr(fmt.Errorf("--token-file: %v", pathErrText(err)))
 		}
-		if cfg.token = strings.TrimSpace(string(b)); len(cfg.token) < 16 {
+		if token = strings.TrimSpace(string(b)); len(token) < 16 {
 			return nil, false, usageErr(errors.New("--token-file: the token must be at least 16 characters"))
 		}
-		cfg.upload = true
+		upload = true
 	}
 	var p *auth.Policy
 	switch {
 	case ac.accessFile != "":
-		if cfg.token != "" || cfg.uploadOpen {
+		if token != "" || cfg.uploadOpen {
 			return nil, false, usageErr(errors.New("--access and --token or --upload-open: the access file names every user"))
 		}
 		if p, err = auth.LoadFile(ac.accessFile); err != nil {
 			return nil, false, usageErr(err)
 		}
 		writes = len(p.Granting(auth.Write|auth.Delete)) > 0
-		logPolicy(logger, ac, p, cfg.upload)
-	case cfg.uploadOpen && cfg.token != "":
+		logPolicy(logger, ac, p, upload)
+	case cfg.uploadOpen && token != "":
 		return nil, false, usageErr(errors.New("--upload-open and --token contradict each other: choose one"))
 	case cfg.uploadOpen:
 		fmt.Fprintln(e.stdout, "largo: WARNING: --upload-open: anyone who reaches this server can write, replace and delete files")
 		logger.Warn("writes are open to anyone: no token is required")
 		p, writes = auth.OneUser("", true), true
-	case cfg.upload:
-		if cfg.token == "" {
-			cfg.token = auth.Generate()
-			fmt.Fprintf(e.stdout, "largo: upload token (generated, shown once): %s\n", cfg.token)
+	case upload:
+		if token == "" {
+			token = auth.Generate()
+			fmt.Fprintf(e.stdout, "largo: upload token (generated, shown once): %s\n", token)
 		}
-		p, writes = auth.OneUser(cfg.token, false), true
+		p, writes = auth.OneUser(token, false), true
 		logger.Info("writes on: whoever sends the token may write and delete everywhere; anyone reads")
 	default:
 		p = auth.OneUser("", false)
@@ -149,23 +147,14 @@ func setUpAccess(ctx context.Context, e *env, logger *slog.Logger, cfg *serveCon
 	if ac.groupsHeader != "" {
 		access.GroupsFromProxy()
 	}
-	hcfg.Access = access
-	hcfg.Hosts = hostNames(cfg.listen, ac.hosts)
-	hcfg.CORSOrigins = ac.corsOrigins
 	gc := gate.Config{Access: access, Symlinks: symlinks, LinkMaxUpload: int64(cfg.linkMaxUpload), Logger: logger}
 	gc.Resolver, _ = st.(largo.Resolver)
 	key, err := shareKey(ctx, ac, p, st, writes)
 	if err != nil {
 		return nil, false, err
 	}
-	if sk, ok := st.(largo.StateKeeper); ok {
-		// The handler reads sidecar and digest records from the state
-		// area whether or not links are on: the store given to it is the
-		// gate's, which keeps the area to itself.
-		hcfg.State = sk.State()
-		if key != nil {
-			gc.Links = gate.NewLinks(sk.State(), key, nil)
-		}
+	if sk, ok := st.(largo.StateKeeper); ok && key != nil {
+		gc.Links = gate.NewLinks(sk.State(), key, nil)
 	}
 	return gate.New(gc), writes, nil
 }

@@ -18,7 +18,7 @@ import (
 
 	"largo"
 	"largo/digests"
-	"largo/serve"
+	"largo/record"
 )
 
 // perSecondValue is a flag holding a rate in bytes per second: a size
@@ -47,20 +47,14 @@ func addDigestFlags(f *pflag.FlagSet, rate *perSecondValue) {
 	f.Var(rate, "digest-rate", "hash, in the background and at most at this rate (such as 50MB/s), the files that have no recorded SHA-256 of their current version (copied onto the disk, put into the bucket directly), at start-up and every hour (default 0: never; largo digest does it on demand)")
 }
 
-// setUpDigests gives the handler the keeper of the store's digests, which
-// the write pipeline records through too, and starts the background pass
-// when rate is set. A store without a state area keeps none.
-func setUpDigests(ctx context.Context, logger *slog.Logger, rate int64, st largo.Store, hcfg *serve.Config) *digests.Keeper {
-	if hcfg.Files == nil {
+// newDigests returns the keeper of the store's digests, which the
+// handler answers from and the write pipeline records through; nil for a
+// store without a state area, which keeps none.
+func newDigests(logger *slog.Logger, st largo.Store, files *record.Files) *digests.Keeper {
+	if files == nil {
 		return nil
 	}
-	go migrateRecords(ctx, logger, hcfg.Files)
-	k := digests.New(hcfg.Files, digests.Options{Store: st, Logger: logger})
-	hcfg.Digests = k
-	if rate > 0 {
-		go k.Scan(ctx, digestScanPeriod, rate, logger)
-	}
-	return k
+	return digests.New(files, digests.Options{Store: st, Logger: logger})
 }
 
 // digestConfig is everything `largo digest` is told.

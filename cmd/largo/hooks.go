@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 
 	"largo"
 	"largo/hooks"
-	"largo/ingest"
 	"largo/metrics"
 )
 
@@ -25,27 +23,10 @@ type hookConfig struct {
 	timeout    time.Duration
 	failOpen   bool
 	retryMax   time.Duration
-
-	// stop ends the sender and waits for it (it gives up its lease on the
-	// outbox, for the next server to send at once); nil before
-	// setUpHooks.
-	stop func()
 }
 
-// warnIdle says so when hooks were asked for on a server that takes no
-// writes, where they have nothing to do.
-func (c *hookConfig) warnIdle(logger *slog.Logger) {
-	if c.stop == nil && (c.preUpload != "" || c.notify != "") {
-		logger.Warn("hooks are off: this server takes no writes (give --upload, or an access file that grants writes)")
-	}
-}
-
-// close stops the hooks' sender, if one runs.
-func (c *hookConfig) close() {
-	if c.stop != nil {
-		c.stop()
-	}
-}
+// on reports whether any hook is asked for.
+func (c *hookConfig) on() bool { return c.preUpload != "" || c.notify != "" }
 
 // minSecret is the shortest secret --hook-secret-file may hold.
 const minSecret = 16
@@ -59,10 +40,11 @@ func addHookFlags(f *pflag.FlagSet, c *hookConfig) {
 	f.DurationVar(&c.retryMax, "hook-retry-max", hooks.DefaultMaxBackoff, "longest wait between two attempts to deliver a notification (the wait doubles from one second up to it)")
 }
 
-// setUpHooks returns the hooks the flags ask for, their sender running
-// until ctx is done; nil without --hook-pre-upload and --hook-notify.
-func setUpHooks(ctx context.Context, logger *slog.Logger, c *hookConfig, st largo.Store, m *metrics.Metrics) (ingest.Hooks, error) {
-	if c.preUpload == "" && c.notify == "" {
+// newHooks returns the hooks the flags ask for; nil without
+// --hook-pre-upload and --hook-notify. Run sends the notifications, and
+// Close gives up the outbox's lease.
+func newHooks(logger *slog.Logger, c *hookConfig, st largo.Store, m *metrics.Metrics) (*hooks.Hooks, error) {
+	if !c.on() {
 		if c.secretFile != "" {
 			return nil, usageErr(errors.New("--hook-secret-file: give --hook-pre-upload or --hook-notify"))
 		}
@@ -93,9 +75,5 @@ func setUpHooks(ctx context.Context, logger *slog.Logger, c *hookConfig, st larg
 	if err != nil {
 		return nil, usageErr(err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { h.Run(ctx); close(done) }()
-	c.stop = func() { cancel(); <-done }
 	return h, nil
 }

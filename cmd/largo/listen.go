@@ -21,10 +21,9 @@ type handedOver struct {
 }
 
 // takeHandedOver takes the sockets handed over to this process (socket
-// activation) and makes cfg name their addresses, which then stand in for
-// --listen and --admin-listen. More than one socket for the server is a
-// usage error.
-func takeHandedOver(e *env, cfg *serveConfig) (*handedOver, error) {
+// activation), which then stand in for --listen and --admin-listen. More
+// than one socket for the server is a usage error.
+func takeHandedOver(e *env) (*handedOver, error) {
 	ls, err := activation.Listeners(e.getenv, os.Getpid())
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("socket activation: %v", err))
@@ -43,12 +42,6 @@ func takeHandedOver(e *env, cfg *serveConfig) (*handedOver, error) {
 		}
 		*slot = l.Listener
 	}
-	if h.main != nil {
-		cfg.listen = h.main.Addr().String()
-	}
-	if h.admin != nil {
-		cfg.adminListen = h.admin.Addr().String()
-	}
 	return h, nil
 }
 
@@ -60,10 +53,14 @@ func (h *handedOver) listen(addr string) (net.Listener, error) {
 	return net.Listen("tcp", addr)
 }
 
-// listenAdmin returns the handed-over admin socket, else a new one on addr.
+// listenAdmin returns the handed-over admin socket, else a new one on
+// addr; nil when there is neither.
 func (h *handedOver) listenAdmin(addr string) (net.Listener, error) {
-	if h.admin != nil {
+	switch {
+	case h.admin != nil:
 		return h.admin, nil
+	case addr == "":
+		return nil, nil
 	}
 	return net.Listen("tcp", addr)
 }

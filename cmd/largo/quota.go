@@ -52,10 +52,11 @@ func (q *quotaConfig) perUserQuota() auth.Quota {
 	return auth.Quota{Bytes: int64(q.perUser), Files: q.filesPerUser}
 }
 
-// setUpQuota returns the keeper of the quotas when the access file or
-// the flags give any, nil otherwise; it keeps the usage in the store's
-// state area until ctx is done, and the metrics export it.
-func setUpQuota(ctx context.Context, logger *slog.Logger, cfg *serveConfig, st largo.Store, files *record.Files, g *gate.Gate, m *metrics.Metrics) (*quota.Keeper, error) {
+// newQuota returns the keeper of the quotas when the access file or the
+// flags give any, nil otherwise, with the usage recorded read, so that
+// the first writes are admitted against it; the metrics export it. Run
+// keeps it, and Close records the last changes.
+func newQuota(ctx context.Context, logger *slog.Logger, cfg *serveConfig, st largo.Store, files *record.Files, g *gate.Gate, m *metrics.Metrics) (*quota.Keeper, error) {
 	q := &cfg.quota
 	access := g.Access()
 	if !q.perUserQuota().Limited() && !access.Policy().HasQuotas() {
@@ -87,7 +88,11 @@ func setUpQuota(ctx context.Context, logger *slog.Logger, cfg *serveConfig, st l
 		}
 	}
 	k := quota.New(qc)
-	go k.Run(ctx, q.sync, q.reconcile)
+	lctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
+	defer cancel()
+	if _, err := k.Load(lctx); err != nil {
+		logger.Warn("quota: reading the usage", "err", err) // read again as it runs
+	}
 	m.WatchQuotas(func() []metrics.QuotaLine { return quotaLines(k.Report()) })
 	logger.Info("quotas on", "per_user", largo.FormatSize(int64(q.perUser)), "files_per_user", q.filesPerUser, "sync", q.sync, "reconcile", q.reconcile)
 	return k, nil

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -20,9 +21,7 @@ import (
 
 	"largo"
 	"largo/auth"
-	"largo/dav"
 	"largo/encode"
-	"largo/ingest"
 	"largo/internal/logwriter"
 	"largo/internal/ready"
 	"largo/limit"
@@ -53,17 +52,21 @@ type serveConfig struct {
 	maxConns      int
 	maxConnsPerIP int
 	drainTimeout  time.Duration
-	tlsCert       string
-	tlsKey        string
-	logFormat     choiceValue
-	compress      choiceValue
-	compressLevel choiceValue
-	compressMax   int
-	sidecars      choiceValue
-	digestRate    perSecondValue
-	listingMemory sizeValue
-	listingBudget sizeValue
-	listingTemp   string
+	// shutdownTimeout bounds the server's own work at a stop, after the
+	// transfers: its workers' end, the quota's last sync, the release
+	// of the hooks' outbox.
+	shutdownTimeout time.Duration
+	tlsCert         string
+	tlsKey          string
+	logFormat       choiceValue
+	compress        choiceValue
+	compressLevel   choiceValue
+	compressMax     int
+	sidecars        choiceValue
+	digestRate      perSecondValue
+	listingMemory   sizeValue
+	listingBudget   sizeValue
+	listingTemp     string
 
 	upload       bool
 	token        string
@@ -262,7 +265,10 @@ Once it accepts connections, largo writes one JSON line on standard output
 for programs that start it: {"msg":"largo ready","url":URL,"addr":HOST:PORT}
 (with "admin":URL when --admin-listen is given).
 SIGINT or SIGTERM stops accepting connections and lets transfers in flight
-finish for up to --drain-timeout; a second signal exits at once.
+finish for up to --drain-timeout (a second signal cuts them at once); then
+the background work stops, and the usage counted against quotas is added
+to the store's record and the hooks' outbox given up, within
+--shutdown-timeout, before largo exits.
 
 With --store s3://BUCKET/PREFIX the credentials come from AWS_ACCESS_KEY_ID,
 AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (none: anonymous requests), the
@@ -307,6 +313,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.IntVar(&cfg.maxConns, "max-conns", 10000, "most connections held at once; beyond it clients get 503 (0: no limit)")
 	f.IntVar(&cfg.maxConnsPerIP, "max-conns-per-ip", defaultMaxConnsPerIP, "most connections held at once from one client address, so that one address cannot take every slot (0: no limit; the connections of a --trusted-proxy are not capped)")
 	f.DurationVar(&cfg.drainTimeout, "drain-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long transfers in flight may finish before they are cut")
+	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on a stop, how long the server's own last work may take once the transfers are over: stopping its background work, adding the usage it counted to the quotas' record, giving up the hooks' outbox")
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file, PEM (with --tls-key: serve HTTPS and HTTP/2)")
 	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key file, PEM")
 	f.Var(&cfg.logFormat, "log-format", "log format: text or json")
@@ -346,84 +353,20 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	return cmd
 }
 
-// runServe serves until a signal, then drains: it opens the store, makes
-// the handler and its policy, listens (the main and the admin listener),
-// announces where it serves, and waits.
+// runServe serves until a signal, then stops: the server (newServer)
+// is made from the flags, run, and stopped, with every goroutine it
+// started ended and its last records written, before this returns.
 func runServe(ctx context.Context, e *env, cfg *serveConfig) error {
 	// The log (an access line per request) is written off the requests'
 	// path, and whatever is queued is written out before this returns.
 	logOut := logwriter.New(e.stderr, 0)
 	defer logOut.Close()
 	logger := newLogger(logOut, cfg.logFormat.value)
-	tlsConf, err := loadTLS(cfg)
+	s, err := newServer(ctx, e, cfg, logger, logOut)
 	if err != nil {
 		return err
 	}
-	handed, err := takeHandedOver(e, cfg)
-	if err != nil {
-		return err
-	}
-	defer handed.Close()
-	// The address is taken first, so that a server that cannot have it
-	// says so in one line, before it logs anything of what it would do.
-	ln, err := handed.listen(cfg.listen)
-	if err != nil {
-		return usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.listen, netErrText(err)))
-	}
-	defer ln.Close() // a no-op once served; closes it on an error below
-	proxies, err := setUpProxies(logger, &cfg.access)
-	if err != nil {
-		return err
-	}
-	store, where, err := openStore(ctx, e, cfg)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-
-	m := newMetrics()
-	hcfg, err := handlerConfig(cfg, store, m, logger, logOut)
-	if err != nil {
-		return err
-	}
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	if err := setUpUploads(ctx, e, logger, cfg, store, m, &hcfg); err != nil {
-		return err
-	}
-	defer cfg.hooks.close()
-	cfg.hooks.warnIdle(logger)
-	h := serve.New(hcfg)
-
-	lim := limitConns(ln, cfg, logger, tlsConf == nil)
-	var front http.Handler = h
-	if proxies != nil {
-		front = proxies.Handler(h)
-	}
-	srv := httpServer(front, cfg, logger, tlsConf)
-	adminURL, closeAdmin, err := serveAdmin(e, handed, cfg, m)
-	if err != nil {
-		return err
-	}
-	defer closeAdmin()
-
-	served := make(chan error, 1)
-	go func() {
-		if tlsConf != nil {
-			served <- srv.ServeTLS(lim, "", "")
-		} else {
-			served <- srv.Serve(lim)
-		}
-	}()
-	announce(e, where, ln.Addr(), tlsConf != nil, adminURL)
-
-	select {
-	case err := <-served:
-		return failed(err)
-	case <-ctx.Done():
-	case <-e.signals:
-	}
-	return drain(e, logger, h, srv, lim, cfg.drainTimeout)
+	return s.Run(ctx)
 }
 
 // loadTLS returns the TLS configuration of --tls-cert and --tls-key, nil
@@ -449,39 +392,6 @@ func newMetrics() *metrics.Metrics {
 		outcomes[i] = string(o)
 	}
 	return metrics.New(prometheus.NewRegistry(), outcomes)
-}
-
-// handlerConfig is the handler's configuration the flags give, before
-// the access policy and the writes are put in (setUpUploads).
-func handlerConfig(cfg *serveConfig, store largo.Store, m *metrics.Metrics, logger *slog.Logger, logOut io.Writer) (serve.Config, error) {
-	enc, err := encoders(cfg)
-	if err != nil {
-		return serve.Config{}, err
-	}
-	lcfg, err := listingConfig(cfg)
-	if err != nil {
-		return serve.Config{}, usageErr(err)
-	}
-	files := recordsOf(store)
-	hcfg := serve.Config{
-		Files:       files,
-		Listing:     lcfg,
-		Compress:    enc,
-		Sidecars:    sidecarPolicy(files, cfg.sidecars.value == "any"),
-		Compression: m,
-		Store:       store,
-		Logger:      logger,
-		AccessLog:   textAccessLog(logOut, cfg.logFormat.value),
-		Observer:    m,
-		Metrics:     m.Handler(),
-		IdleTimeout: cfg.idleTimeout,
-		MinRate:     int64(cfg.minRate),
-		Rates:       cfg.rates.limits(m),
-	}
-	if cfg.adminListen != "" {
-		hcfg.Metrics = nil // on the admin listener instead
-	}
-	return hcfg, nil
 }
 
 // sidecarPolicy is which files stand for another as its encoding: those
@@ -513,7 +423,7 @@ func encoders(cfg *serveConfig) (*encode.Encoders, error) {
 
 // limitConns puts the connection caps on the main listener. A trusted
 // proxy's connections are not capped per address (see package limit).
-func limitConns(ln net.Listener, cfg *serveConfig, logger *slog.Logger, answer503 bool) *limit.Listener {
+func limitConns(ln net.Listener, cfg *serveConfig, trusted []netip.Prefix, logger *slog.Logger, answer503 bool) *limit.Listener {
 	return limit.Wrap(ln, limit.Config{
 		Max:       cfg.maxConns,
 		PerIP:     cfg.maxConnsPerIP,
@@ -522,7 +432,7 @@ func limitConns(ln net.Listener, cfg *serveConfig, logger *slog.Logger, answer50
 			logger.Warn("connection refused: too many connections", "client", a.String())
 		},
 		Linger:        lingerFor(cfg.idleTimeout),
-		Trusted:       cfg.access.trusted,
+		Trusted:       trusted,
 		ProxyHeader:   cfg.access.proxyProtocol,
 		HeaderTimeout: headerTimeout(cfg.idleTimeout),
 		BadHeader: func(a net.Addr, err error) {
@@ -546,27 +456,6 @@ func httpServer(h http.Handler, cfg *serveConfig, logger *slog.Logger, tlsConf *
 	}
 }
 
-// serveAdmin starts the admin listener of --admin-listen, if given, and
-// returns its URL and what closes it.
-func serveAdmin(e *env, handed *handedOver, cfg *serveConfig, m *metrics.Metrics) (string, func(), error) {
-	if cfg.adminListen == "" {
-		return "", func() {}, nil
-	}
-	aln, err := handed.listenAdmin(cfg.adminListen)
-	if err != nil {
-		return "", nil, usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.adminListen, netErrText(err)))
-	}
-	// The admin listener answers only its own names too: on a loopback
-	// address, loopback names, so that a page on a rebinding domain cannot
-	// read pprof.
-	hosts := hostNames(cfg.adminListen, cfg.access.hosts)
-	admin := &http.Server{Handler: serve.OnlyHosts(hosts, adminMux(m.Handler())), ReadHeaderTimeout: readHeaderTimeout}
-	go admin.Serve(aln)
-	adminURL := fmt.Sprintf("http://%s/", aln.Addr())
-	fmt.Fprintf(e.stdout, "largo: metrics and pprof at %s\n", adminURL)
-	return adminURL, func() { admin.Close() }, nil
-}
-
 // announce says where the server serves: a line for people, and the ready
 // line for programs (package ready).
 func announce(e *env, where string, addr net.Addr, https bool, adminURL string) {
@@ -577,161 +466,6 @@ func announce(e *env, where string, addr net.Addr, https bool, adminURL string) 
 	url := fmt.Sprintf("%s://%s/", scheme, displayAddr(addr))
 	fmt.Fprintf(e.stdout, "largo: serving %s at %s\n", where, url)
 	ready.Write(e.stdout, ready.Line{URL: url, Addr: addr.String(), Admin: adminURL})
-}
-
-// setUpUploads puts the access policy in hcfg and, when it lets anyone
-// write, turns writes on: the sweep of what a crash left, the write
-// pipeline, and the resumable uploads with their expiry, which runs until
-// ctx is done.
-func setUpUploads(ctx context.Context, e *env, logger *slog.Logger, cfg *serveConfig, st largo.Store, m *metrics.Metrics, hcfg *serve.Config) (err error) {
-	g, on, err := setUpAccess(ctx, e, logger, cfg, st, hcfg)
-	if err != nil {
-		return err
-	}
-	// Every front end reads and writes through the gate; the raw store is
-	// kept for the server's own housekeeping (sweeps, records).
-	gated := g.Store(st)
-	hcfg.Gate, hcfg.Store = g, gated
-	setUpDigests(ctx, logger, int64(cfg.digestRate.sizeValue), st, hcfg)
-	if cfg.access.accessFile != "" {
-		go reloadAccess(ctx, e, logger, &cfg.access, hcfg.Access)
-	}
-	var locks *dav.Locks
-	if cfg.webdav {
-		sk, ok := st.(largo.StateKeeper)
-		if !ok {
-			return usageErr(errors.New("--webdav: this store keeps no state for locks"))
-		}
-		if locks, err = dav.NewLocks(sk.State(), nil); err != nil {
-			return usageErr(fmt.Errorf("--webdav: %v", err))
-		}
-		defer func() {
-			if err == nil {
-				hcfg.DAV = dav.New(dav.Config{Store: gated, Writes: hcfg.Writes, Locks: locks, Logger: logger})
-			}
-		}()
-	}
-	exp := newExpiry(logger, st, g, m, hcfg)
-	// Removing, expiring, moving or replacing a file takes its sidecars
-	// along, whatever protocol does it.
-	follower := sidecar.NewFollower(hcfg.Sidecars, st, logger)
-	if !on {
-		// Nothing is written, but expired files are still removed.
-		rcfg := ingest.Config{Store: gated, Derived: follower, Files: hcfg.Files, Server: asServer, Logger: logger}
-		if locks != nil {
-			rcfg.Guard = locks
-		}
-		sweepExpired(ctx, logger, cfg, exp, ingest.New(rcfg))
-		return nil
-	}
-	staging, err := prepareWrites(ctx, logger, cfg, st)
-	if err != nil {
-		return err
-	}
-	if locks != nil {
-		go every(ctx, logger, lockSweepPeriod, "expired WebDAV locks", locks.Sweep)
-	}
-	icfg := ingest.Config{
-		Store:    gated,
-		MaxSize:  int64(cfg.maxUpload),
-		Reserve:  int64(cfg.reserve),
-		NoMkdir:  cfg.noMkdir,
-		Observer: m,
-		Derived:  follower,
-		Files:    hcfg.Files,
-		Server:   asServer,
-		Logger:   logger,
-	}
-	if locks != nil {
-		icfg.Guard = locks
-	}
-	icfg.Landed = exp
-	if k, err := setUpQuota(ctx, logger, cfg, st, hcfg.Files, g, m); err != nil {
-		return err
-	} else if k != nil {
-		icfg.Quota = k
-	}
-	if icfg.Hooks, err = setUpHooks(ctx, logger, &cfg.hooks, st, m); err != nil {
-		return err
-	}
-	writes := ingest.New(icfg)
-	sweepExpired(ctx, logger, cfg, exp, writes)
-	rcfg := resumable.Config{
-		Writes:      writes,
-		Staging:     staging,
-		BasePath:    serve.ResumablePrefix,
-		CORSOrigins: cfg.access.corsOrigins,
-		Expiry:      cfg.uploadExpiry,
-		IdleTimeout: cfg.idleTimeout,
-		Logger:      logger,
-		Observer:    m,
-		// Only trusted proxies' forwarded fields reach the handler.
-		Forwarded: len(cfg.access.trusted) > 0,
-	}
-	if sk, ok := st.(largo.StateKeeper); ok {
-		rcfg.State = sk.State()
-	}
-	rh, err := resumable.New(rcfg)
-	if err != nil {
-		return failed(fmt.Errorf("resumable uploads: %v", pathErrText(err)))
-	}
-	if cfg.ietfVersions != "off" {
-		vs, err := parseInts(cfg.ietfVersions)
-		if err != nil {
-			return usageErr(fmt.Errorf("--ietf-versions: %v", err))
-		}
-		ietf, err := rh.IETF(resumable.IETFConfig{BasePath: serve.ResumerPrefix, Versions: vs})
-		if err != nil {
-			return usageErr(err)
-		}
-		hcfg.Resumer = ietf
-	}
-	go rh.Run(ctx)
-	hcfg.Writes = writes
-	hcfg.Resumable = rh
-	hcfg.Uploads = m
-	return nil
-}
-
-// prepareWrites readies the store for writes (prepare) and returns the
-// staging of its resumable uploads, in its own state area; the sweep of
-// what stalled writes leave runs until ctx is done.
-func prepareWrites(ctx context.Context, logger *slog.Logger, cfg *serveConfig, st largo.Store) (resumable.Staging, error) {
-	if err := prepare(ctx, logger, st); err != nil {
-		return nil, err
-	}
-	staging, err := resumable.StagingFor(st)
-	if err != nil {
-		return nil, usageErr(fmt.Errorf("--upload: %v", pathErrText(err)))
-	}
-	if sw, ok := st.(sweeper); ok {
-		go sweep(ctx, logger, sw, cfg.uploadExpiry)
-	}
-	return staging, nil
-}
-
-// drain stops accepting connections and waits for transfers in flight,
-// for at most timeout or until a second signal.
-func drain(e *env, logger *slog.Logger, h *serve.Handler, srv *http.Server, lim *limit.Listener, timeout time.Duration) error {
-	h.Drain()
-	logger.Info("draining: no new connections; transfers in flight may finish", "timeout", timeout, "connections", lim.Open())
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- srv.Shutdown(ctx) }()
-	select {
-	case err := <-done:
-		if err == nil {
-			logger.Info("stopped")
-			return nil
-		}
-		logger.Warn("drain timeout: cutting transfers still in flight", "connections", lim.Open())
-		srv.Close()
-		return nil
-	case <-e.signals:
-		srv.Close()
-		return failed(errors.New("second signal: stopped at once"))
-	}
 }
 
 // adminMux serves metrics and pprof on the admin listener.

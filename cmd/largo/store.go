@@ -135,16 +135,6 @@ func prepare(ctx context.Context, logger *slog.Logger, st largo.Store) error {
 	return nil
 }
 
-// sweep removes, every quarter of the expiry (between a second and a
-// quarter of an hour), what writes stalled for longer than the expiry
-// left in the store (temporary files, a bucket's multipart uploads),
-// until ctx is done.
-func sweep(ctx context.Context, logger *slog.Logger, st sweeper, expiry time.Duration) {
-	every(ctx, logger, min(max(expiry/4, time.Second), 15*time.Minute), "what interrupted writes left", func(ctx context.Context) (int, error) {
-		return st.Sweep(ctx, time.Now().Add(-expiry))
-	})
-}
-
 // lockSweepPeriod is how often the records of expired WebDAV locks are
 // removed.
 const lockSweepPeriod = 5 * time.Minute
