@@ -89,6 +89,7 @@ import (
 	"largo/gate"
 	"largo/ingest"
 	"largo/limit"
+	"largo/links"
 	"largo/listing"
 	"largo/pace"
 	"largo/sidecar"
@@ -193,10 +194,6 @@ type Config struct {
 	// Expiry tells, in listings, when each file expires (package
 	// expiry); nil tells nothing.
 	Expiry *expiry.Expiry
-	// Downloads counts the downloads of share links with a download
-	// limit; nil means one of State's own (no state: such links answer
-	// 503).
-	Downloads *expiry.Downloads
 
 	// Writes turns writes on: PUT, POST (multipart forms) and DELETE in
 	// the file tree, and Resumable under Prefix+"uploads/", all through
@@ -334,9 +331,6 @@ func New(cfg Config) *Handler {
 			panic("serve: the write pipeline must write through the gate's store")
 		}
 	}
-	if h.cfg.Downloads == nil && h.cfg.State != nil {
-		h.cfg.Downloads = expiry.NewDownloads(h.cfg.State)
-	}
 	h.sidecars = h.cfg.Sidecars
 	if h.sidecars == nil {
 		h.sidecars = sidecar.NewPolicy(sidecar.NewChecker(h.cfg.State, sidecar.Options{Now: h.cfg.Now}), false, contentType)
@@ -473,7 +467,7 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 		}
 		writeError(tw, http.StatusInternalServerError, "internal error")
 	}()
-	own := strings.HasPrefix(r.URL.Path, Prefix) && !strings.HasPrefix(r.URL.Path, auth.SharePrefix)
+	own := strings.HasPrefix(r.URL.Path, Prefix) && !strings.HasPrefix(r.URL.Path, links.URLPrefix)
 	r, err := h.guard(r)
 	if err != nil {
 		h.fail(tw, r, err)
