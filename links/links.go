@@ -180,7 +180,7 @@ const (
 // record's read at most once per CacheTTL: a link revoked or extended on
 // one instance is revoked or extended on all within CacheTTL (at once on
 // the instance that did it). Create one with New; a nil *Links has links
-// off, and every method answers ErrOff.
+// off: its methods answer ErrOff (Load and Sweep have nothing to do).
 type Links struct {
 	cfg Config
 
@@ -208,11 +208,16 @@ var (
 	// ErrShortPassword refuses a link's password shorter than
 	// MinPassword.
 	ErrShortPassword = fmt.Errorf("a share link's password needs at least %d characters", MinPassword)
-	ErrInvalid       = errors.New("invalid share link")
-	ErrExpired       = errors.New("share link expired")
-	ErrRevoked       = errors.New("share link revoked")
-	ErrPassword      = errors.New("share link needs its password")
-	ErrOld           = errors.New("share link of a format this server no longer accepts (made before links answered to their maker): ask for a new one")
+	// ErrInvalid: a token changed, or signed by another key.
+	ErrInvalid = errors.New("invalid share link")
+	// ErrExpired: the link's time is up.
+	ErrExpired = errors.New("share link expired")
+	// ErrRevoked: the link has no record (revoked, or swept).
+	ErrRevoked = errors.New("share link revoked")
+	// ErrPassword: the link's password is missing or wrong.
+	ErrPassword = errors.New("share link needs its password")
+	// ErrOld: a token of the first format.
+	ErrOld = errors.New("share link of a format this server no longer accepts (made before links answered to their maker): ask for a new one")
 )
 
 // MinPassword is the fewest characters a share link's password may have,
