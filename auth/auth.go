@@ -2,11 +2,11 @@
 // the users of an access policy (Policy: an access file, or what the
 // one-user flags --token and --upload-open stand for), who sign in with a
 // password (argon2id or bcrypt hashes) or a token; rules that grant read,
-// list, write and delete by the longest path prefix (Rules); share links
-// that carry their own scope, signed with HMAC-SHA256 (share.go); and,
-// at run time, Access, which identifies requests, caches verified
-// sign-ins and rate-limits failures per client, per user and per share
-// link (failures.go).
+// list, write and delete by the longest path prefix (Rules); the share
+// key an access file names (Policy.ShareKey; share links themselves are
+// package links'); and, at run time, Access, which identifies requests,
+// caches verified sign-ins and rate-limits failures per client, per user
+// and per share link (failures.go).
 //
 // Secrets are compared in constant time or by their SHA-256, so not even
 // a token's length leaks through timing, and no error names one. The

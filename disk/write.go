@@ -294,8 +294,11 @@ func owner(name string) int {
 // removed. Files of another process still running are left alone, so a
 // second largo on the folder is safe; files that carry this process's own
 // ID are a gone process's that had the same ID (a container's first
-// process, restarted after a crash, is again process 1).
+// process, restarted after a crash, is again process 1). The state area,
+// if an older version left it open to others, is closed (0700) first;
+// where it cannot be, the first write says why.
 func (s *Store) PrepareWrites(ctx context.Context) (int, error) {
+	s.stateDir()
 	self := os.Getpid()
 	return s.sweep(func(name string, _ fs.FileInfo) bool {
 		pid := owner(name)

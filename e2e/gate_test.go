@@ -121,7 +121,8 @@ func TestSymlinksJudgedWhereTheyLead(t *testing.T) {
 				args = append(args, mode)
 			}
 			s, _ := gateServer(t, g, args...)
-			// The share key exists once writes are on.
+			// The share key exists once a link is made.
+			shareLink(t, g, s, "/pub")
 			if _, err := os.Stat(filepath.Join(g.dir, ".largo", "share.key")); err != nil {
 				t.Fatalf("no share key: %v", err)
 			}
@@ -412,8 +413,9 @@ func TestAdminListenerHosts(t *testing.T) {
 func TestStateIsPrivate(t *testing.T) {
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, ".largo"), 0o755) // as an older version made it
-	startServer(t, dir, "--upload", "--token", testToken)
-	for name, want := range map[string]os.FileMode{".largo": 0o700, ".largo/share.key": 0o600} {
+	s := startServer(t, dir, "--upload", "--token", testToken)
+	mode := func(name string, want os.FileMode) {
+		t.Helper()
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -422,6 +424,9 @@ func TestStateIsPrivate(t *testing.T) {
 			t.Errorf("%s: %v; want %v", name, got, want)
 		}
 	}
+	mode(".largo", 0o700)                                 // closed at start-up
+	shareLink(t, &target{kind: "disk", dir: dir}, s, "/") // the first link makes the share key
+	mode(".largo/share.key", 0o600)
 }
 
 // TestStartUpSaysWhatIsOn: with an access file, the log says who may

@@ -43,6 +43,7 @@ func TestLinkChains(t *testing.T) {
 				}
 			}
 			s, _ := gateServer(t, g, "--webdav", "--symlinks", mode)
+			shareLink(t, g, s, "/pub") // the first link makes the share key
 			key, err := os.ReadFile(filepath.Join(g.dir, ".largo", "share.key"))
 			if err != nil {
 				t.Fatal(err)

@@ -1,12 +1,11 @@
-// Package expiry removes files whose time is up, and counts the downloads
-// of share links that give only so many.
+// Package expiry removes files whose time is up.
 //
 // A file expires by one of two things. An access file's [[expire]] table
 // (auth.Expire) gives every file under a path a time to live, counted
 // from its landing: its modification time, which is the moment a write
 // through the server committed it, and for a file that arrived by other
 // means (copied onto the disk, put into the bucket directly) the time
-// its store gives it. A drop box link with a file TTL (gate.Link.FileTTL)
+// its store gives it. A drop box link with a file TTL (links.Link.FileTTL)
 // gives each file that lands through it its own: at commit, the write
 // pipeline tells the Expiry (ingest.Lander), which names the link and
 // when the file expires in the file's record (record.File) and keeps an
@@ -28,9 +27,6 @@
 // the records read at the last sweep or written here since: a record
 // written by another instance serving the same bucket shows once this
 // one has swept.
-//
-// Downloads (downloads.go) counts the downloads of a file link with a
-// download limit.
 package expiry
 
 import (
@@ -49,6 +45,7 @@ import (
 	"largo/auth"
 	"largo/gate"
 	"largo/ingest"
+	"largo/links"
 	"largo/record"
 )
 
@@ -137,7 +134,7 @@ func (e *Expiry) Landed(ctx context.Context, name string, in largo.Info, rec *re
 	if e.cfg.State == nil {
 		return
 	}
-	var l *gate.Link
+	var l *links.Link
 	if e.cfg.Gate != nil {
 		l = e.cfg.Gate.DropBox(ctx)
 	}

@@ -15,6 +15,7 @@ import (
 	"largo/disk"
 	"largo/gate"
 	"largo/ingest"
+	"largo/links"
 )
 
 // fixture is a folder served through a gate, with an access file whose
@@ -23,7 +24,7 @@ type fixture struct {
 	dir    string
 	store  *disk.Store
 	writes *ingest.Pipeline
-	links  *gate.Links
+	links  *links.Links
 	exp    *Expiry
 	now    time.Time
 	mu     sync.Mutex
@@ -59,7 +60,7 @@ func newFixture(t *testing.T, tables string) *fixture {
 	t.Cleanup(func() { f.store.Close() })
 	ac := auth.New(pol, f.clock)
 	state := f.store.State()
-	f.links = gate.NewLinks(state, []byte("0123456789abcdef0123456789abcdef"), f.clock)
+	f.links = links.New(links.Config{State: state, Key: []byte("0123456789abcdef0123456789abcdef"), Now: f.clock})
 	g := gate.New(gate.Config{Access: ac, Links: f.links, Resolver: f.store})
 	f.exp = New(Config{Access: ac, State: state, Gate: g, Now: f.clock})
 	f.writes = ingest.New(ingest.Config{Store: g.Store(f.store), Landed: f.exp})
@@ -128,7 +129,7 @@ func TestSweepDropBox(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(f.dir, "drop"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, l, err := f.links.Make(ctx, gate.Link{Kind: gate.LinkDrop, Path: "drop", Expires: f.now.Add(24 * time.Hour), FileTTL: 60}, "")
+	_, l, err := f.links.Make(ctx, links.Link{Kind: links.Drop, Path: "drop", Expires: f.now.Add(24 * time.Hour), FileTTL: 60}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

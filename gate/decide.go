@@ -8,6 +8,7 @@ import (
 
 	"largo"
 	"largo/auth"
+	"largo/links"
 )
 
 // Op is what a store call does to a name: the permissions it needs, and
@@ -55,7 +56,7 @@ type Decision struct {
 	// (largo.Resolver), which the store acts on following no link.
 	Name, Physical string
 	// Link is the share link the principal holds, nil for none.
-	Link *Link
+	Link *links.Link
 	j    judge
 	// resolved is set when Physical comes from a resolution; unset, it
 	// is Name, assumed to meet no link, which the store verifies.
@@ -68,7 +69,7 @@ func (d *Decision) Policy() *auth.Policy { return d.j.pol }
 
 // DropBox reports whether the decision's principal holds a drop box:
 // its writes only create, and are capped.
-func (d *Decision) DropBox() bool { return d.Link != nil && d.Link.Kind == LinkDrop }
+func (d *Decision) DropBox() bool { return d.Link != nil && d.Link.Kind == links.Drop }
 
 // Decide judges op on name (and with tree, on everything below it) for
 // ctx's principal, and returns what was judged: the name is resolved

@@ -23,9 +23,10 @@
 //   - a user (or anonymous) needs the permissions the access rules give
 //     on the name (auth.Rules: the longest path prefix), and for a tree
 //     on everything below it;
-//   - a link holder needs them from the link's scope (Link.grants) and,
-//     at the moment of the call, from the link's maker under the rules in
-//     force: a link grants only what its maker may still do. A revoked or
+//   - a link holder needs them from the link's scope (grants) and, at
+//     the moment of the call, from the link's maker under the rules in
+//     force: a link grants only what its maker may still do. Package
+//     links keeps the link's record; it is judged here. A revoked or
 //     expired link, or one whose maker is no user any more, grants
 //     nothing; a drop box's limits (it only creates, and is capped) are
 //     the decision's link's, never read again;
@@ -63,6 +64,7 @@ import (
 
 	"largo"
 	"largo/auth"
+	"largo/links"
 )
 
 // Symlinks is how the gate treats a name that reaches a symbolic link.
@@ -107,7 +109,7 @@ type Config struct {
 	// Access holds the access policy in force (it may be reloaded).
 	Access *auth.Access
 	// Links holds the share links' records; nil turns links off.
-	Links *Links
+	Links *links.Links
 	// Resolver resolves names through symbolic links: the raw store's,
 	// or nil for a store without links (a bucket).
 	Resolver largo.Resolver
@@ -137,8 +139,8 @@ func New(cfg Config) *Gate {
 	return g
 }
 
-// Links returns the share links' records, nil when links are off.
-func (g *Gate) Links() *Links { return g.cfg.Links }
+// Links returns the share links, nil when links are off.
+func (g *Gate) Links() *links.Links { return g.cfg.Links }
 
 // Access returns the access policy's holder.
 func (g *Gate) Access() *auth.Access { return g.cfg.Access }
@@ -197,9 +199,9 @@ func (g *Gate) CheckRoute(ctx context.Context, perm auth.Perm, name string) erro
 type judge struct {
 	p    Principal
 	pol  *auth.Policy
-	user string // whose rules apply: the user, or the link's maker
-	link *Link  // nil unless p holds one
-	all  bool   // the link's maker is the operator: its scope alone
+	user string      // whose rules apply: the user, or the link's maker
+	link *links.Link // nil unless p holds one
+	all  bool        // the link's maker is the operator: its scope alone
 }
 
 // judge returns the judge of p, or the refusal of a link that grants
@@ -211,13 +213,13 @@ func (g *Gate) judge(ctx context.Context, p Principal) (judge, error) {
 	}
 	l, err := g.cfg.Links.Get(ctx, p.name)
 	if err != nil {
-		if errors.Is(err, auth.ErrShareRevoked) || errors.Is(err, ErrNoLinks) || errors.Is(err, auth.ErrShareInvalid) {
+		if errors.Is(err, links.ErrRevoked) || errors.Is(err, links.ErrOff) || errors.Is(err, links.ErrInvalid) {
 			return j, fmt.Errorf("%w: %w", err, largo.ErrPermission)
 		}
 		return j, err
 	}
 	if !g.cfg.Access.Now().Before(l.Expires) {
-		return j, fmt.Errorf("%w: %w", auth.ErrShareExpired, largo.ErrPermission)
+		return j, fmt.Errorf("%w: %w", links.ErrExpired, largo.ErrPermission)
 	}
 	j.link, j.user = l, l.Maker
 	switch {
@@ -254,14 +256,14 @@ func (j *judge) allows(perm auth.Perm, name string, tree bool) bool {
 // allowsName is allows without the sidecar rule.
 func (j *judge) allowsName(perm auth.Perm, name string, tree bool) bool {
 	if j.link != nil {
-		have := j.link.grants(name)
+		have := grants(j.link, name)
 		if perm == 0 && name == j.link.Path {
 			have = auth.Read // a look at the link's own name: a drop box's folder
 		}
 		if !covers(have, perm) {
 			return false
 		}
-		if tree && j.link.Kind != LinkFolder {
+		if tree && j.link.Kind != links.Folder {
 			return false // only a folder link reaches below its name
 		}
 		if j.all {
@@ -290,7 +292,7 @@ func (j *judge) refusal(name string) error {
 	if j.p.kind == anonymous {
 		return fmt.Errorf("%s: %w", name, largo.ErrUnauthorized)
 	}
-	if j.link != nil && j.link.Kind == LinkDrop {
+	if j.link != nil && j.link.Kind == links.Drop {
 		return fmt.Errorf("%s: %w: %w", name, largo.ErrCreateOnly, largo.ErrPermission)
 	}
 	return fmt.Errorf("%s: %w", name, largo.ErrPermission)
@@ -299,15 +301,15 @@ func (j *judge) refusal(name string) error {
 // DropBox returns the link ctx's principal holds when it is a drop box
 // (writes through it only create, never replace, and are capped), else
 // nil.
-func (g *Gate) DropBox(ctx context.Context) *Link {
-	if l := g.LinkOf(ctx); l != nil && l.Kind == LinkDrop {
+func (g *Gate) DropBox(ctx context.Context) *links.Link {
+	if l := g.LinkOf(ctx); l != nil && l.Kind == links.Drop {
 		return l
 	}
 	return nil
 }
 
 // LinkOf returns the link ctx's principal holds, or nil.
-func (g *Gate) LinkOf(ctx context.Context) *Link {
+func (g *Gate) LinkOf(ctx context.Context) *links.Link {
 	p, _ := From(ctx)
 	if p.kind != link {
 		return nil
@@ -325,16 +327,9 @@ func (g *Gate) LinkOf(ctx context.Context) *Link {
 func (g *Gate) MaxUpload(ctx context.Context) int64 { return g.maxUpload(g.LinkOf(ctx)) }
 
 // maxUpload is MaxUpload for a write through l (nil: none).
-func (g *Gate) maxUpload(l *Link) int64 {
+func (g *Gate) maxUpload(l *links.Link) int64 {
 	if l == nil {
 		return 0
 	}
-	switch max := g.cfg.LinkMaxUpload; {
-	case l.MaxUpload <= 0:
-		return max
-	case max <= 0:
-		return l.MaxUpload
-	default:
-		return min(max, l.MaxUpload)
-	}
+	return l.UploadCap(g.cfg.LinkMaxUpload)
 }

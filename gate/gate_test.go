@@ -15,6 +15,7 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/disk"
+	"largo/links"
 )
 
 const policyFile = `
@@ -100,7 +101,7 @@ func newFixture(t *testing.T, mode Symlinks) *fixture {
 	clock := func() time.Time { return f.now }
 	f.gate = New(Config{
 		Access:        auth.New(pol, clock),
-		Links:         NewLinks(f.disk.State(), []byte(strings.Repeat("k", 32)), clock),
+		Links:         links.New(links.Config{State: f.disk.State(), Key: []byte(strings.Repeat("k", 32)), Now: clock}),
 		Resolver:      f.disk,
 		Symlinks:      mode,
 		LinkMaxUpload: 100,
@@ -129,12 +130,12 @@ func code(err error) string {
 func TestCheck(t *testing.T) {
 	f := newFixture(t, Within)
 	ctx := context.Background()
-	folder, _, err := f.gate.Links().Make(ctx, Link{Kind: LinkFolder, Path: "private", Maker: "alice", Expires: f.now.Add(time.Hour)}, "")
+	folder, _, err := f.gate.Links().Make(ctx, links.Link{Kind: links.Folder, Path: "private", Maker: "alice", Expires: f.now.Add(time.Hour)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	drop, _, _ := f.gate.Links().Make(ctx, Link{Kind: LinkDrop, Path: "inbox", Maker: "bob", Expires: f.now.Add(time.Hour)}, "")
-	idOf := func(token string) string { id, _ := auth.LinkID(token); return id }
+	drop, _, _ := f.gate.Links().Make(ctx, links.Link{Kind: links.Drop, Path: "inbox", Maker: "bob", Expires: f.now.Add(time.Hour)}, "")
+	idOf := func(token string) string { id, _ := links.ID(token); return id }
 	anon, alice, bob := Anonymous(), User("alice"), User("bob")
 	folderLink, dropLink := LinkHolder(idOf(folder)), LinkHolder(idOf(drop))
 	for _, tt := range []struct {
@@ -193,7 +194,7 @@ func TestCheck(t *testing.T) {
 func TestLinksFollowTheirMaker(t *testing.T) {
 	f := newFixture(t, Within)
 	ctx := context.Background()
-	tok, l, _ := f.gate.Links().Make(ctx, Link{Kind: LinkFolder, Path: "private", Maker: "alice", Expires: f.now.Add(time.Hour)}, "")
+	tok, l, _ := f.gate.Links().Make(ctx, links.Link{Kind: links.Folder, Path: "private", Maker: "alice", Expires: f.now.Add(time.Hour)}, "")
 	holder := LinkHolder(l.ID)
 	read := func() string { return code(checkAs(f.gate, ctx, holder, auth.Read, "private/secret.txt", false)) }
 	if got := read(); got != "ok" {
@@ -207,7 +208,7 @@ func TestLinksFollowTheirMaker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, pub, _ := f.gate.Links().Make(ctx, Link{Kind: LinkFolder, Path: "pub", Maker: "alice", Expires: f.now.Add(time.Hour)}, "")
+	_, pub, _ := f.gate.Links().Make(ctx, links.Link{Kind: links.Folder, Path: "pub", Maker: "alice", Expires: f.now.Add(time.Hour)}, "")
 	f.gate.Access().Reload(gone)
 	if got := read(); got != "403" {
 		t.Errorf("after its maker was removed: %s", got)
@@ -246,7 +247,7 @@ func TestLinksFollowTheirMaker(t *testing.T) {
 	if got := read(); got != "403" {
 		t.Errorf("revoked: %s", got)
 	}
-	if _, err := f.gate.Links().Verify(ctx, tok, ""); !errors.Is(err, auth.ErrShareRevoked) {
+	if _, err := f.gate.Links().Verify(ctx, tok, ""); !errors.Is(err, links.ErrRevoked) {
 		t.Errorf("Verify of a revoked link: %v", err)
 	}
 }
@@ -316,7 +317,7 @@ func TestStore(t *testing.T) {
 		t.Errorf("a name with a bidi override: %v", err)
 	}
 	// A drop box.
-	_, l, _ := f.gate.Links().Make(ctx, Link{Kind: LinkDrop, Path: "inbox", Maker: "bob", Expires: f.now.Add(time.Hour), MaxUpload: 1000}, "")
+	_, l, _ := f.gate.Links().Make(ctx, links.Link{Kind: links.Drop, Path: "inbox", Maker: "bob", Expires: f.now.Add(time.Hour), MaxUpload: 1000}, "")
 	dctx := as(LinkHolder(l.ID))
 	if _, err := f.store.Create(dctx, "inbox/big", largo.CreateOptions{Size: 101}); !errors.Is(err, largo.ErrTooLarge) {
 		t.Errorf("over the cap (the smaller of the link's and the server's): %v", err)

@@ -34,7 +34,7 @@ func User(name string) Principal {
 }
 
 // LinkHolder is whoever holds the share link id (a verified one: see
-// Links.Verify).
+// links.Links.Verify).
 func LinkHolder(id string) Principal { return Principal{kind: link, name: id} }
 
 // Server is the server itself, for its own housekeeping: it may do

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"largo"
+	"largo/links"
 )
 
 // TestDropBoxSidecarNames: a drop box does not write NAME.gz, NAME.br or
@@ -18,7 +19,7 @@ import (
 // with write on NAME writes them anywhere.
 func TestDropBoxSidecarNames(t *testing.T) {
 	f := newFixture(t, Within)
-	_, l, err := f.gate.Links().Make(as(Server()), Link{Kind: LinkDrop, Path: "inbox", Maker: "bob", Expires: f.now.Add(time.Hour), MaxUpload: 1000}, "")
+	_, l, err := f.gate.Links().Make(as(Server()), links.Link{Kind: links.Drop, Path: "inbox", Maker: "bob", Expires: f.now.Add(time.Hour), MaxUpload: 1000}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

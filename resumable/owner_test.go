@@ -20,6 +20,7 @@ import (
 	"largo/gate"
 	"largo/ingest"
 	"largo/internal/poll"
+	"largo/links"
 	"largo/serve"
 )
 
@@ -30,7 +31,7 @@ type ownedFixture struct {
 	dir    string
 	h      *Handler
 	access *auth.Access
-	links  *gate.Links
+	links  *links.Links
 	srv    *httptest.Server
 	client *http.Client
 }
@@ -92,7 +93,7 @@ func newOwned(t *testing.T, limits ...ingest.Config) *ownedFixture {
 		ic = limits[0]
 	}
 	f.access = auth.New(policy(t, true), nil)
-	f.links = gate.NewLinks(s.State(), []byte("0123456789abcdef0123456789abcdef"), nil)
+	f.links = links.New(links.Config{State: s.State(), Key: []byte("0123456789abcdef0123456789abcdef")})
 	g := gate.New(gate.Config{Access: f.access, Links: f.links, Resolver: s})
 	ic.Store = g.Store(s)
 	writes := ingest.New(ic)
@@ -310,7 +311,7 @@ func TestPlacedForOwner(t *testing.T) {
 
 	// A drop box of the operator's on the root.
 	ctx := context.Background()
-	token, link, err := f.links.Make(ctx, gate.Link{Kind: gate.LinkDrop, Expires: time.Now().Add(time.Hour)}, "")
+	token, link, err := f.links.Make(ctx, links.Link{Kind: links.Drop, Expires: time.Now().Add(time.Hour)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

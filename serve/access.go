@@ -12,6 +12,7 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/gate"
+	"largo/links"
 	"largo/wire"
 )
 
@@ -43,7 +44,7 @@ var (
 type linkView struct {
 	Base string
 	Root string
-	Link *gate.Link
+	Link *links.Link
 }
 
 type linkViewKey struct{}
@@ -68,7 +69,7 @@ func (h *Handler) guard(r *http.Request) (*http.Request, error) {
 	if !h.hostAllowed(r.Host) {
 		return r, errMisdirected
 	}
-	if strings.HasPrefix(r.URL.Path, auth.SharePrefix) {
+	if strings.HasPrefix(r.URL.Path, links.URLPrefix) {
 		return h.shareGuard(r)
 	}
 	user, err := h.cfg.Access.Identify(r)
@@ -92,24 +93,27 @@ func (h *Handler) guard(r *http.Request) (*http.Request, error) {
 // passwords count against the client like bad credentials, under the
 // same limiter, and against the link's own budget (linkPassword).
 func (h *Handler) shareGuard(r *http.Request) (*http.Request, error) {
-	links := h.gate.Links()
-	if links == nil {
+	ls := h.gate.Links()
+	if ls == nil {
 		return r, errNoShares
 	}
-	token, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, auth.SharePrefix), "/")
+	token, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, links.URLPrefix), "/")
 	_, password, _ := r.BasicAuth()
-	l, err := links.Verify(r.Context(), token, "")
-	if errors.Is(err, auth.ErrSharePassword) && password != "" {
-		l, err = h.linkPassword(r, links, token, password)
+	l, err := ls.Verify(r.Context(), token, "")
+	if errors.Is(err, links.ErrPassword) && password != "" {
+		l, err = h.linkPassword(r, ls, token, password)
 	}
 	switch {
 	case errors.Is(err, auth.ErrTooManyFailures):
 		return r, errTooMany
-	case errors.Is(err, auth.ErrSharePassword) && password == "":
+	case errors.Is(err, links.ErrPassword) && password == "":
 		return r, errLinkPass
-	case errors.Is(err, auth.ErrSharePassword):
+	case errors.Is(err, links.ErrPassword):
 		return r, wire.Refuse(http.StatusForbidden, err.Error()) // counted by linkPassword
-	case errors.Is(err, auth.ErrShareInvalid) || errors.Is(err, auth.ErrShareOld) || errors.Is(err, auth.ErrShareRevoked) || errors.Is(err, auth.ErrShareExpired):
+	case errors.Is(err, links.ErrNoKey):
+		// No key signs any token yet: nothing to guess, nothing counted.
+		return r, wire.Refuse(http.StatusForbidden, err.Error())
+	case errors.Is(err, links.ErrInvalid) || errors.Is(err, links.ErrOld) || errors.Is(err, links.ErrRevoked) || errors.Is(err, links.ErrExpired):
 		h.cfg.Access.Failed(r)
 		return r, wire.Refuse(http.StatusForbidden, err.Error())
 	case err != nil:
@@ -123,15 +127,15 @@ func (h *Handler) shareGuard(r *http.Request) (*http.Request, error) {
 	if !ok {
 		return r, wire.Refuse(http.StatusForbidden, "outside what the share link reaches")
 	}
-	v := &linkView{Base: auth.SharePrefix + token + "/", Root: l.Path, Link: l}
-	if l.Kind == gate.LinkFile {
+	v := &linkView{Base: links.URLPrefix + token + "/", Root: l.Path, Link: l}
+	if l.Kind == links.File {
 		v.Root = parent(l.Path)
 	}
 	ctx := context.WithValue(gate.With(r.Context(), gate.LinkHolder(l.ID)), linkViewKey{}, v)
 	r2 := r.WithContext(ctx)
 	u := *r.URL
 	u.Path = "/" + name
-	if strings.HasSuffix(r.URL.Path, "/") && name != "" && l.Kind != gate.LinkFile {
+	if strings.HasSuffix(r.URL.Path, "/") && name != "" && l.Kind != links.File {
 		u.Path += "/"
 	}
 	u.RawPath = ""
@@ -144,8 +148,8 @@ func (h *Handler) shareGuard(r *http.Request) (*http.Request, error) {
 // against the budgets of the client and of the link, and given back
 // unless the password was wrong: however many clients guess, a link's
 // password is tried no faster than its budget of failures allows.
-func (h *Handler) linkPassword(r *http.Request, links *gate.Links, token, password string) (*gate.Link, error) {
-	id, err := auth.LinkID(token)
+func (h *Handler) linkPassword(r *http.Request, ls *links.Links, token, password string) (*links.Link, error) {
+	id, err := links.ID(token)
 	if err != nil {
 		return nil, err
 	}
@@ -153,8 +157,8 @@ func (h *Handler) linkPassword(r *http.Request, links *gate.Links, token, passwo
 	if err != nil {
 		return nil, err
 	}
-	l, err := links.Verify(r.Context(), token, password)
-	if !errors.Is(err, auth.ErrSharePassword) {
+	l, err := ls.Verify(r.Context(), token, password)
+	if !errors.Is(err, links.ErrPassword) {
 		right()
 	}
 	return l, err

@@ -17,6 +17,7 @@ import (
 	"largo/disk"
 	"largo/gate"
 	"largo/ingest"
+	"largo/links"
 )
 
 const accessFile = `
@@ -105,14 +106,14 @@ func newAccessFixture(t *testing.T) *accessFixture {
 func gatedStore(s *disk.Store, access *auth.Access, now func() time.Time) (*gate.Gate, *gate.Store) {
 	g := gate.New(gate.Config{
 		Access:   access,
-		Links:    gate.NewLinks(s.State(), []byte(strings.Repeat("k", 32)), now),
+		Links:    links.New(links.Config{State: s.State(), Key: []byte(strings.Repeat("k", 32)), Now: now}),
 		Resolver: s,
 	})
 	return g, g.Store(s)
 }
 
 // link makes a share link and returns its URL path.
-func (f *accessFixture) link(t *testing.T, l gate.Link, password string) string {
+func (f *accessFixture) link(t *testing.T, l links.Link, password string) string {
 	t.Helper()
 	token, made, err := f.h.gate.Links().Make(context.Background(), l, password)
 	if err != nil {
@@ -222,11 +223,11 @@ func TestListingsLeaveOut(t *testing.T) {
 func TestShareLinks(t *testing.T) {
 	f := newAccessFixture(t)
 	exp := f.now.Add(time.Hour)
-	folder := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "private", Maker: "alice", Expires: exp}, "")
-	file := f.link(t, gate.Link{Kind: gate.LinkFile, Path: "private/s.txt", Maker: "alice", Expires: exp}, "")
-	drop := f.link(t, gate.Link{Kind: gate.LinkDrop, Path: "inbox", Maker: "bob", Expires: exp}, "")
-	pw := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "private", Maker: "alice", Expires: exp}, "open sesame")
-	root := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "", Expires: exp}, "")
+	folder := f.link(t, links.Link{Kind: links.Folder, Path: "private", Maker: "alice", Expires: exp}, "")
+	file := f.link(t, links.Link{Kind: links.File, Path: "private/s.txt", Maker: "alice", Expires: exp}, "")
+	drop := f.link(t, links.Link{Kind: links.Drop, Path: "inbox", Maker: "bob", Expires: exp}, "")
+	pw := f.link(t, links.Link{Kind: links.Folder, Path: "private", Maker: "alice", Expires: exp}, "open sesame")
+	root := f.link(t, links.Link{Kind: links.Folder, Path: "", Expires: exp}, "")
 	tampered := folder[:len(folder)-3] + "A/"
 	for _, tt := range []struct {
 		method, path string
@@ -285,8 +286,8 @@ func TestShareLinks(t *testing.T) {
 func TestLinksAnswerToTheirMaker(t *testing.T) {
 	f := newAccessFixture(t)
 	exp := f.now.Add(time.Hour)
-	folder := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "private", Maker: "alice", Expires: exp}, "")
-	other := f.link(t, gate.Link{Kind: gate.LinkFile, Path: "private/s.txt", Maker: "alice", Expires: exp}, "")
+	folder := f.link(t, links.Link{Kind: links.Folder, Path: "private", Maker: "alice", Expires: exp}, "")
+	other := f.link(t, links.Link{Kind: links.File, Path: "private/s.txt", Maker: "alice", Expires: exp}, "")
 	if rec := f.req("GET", folder+"s.txt", ""); rec.Code != 200 {
 		t.Fatalf("a fresh link: %d", rec.Code)
 	}
@@ -304,7 +305,7 @@ func TestLinksAnswerToTheirMaker(t *testing.T) {
 	}
 	f.h.cfg.Access.Reload(old)
 	// Revoked one by one: the other still works.
-	id := strings.Split(strings.TrimPrefix(folder, auth.SharePrefix), ".")[1]
+	id := strings.Split(strings.TrimPrefix(folder, links.URLPrefix), ".")[1]
 	if err := f.h.gate.Links().Revoke(context.Background(), id, "alice", false); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"largo/gate"
 	"largo/internal/poll"
 	"largo/internal/unread"
+	"largo/links"
 )
 
 // unreadWriter is a client that never reads its answer: a write of a 200
@@ -196,8 +197,8 @@ func TestUnreadAnswersAreCut(t *testing.T) {
 func TestLinkPasswordFromManyAddresses(t *testing.T) {
 	f := newAccessFixture(t)
 	exp := f.now.Add(time.Hour)
-	pw := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "private", Maker: "alice", Expires: exp}, "open sesame")
-	other := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "private", Maker: "alice", Expires: exp}, "other secret")
+	pw := f.link(t, links.Link{Kind: links.Folder, Path: "private", Maker: "alice", Expires: exp}, "open sesame")
+	other := f.link(t, links.Link{Kind: links.Folder, Path: "private", Maker: "alice", Expires: exp}, "other secret")
 	try := func(path, remote, password string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("GET", path, nil)
 		req.RemoteAddr, req.Host = remote, "127.0.0.1"

@@ -7,14 +7,13 @@ import (
 	"strings"
 
 	"largo"
-	"largo/expiry"
-	"largo/gate"
+	"largo/links"
 	"largo/transfer"
 	"largo/wire"
 )
 
-// A file link with a download limit (gate.Link.MaxDownloads) counts the
-// bytes of the file it sends (package expiry: a download is a file's
+// A file link with a download limit (links.Link.MaxDownloads) counts the
+// bytes of the file it sends (package links: a download is a file's
 // worth of bytes, so that a resumed or segmented download counts once);
 // once it gave them all, it answers 410 Gone. Such a link always sends
 // the file's own bytes, never a compressed form, so that what it counts
@@ -24,8 +23,9 @@ var errNoCount = wire.Refuse(http.StatusServiceUnavailable, "this server cannot 
 
 // countedDownload serves f through the link l, whose downloads are
 // counted.
-func (h *Handler) countedDownload(w http.ResponseWriter, r *http.Request, name string, f largo.File, l *gate.Link) error {
-	if h.cfg.Downloads == nil {
+func (h *Handler) countedDownload(w http.ResponseWriter, r *http.Request, name string, f largo.File, l *links.Link) error {
+	ls := h.gate.Links()
+	if ls == nil {
 		return errNoCount
 	}
 	in := f.Info()
@@ -33,11 +33,11 @@ func (h *Handler) countedDownload(w http.ResponseWriter, r *http.Request, name s
 	if r.Method == http.MethodHead {
 		want = 0
 	}
-	done, err := h.cfg.Downloads.Begin(r.Context(), l, in.Size, want)
+	done, err := ls.Begin(r.Context(), l, in.Size, want)
 	switch {
-	case errors.Is(err, expiry.ErrUsedUp):
+	case errors.Is(err, links.ErrUsedUp):
 		return wire.Refuse(http.StatusGone, err.Error())
-	case errors.Is(err, expiry.ErrInFlight):
+	case errors.Is(err, links.ErrInFlight):
 		return wire.Refuse(http.StatusTooManyRequests, err.Error())
 	case err != nil:
 		return err

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"largo/auth"
-	"largo/gate"
+	"largo/links"
 	"largo/ui"
 )
 
@@ -134,7 +134,7 @@ func TestPageSignedIn(t *testing.T) {
 		}
 	}
 
-	shared := f.req("GET", f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "pub", Expires: f.now.Add(time.Hour)}, ""), "").Body.String()
+	shared := f.req("GET", f.link(t, links.Link{Kind: links.Folder, Path: "pub", Expires: f.now.Add(time.Hour)}, ""), "").Body.String()
 	if !strings.Contains(shared, "a.txt") || strings.Contains(shared, "Sign in") || strings.Contains(shared, "Signed in") {
 		t.Errorf("share link's page:\n%s", shared)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"largo/auth"
 	"largo/disk"
-	"largo/gate"
+	"largo/links"
 )
 
 // loginFixture serves a folder under a policy with a password user (carol,
@@ -153,7 +153,7 @@ func TestLoginWithoutUsers(t *testing.T) {
 		}
 	}
 	f := newAccessFixture(t)
-	path := f.link(t, gate.Link{Kind: gate.LinkFolder, Path: "pub", Expires: f.now.Add(time.Hour)}, "")
+	path := f.link(t, links.Link{Kind: links.Folder, Path: "pub", Expires: f.now.Add(time.Hour)}, "")
 	if rec := login(f.h, "GET", path, "/", ""); rec.Code != http.StatusForbidden || rec.Header().Get("WWW-Authenticate") != "" {
 		t.Errorf("share link: %d %v", rec.Code, rec.Header())
 	}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"largo/gate"
+	"largo/links"
 )
 
 // TestPageManages: the page offers the file manager on the server's own
@@ -32,7 +32,7 @@ func TestPageManages(t *testing.T) {
 	if strings.Contains(page("/pub/", "bob"), `id="new-folder"`) {
 		t.Error("bob is offered a new folder in /pub")
 	}
-	link := f.link(t, gate.Link{Path: "pub", Kind: gate.LinkFolder, Expires: f.now.Add(3600e9)}, "")
+	link := f.link(t, links.Link{Path: "pub", Kind: links.Folder, Expires: f.now.Add(3600e9)}, "")
 	shared := page(link, "")
 	if strings.Contains(shared, `data-may=`) || strings.Contains(shared, `id="pick-all"`) || !strings.Contains(shared, `id="preview"`) {
 		t.Error("a share link's page offers the file manager, or no preview")

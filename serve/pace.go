@@ -64,7 +64,7 @@ func (h *Handler) rateKeys(r *http.Request, keys []pace.Key) []pace.Key {
 	user := p.UserName()
 	if id := p.LinkID(); id != "" {
 		if link := h.gate.LinkOf(r.Context()); link != nil {
-			keys = append(keys, pace.Key{Kind: pace.Link, Name: id, Rate: lower(l.Default(pace.Link), link.MaxRate)})
+			keys = append(keys, pace.Key{Kind: pace.Link, Name: id, Rate: link.Rate(l.Default(pace.Link))})
 			user = link.Maker
 		}
 	}
@@ -81,17 +81,6 @@ func (h *Handler) rateKeys(r *http.Request, keys []pace.Key) []pace.Key {
 		}
 	}
 	return keys
-}
-
-// lower returns the lower of two rates, zero meaning none.
-func lower(a, b int64) int64 {
-	switch {
-	case a <= 0:
-		return b
-	case b <= 0:
-		return a
-	}
-	return min(a, b)
 }
 
 // clientAddress is the address of r's client, as the caps per address

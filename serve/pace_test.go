@@ -17,6 +17,7 @@ import (
 	"largo/disk"
 	"largo/gate"
 	"largo/ingest"
+	"largo/links"
 	"largo/pace"
 )
 
@@ -88,9 +89,9 @@ func newPaceHandler(t *testing.T, cfg pace.Config, files map[string]string) *Han
 func TestRateKeys(t *testing.T) {
 	h := newPaceHandler(t, pace.Config{User: 4e6, Address: 8e6, Link: 2e6}, map[string]string{"f": "x"})
 	ctx := context.Background()
-	links := h.gate.Links()
+	ls := h.gate.Links()
 	mk := func(maker string, rate int64) string {
-		_, l, err := links.Make(ctx, gate.Link{Kind: gate.LinkFile, Path: "f", Maker: maker, Expires: time.Now().Add(time.Hour), MaxRate: rate}, "")
+		_, l, err := ls.Make(ctx, links.Link{Kind: links.File, Path: "f", Maker: maker, Expires: time.Now().Add(time.Hour), MaxRate: rate}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -89,6 +89,7 @@ import (
 	"largo/gate"
 	"largo/ingest"
 	"largo/limit"
+	"largo/links"
 	"largo/listing"
 	"largo/pace"
 	"largo/record"
@@ -197,10 +198,6 @@ type Config struct {
 	// Expiry tells, in listings, when each file expires (package
 	// expiry); nil tells nothing.
 	Expiry *expiry.Expiry
-	// Downloads counts the downloads of share links with a download
-	// limit; nil means one of State's own (no state: such links answer
-	// 503).
-	Downloads *expiry.Downloads
 
 	// Writes turns writes on: PUT, POST (multipart forms) and DELETE in
 	// the file tree, and Resumable under Prefix+"uploads/", all through
@@ -337,9 +334,6 @@ func New(cfg Config) *Handler {
 		if _, gated := w.Store().(*gate.Store); !gated {
 			panic("serve: the write pipeline must write through the gate's store")
 		}
-	}
-	if h.cfg.Downloads == nil && h.cfg.State != nil {
-		h.cfg.Downloads = expiry.NewDownloads(h.cfg.State)
 	}
 	if h.cfg.Files == nil && h.cfg.State != nil {
 		h.cfg.Files = record.NewFiles(record.New(h.cfg.State, record.Options{Now: h.cfg.Now}), record.FilesOptions{})
@@ -480,7 +474,7 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 		}
 		writeError(tw, http.StatusInternalServerError, "internal error")
 	}()
-	own := strings.HasPrefix(r.URL.Path, Prefix) && !strings.HasPrefix(r.URL.Path, auth.SharePrefix)
+	own := strings.HasPrefix(r.URL.Path, Prefix) && !strings.HasPrefix(r.URL.Path, links.URLPrefix)
 	r, err := h.guard(r)
 	if err != nil {
 		h.fail(tw, r, err)

@@ -13,13 +13,14 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/gate"
+	"largo/links"
 	"largo/wire"
 )
 
 // SharePath is where a signed-in user asks for a share link: POST with
 // the form fields (URL-encoded or multipart) path, expires (a duration
 // such as 24h, at most maxShareLife), write (a drop box), password
-// (optional, at least auth.MinLinkPassword characters), max_upload (a
+// (optional, at least links.MinPassword characters), max_upload (a
 // drop box's largest file, such as 100MB) and max_rate (the link's
 // bandwidth cap in bytes per second each way, shared by every transfer
 // through it, such as 5MB; the server's --rate-per-link still governs
@@ -62,9 +63,15 @@ type LinkInfo struct {
 	Downloads    int64 `json:"downloads,omitempty"`
 }
 
-func (h *Handler) linkInfo(ctx context.Context, l *gate.Link) LinkInfo {
+// linkInfo describes the link l for the page.
+func (h *Handler) linkInfo(ctx context.Context, l *links.Link) (LinkInfo, error) {
+	ls := h.gate.Links()
+	token, err := ls.Token(ctx, l)
+	if err != nil {
+		return LinkInfo{}, err
+	}
 	li := LinkInfo{
-		ID: l.ID, URL: l.URLPath(h.gate.Links().Token(l)), Kind: string(l.Kind), Path: "/" + l.Path,
+		ID: l.ID, URL: l.URLPath(token), Kind: string(l.Kind), Path: "/" + l.Path,
 		Created: l.Created, Expires: l.Expires, Expired: !h.cfg.Now().Before(l.Expires),
 		Password: l.Password != "", MaxUpload: l.MaxUpload, MaxRate: l.MaxRate,
 		MaxDownloads: l.MaxDownloads,
@@ -72,23 +79,23 @@ func (h *Handler) linkInfo(ctx context.Context, l *gate.Link) LinkInfo {
 	if l.FileTTL > 0 {
 		li.FileTTL = largo.FormatAge(time.Duration(l.FileTTL) * time.Second)
 	}
-	if l.MaxDownloads > 0 && h.cfg.Downloads != nil {
-		if c, err := h.cfg.Downloads.Used(ctx, l.ID); err == nil {
+	if l.MaxDownloads > 0 {
+		if c, err := ls.Downloads(ctx, l.ID); err == nil {
 			li.Downloads = c.Used
 		}
 	}
-	return li
+	return li, nil
 }
 
 // linkLimits reads the form's file_ttl and max_downloads into l, whose
 // Kind is known.
-func linkLimits(r *http.Request, l *gate.Link) error {
+func linkLimits(r *http.Request, l *links.Link) error {
 	if v := r.PostForm.Get("file_ttl"); v != "" {
 		ttl, err := largo.ParseAge(v)
 		if err != nil || ttl < time.Second {
 			return wire.Refuse(http.StatusBadRequest, "file_ttl: a time such as 7d or 36h")
 		}
-		if l.Kind != gate.LinkDrop {
+		if l.Kind != links.Drop {
 			return wire.Refuse(http.StatusBadRequest, "file_ttl: only a drop box receives files")
 		}
 		l.FileTTL = int64(ttl / time.Second)
@@ -98,7 +105,7 @@ func linkLimits(r *http.Request, l *gate.Link) error {
 		if err != nil || n <= 0 {
 			return wire.Refuse(http.StatusBadRequest, "max_downloads: a whole number of downloads, such as 3")
 		}
-		if l.Kind != gate.LinkFile {
+		if l.Kind != links.File {
 			return wire.Refuse(http.StatusBadRequest, "max_downloads: only a link to a file counts downloads")
 		}
 		l.MaxDownloads = n
@@ -173,7 +180,7 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l := gate.Link{Path: name, Maker: user, Expires: h.cfg.Now().Add(life)}
+	l := links.Link{Path: name, Maker: user, Expires: h.cfg.Now().Add(life)}
 	if v := r.PostForm.Get("max_upload"); v != "" {
 		if l.MaxUpload, err = largo.ParseSize(v); err != nil || l.MaxUpload <= 0 {
 			return wire.Refuse(http.StatusBadRequest, "max_upload: a size such as 100MB")
@@ -193,15 +200,15 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 	case r.PostForm.Get("write") != "" && !in.IsDir:
 		return wire.Refuse(http.StatusBadRequest, "a drop box is a folder")
 	case r.PostForm.Get("write") != "":
-		l.Kind = gate.LinkDrop
+		l.Kind = links.Drop
 		err = h.gate.Check(ctx, auth.Write, largo.Join(name, gate.NewName), false)
 	case !in.IsDir:
-		l.Kind = gate.LinkFile
+		l.Kind = links.File
 		err = h.gate.Check(ctx, auth.Read, name, false)
 	default:
 		// The link reaches everything below the folder: the maker must
 		// read and list all of it.
-		l.Kind = gate.LinkFolder
+		l.Kind = links.Folder
 		err = h.gate.Check(ctx, auth.Read|auth.List, name, true)
 	}
 	if errors.Is(err, largo.ErrPermission) || errors.Is(err, largo.ErrUnauthorized) {
@@ -210,20 +217,24 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if l.Kind != gate.LinkDrop && l.MaxUpload != 0 {
+	if l.Kind != links.Drop && l.MaxUpload != 0 {
 		return wire.Refuse(http.StatusBadRequest, "max_upload: only a drop box takes uploads")
 	}
 	if err := linkLimits(r, &l); err != nil {
 		return err
 	}
 	_, made, err := h.gate.Links().Make(ctx, l, r.PostForm.Get("password"))
-	if errors.Is(err, gate.ErrShortPassword) {
+	if errors.Is(err, links.ErrShortPassword) {
 		return wire.Refuse(http.StatusBadRequest, err.Error())
 	}
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, h.linkInfo(ctx, &made))
+	li, err := h.linkInfo(ctx, &made)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, li)
 }
 
 // listLinks answers the links the requester made.
@@ -232,13 +243,15 @@ func (h *Handler) listLinks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	links, err := h.gate.Links().List(r.Context(), user, false)
+	list, err := h.gate.Links().List(r.Context(), user, false)
 	if err != nil {
 		return err
 	}
-	out := make([]LinkInfo, len(links))
-	for i := range links {
-		out[i] = h.linkInfo(r.Context(), &links[i])
+	out := make([]LinkInfo, len(list))
+	for i := range list {
+		if out[i], err = h.linkInfo(r.Context(), &list[i]); err != nil {
+			return err
+		}
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -260,7 +273,11 @@ func (h *Handler) changeLink(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, h.linkInfo(r.Context(), &l))
+	li, err := h.linkInfo(r.Context(), &l)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, li)
 }
 
 // revokeLink revokes a link the requester made: 204.

@@ -8,6 +8,7 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/gate"
+	"largo/links"
 	"largo/transfer"
 	"largo/wire"
 )
@@ -69,10 +70,10 @@ func (h *Handler) allow() string {
 // methods of the file tree, its DAV classes and its upload limits;
 // through a share link, only what the link allows (a read link reads,
 // with PROPFIND, and takes no locks; a drop box only uploads).
-func (h *Handler) options(hdr http.Header, l *gate.Link) {
+func (h *Handler) options(hdr http.Header, l *links.Link) {
 	allow, dav, writes := h.allow(), h.cfg.DAV != nil, h.cfg.Writes != nil
 	switch {
-	case l != nil && l.Kind == gate.LinkDrop:
+	case l != nil && l.Kind == links.Drop:
 		allow, dav = "OPTIONS, PUT, POST", false
 	case l != nil:
 		allow, writes = readMethods, false

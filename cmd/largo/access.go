@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +13,7 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/gate"
+	"largo/links"
 	"largo/serve"
 )
 
@@ -84,14 +84,12 @@ func parseNetwork(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// shareKeyName is the state key of the share key a store keeps.
-const shareKeyName = "share.key"
-
 // newGate returns the gate that decides every store call by the access
 // policy: the access file's, or the one-user flags' (anyone reads; the
 // token, given, read from a file or generated, writes; or, open, anyone
-// writes), with the share links (their key, and their records in the
-// store's state area) and how symbolic links are followed. It reports
+// writes), with the share links (their key, made with the first link,
+// and their records in the store's state area) and how symbolic links
+// are followed. It reports
 // whether writes are on: with an access file, when a rule grants write or
 // delete to anyone (--upload then adds nothing); else with --upload,
 // --token-file or --upload-open. What is on, and for whom, is logged.
@@ -149,12 +147,17 @@ func newGate(ctx context.Context, e *env, logger *slog.Logger, cfg *serveConfig,
 	}
 	gc := gate.Config{Access: access, Symlinks: symlinks, LinkMaxUpload: int64(cfg.linkMaxUpload), Logger: logger}
 	gc.Resolver, _ = st.(largo.Resolver)
-	key, err := shareKey(ctx, ac, p, st, writes)
-	if err != nil {
-		return nil, false, err
-	}
-	if sk, ok := st.(largo.StateKeeper); ok && key != nil {
-		gc.Links = gate.NewLinks(sk.State(), key, nil)
+	if sk, ok := st.(largo.StateKeeper); ok {
+		ls, err := newLinks(ctx, ac, p, sk.State())
+		switch {
+		case ls == nil:
+			return nil, false, err
+		case errors.Is(err, links.ErrDamagedKey):
+			return nil, false, failed(err)
+		case err != nil:
+			logger.Warn("share links: the share key cannot be read now; links will read it when they need it", "err", err)
+		}
+		gc.Links = ls
 	}
 	return gate.New(gc), writes, nil
 }
@@ -217,40 +220,24 @@ func hostNames(listen string, extra []string) []string {
 	return names
 }
 
-// shareKey returns the key of share links: the access file's, the
-// --share-key-file's, or the one the store keeps in its state area, which
-// every instance serving the store shares; with create, it is made if
-// there is none yet (the first start with writes on, or largo share). nil
-// when none can be had: share links are then off.
-func shareKey(ctx context.Context, ac *accessConfig, p *auth.Policy, st largo.Store, create bool) ([]byte, error) {
-	switch {
-	case p.ShareKey != nil:
-		return p.ShareKey, nil
-	case ac.shareKeyFile != "":
+// newLinks returns the share links kept in state, signed with the key
+// the access file or --share-key-file gives, else with the one the state
+// area keeps (made with the first link, by largo share or the page). The
+// key already kept is read now, so that a damaged one is an error at
+// start (links.ErrDamagedKey), and one that cannot be read a warning:
+// the links are returned with either; nil only for a key file that
+// cannot be read.
+func newLinks(ctx context.Context, ac *accessConfig, p *auth.Policy, state largo.State) (*links.Links, error) {
+	key := p.ShareKey
+	if key == nil && ac.shareKeyFile != "" {
 		k, err := auth.ReadKeyFile(ac.shareKeyFile)
 		if err != nil {
 			return nil, usageErr(err)
 		}
-		return k, nil
+		key = k
 	}
-	sk, ok := st.(largo.StateKeeper)
-	if !ok {
-		return nil, nil
-	}
-	state := sk.State()
-	k, err := state.Get(ctx, shareKeyName)
-	if errors.Is(err, largo.ErrNotFound) && create {
-		k = make([]byte, 32)
-		rand.Read(k)
-		err = state.Put(ctx, shareKeyName, k)
-	}
-	switch {
-	case err != nil:
-		return nil, nil // none, and none can be made (a read-only folder): no share links
-	case len(k) < 32:
-		return nil, failed(fmt.Errorf("the share key in the store's state area (%s/%s) is %d bytes, not 32 or more: it is damaged. Restore it, or remove it to make a new one (which revokes every share link)", largo.StateDir, shareKeyName, len(k)))
-	}
-	return k, nil
+	ls := links.New(links.Config{State: state, Key: key})
+	return ls, ls.Load(ctx)
 }
 
 // reloadAccess reads the access file again on each reload signal, until

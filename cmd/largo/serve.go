@@ -332,7 +332,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.reserve, "reserve", "free space writes must leave on the disk, such as 1GiB (default 0; a bucket has no free space to check)")
 	f.StringVar(&cfg.access.accessFile, "access", "", "access file (TOML): users, their passwords or tokens, and rules of who may read, list, write and delete where; writes are on when a rule grants write or delete (--upload then adds nothing); reloaded on SIGHUP")
 	f.StringVar(&cfg.access.tokenFile, "token-file", "", "read the write token from this file (implies --upload), so that it appears in no process listing")
-	f.StringVar(&cfg.access.shareKeyFile, "share-key-file", "", "key of share links, 32 bytes or more (default: kept in the store's state folder, shared by every instance serving it)")
+	f.StringVar(&cfg.access.shareKeyFile, "share-key-file", "", "key of share links, 32 bytes or more (default: kept in the store's state folder, made with the first link, shared by every instance serving it)")
 	f.StringSliceVar(&cfg.access.corsOrigins, "cors-origin", nil, "origins (https://app.example) whose pages may read and write here from a browser, tus uploads included (default none: only this server's own pages)")
 	f.StringSliceVar(&cfg.access.hosts, "host", nil, "host names this server answers besides, on a loopback address, localhost, 127.0.0.1 and ::1 (421 for others)")
 	f.StringSliceVar(&cfg.access.trustedProxies, "trusted-proxy", nil, "addresses or networks (10.0.0.1, 10.0.0.0/8, ::1) of proxies in front: from there only, the client's address is read from --forwarded-header, and users from --identity-header; their connections are not capped by --max-conns-per-ip")

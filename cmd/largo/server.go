@@ -165,6 +165,9 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 	if cfg.access.accessFile != "" {
 		s.spawn("reload of the access file", func(ctx context.Context) { reloadAccess(ctx, s.e, logger, &cfg.access, g.Access()) })
 	}
+	if ls := g.Links(); ls != nil {
+		s.sweepEvery(linkSweepPeriod, "expired share links", ls.Sweep)
+	}
 	// Every front end reads and writes through the gate; the raw store is
 	// kept for the server's own housekeeping (sweeps, records).
 	gated := g.Store(st)

@@ -13,8 +13,7 @@ import (
 
 	"largo"
 	"largo/auth"
-	"largo/expiry"
-	"largo/gate"
+	"largo/links"
 )
 
 // shareConfig is everything `largo share` is told.
@@ -45,8 +44,10 @@ served folder's or bucket's state area, which every largo serving it reads:
 --list shows them, --revoke ID stops one (within seconds on every instance),
 --extend ID --expires 48h gives one more time. The link's token is signed
 with the share key: the access file's, --share-key-file's, or the one the
-store keeps in its state folder (made now if there is none yet). Rotating
-the key revokes every link at once.
+store keeps in its state folder (made now if there is none yet: a server
+already running finds it within 5 seconds, with no restart). Rotating
+the key revokes every link at once. Links expired for 30 days are
+removed, with their download counts, by the server's hourly sweep.
 
 --as USER makes the link answer to a user of the access file: it grants
 only what USER may still do when it is used (a rule reloaded or the user
@@ -118,43 +119,47 @@ func runShare(cmd *cobra.Command, e *env, cfg *shareConfig, args []string) error
 	if cfg.as != "" && !p.Knows(cfg.as) {
 		return usageErr(fmt.Errorf("--as %s: no such user in the access file", cfg.as))
 	}
-	key, err := shareKey(ctx, &cfg.access, p, st, true)
-	if err != nil {
+	sk, ok := st.(largo.StateKeeper)
+	if !ok {
+		return failed(errors.New("share links need a state area to keep their records in: this store has none"))
+	}
+	ls, err := newLinks(ctx, &cfg.access, p, sk.State())
+	if ls == nil {
 		return err
 	}
-	sk, ok := st.(largo.StateKeeper)
-	if key == nil || !ok {
-		return failed(errors.New("share links need a share key and a state area to keep their records in: this store cannot take them (give --share-key-file for the key)"))
+	if err != nil {
+		return failed(err)
 	}
-	links := gate.NewLinks(sk.State(), key, nil)
 	all := cfg.as == ""
 	switch {
 	case cfg.list:
-		ls, err := links.List(ctx, cfg.as, all)
+		list, err := ls.List(ctx, cfg.as, all)
+		if err == nil {
+			err = printLinks(ctx, e, cfg, ls, list)
+		}
 		if err != nil {
 			return failed(err)
 		}
-		printLinks(ctx, e, cfg, links, expiry.NewDownloads(sk.State()), ls)
 		return nil
 	case cfg.revoke != "":
-		if err := links.Revoke(ctx, cfg.revoke, cfg.as, all); err != nil {
+		if err := ls.Revoke(ctx, cfg.revoke, cfg.as, all); err != nil {
 			return failed(fmt.Errorf("--revoke %s: %v", cfg.revoke, pathErrText(err)))
 		}
 		fmt.Fprintf(e.stdout, "revoked %s\n", cfg.revoke)
 		return nil
 	case cfg.extend != "":
-		l, err := links.Extend(ctx, cfg.extend, cfg.as, all, time.Now().Add(cfg.expires))
+		l, err := ls.Extend(ctx, cfg.extend, cfg.as, all, time.Now().Add(cfg.expires))
 		if err != nil {
 			return failed(fmt.Errorf("--extend %s: %v", cfg.extend, pathErrText(err)))
 		}
 		fmt.Fprintf(e.stdout, "%s now expires %s\n", l.ID, l.Expires.Local().Format(time.RFC3339))
 		return nil
 	}
-	return makeShare(cmd, e, cfg, st, links, args[0])
+	return makeShare(cmd, e, cfg, st, ls, args[0])
 }
 
 // makeShare makes a link to target and prints it.
-func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, links *gate.Links, target string) error {
+func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, ls *links.Links, target string) error {
 	name, err := largo.ParseName("/" + strings.TrimPrefix(target, "/"))
 	if err != nil || largo.Reserved(name) {
 		return usageErr(fmt.Errorf("PATH %q: not a path largo serves", target))
@@ -168,7 +173,7 @@ func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, lin
 	case !cfg.write && cfg.maxUpload != 0:
 		return usageErr(errors.New("--max-upload goes with --write: only a drop box takes uploads"))
 	}
-	l := gate.Link{Path: name, Maker: cfg.as, Expires: time.Now().Add(cfg.expires), MaxUpload: int64(cfg.maxUpload), MaxRate: int64(cfg.maxRate), MaxDownloads: cfg.maxDowns}
+	l := links.Link{Path: name, Maker: cfg.as, Expires: time.Now().Add(cfg.expires), MaxUpload: int64(cfg.maxUpload), MaxRate: int64(cfg.maxRate), MaxDownloads: cfg.maxDowns}
 	if cfg.fileTTL != "" {
 		ttl, err := largo.ParseAge(cfg.fileTTL)
 		switch {
@@ -189,22 +194,22 @@ func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, lin
 	}
 	switch {
 	case cfg.write:
-		l.Kind = gate.LinkDrop
+		l.Kind = links.Drop
 	case in.IsDir:
-		l.Kind = gate.LinkFolder
+		l.Kind = links.Folder
 	default:
-		l.Kind = gate.LinkFile
+		l.Kind = links.File
 	}
 	var password string
 	if cfg.password {
 		if password, err = readSecret(e, "Link password: ", true); err != nil {
 			return err
 		}
-		if len([]rune(password)) < auth.MinLinkPassword {
-			return usageErr(gate.ErrShortPassword)
+		if len([]rune(password)) < links.MinPassword {
+			return usageErr(links.ErrShortPassword)
 		}
 	}
-	token, l, err := links.Make(cmd.Context(), l, password)
+	token, l, err := ls.Make(cmd.Context(), l, password)
 	if err != nil {
 		return failed(err)
 	}
@@ -212,13 +217,17 @@ func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, lin
 	return nil
 }
 
-// printLinks prints links as a table, with their URLs under --url.
-func printLinks(ctx context.Context, e *env, cfg *shareConfig, links *gate.Links, downs *expiry.Downloads, ls []gate.Link) {
+// printLinks prints list as a table, with their URLs under --url.
+func printLinks(ctx context.Context, e *env, cfg *shareConfig, ls *links.Links, list []links.Link) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tPATH\tMAKER\tEXPIRES\tLIMITS\tURL")
 	now := time.Now()
-	for i := range ls {
-		l := &ls[i]
+	for i := range list {
+		l := &list[i]
+		token, err := ls.Token(ctx, l)
+		if err != nil {
+			return err
+		}
 		maker, exp := l.Maker, l.Expires.Local().Format(time.RFC3339)
 		if maker == "" {
 			maker = "(operator)"
@@ -226,18 +235,18 @@ func printLinks(ctx context.Context, e *env, cfg *shareConfig, links *gate.Links
 		if !now.Before(l.Expires) {
 			exp += " (expired)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t/%s\t%s\t%s\t%s\t%s\n", l.ID, l.Kind, l.Path, maker, exp, linkLimits(ctx, downs, l), strings.TrimSuffix(cfg.url, "/")+l.URLPath(links.Token(l)))
+		fmt.Fprintf(tw, "%s\t%s\t/%s\t%s\t%s\t%s\t%s\n", l.ID, l.Kind, l.Path, maker, exp, linkLimits(ctx, ls, l), strings.TrimSuffix(cfg.url, "/")+l.URLPath(token))
 	}
-	tw.Flush()
+	return tw.Flush()
 }
 
 // linkLimits describes a link's download limit (downloads used/limit)
 // and a drop box's file TTL, "-" for neither.
-func linkLimits(ctx context.Context, downs *expiry.Downloads, l *gate.Link) string {
+func linkLimits(ctx context.Context, ls *links.Links, l *links.Link) string {
 	var parts []string
 	if l.MaxDownloads > 0 {
 		used := "?"
-		if c, err := downs.Used(ctx, l.ID); err == nil {
+		if c, err := ls.Downloads(ctx, l.ID); err == nil {
 			used = strconv.FormatInt(c.Used, 10)
 		}
 		parts = append(parts, fmt.Sprintf("downloads %s/%d", used, l.MaxDownloads))

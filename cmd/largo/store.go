@@ -139,6 +139,11 @@ func prepare(ctx context.Context, logger *slog.Logger, st largo.Store) error {
 // removed.
 const lockSweepPeriod = 5 * time.Minute
 
+// linkSweepPeriod is how often the records of share links expired past
+// their grace, and the download counts of links that are gone, are
+// removed.
+const linkSweepPeriod = time.Hour
+
 // every runs clean now and then every period until ctx is done, and logs
 // what it removed (what) or the error it met.
 func every(ctx context.Context, logger *slog.Logger, period time.Duration, what string, clean func(context.Context) (int, error)) {

@@ -1,4 +1,4 @@
-package expiry
+package links
 
 import (
 	"context"
@@ -8,11 +8,9 @@ import (
 	"sync"
 
 	"largo"
-	"largo/gate"
 )
 
-// Downloads counts the downloads of file links that give only so many
-// (gate.Link.MaxDownloads).
+// A file link may give only so many downloads (Link.MaxDownloads).
 //
 // A download is a file's worth of bytes: every byte of the file sent
 // through the link, to anyone, counts, and each time the count reaches
@@ -37,14 +35,6 @@ import (
 // compare-and-swap where the state offers it (largo.StateSwapper), so
 // that every instance serving a bucket agrees; what is in flight is
 // known to each instance only.
-//
-// A Downloads is safe for concurrent use.
-type Downloads struct {
-	state largo.State
-
-	mu       sync.Mutex
-	inflight map[string]int64 // link ID -> bytes admitted and not yet counted
-}
 
 // Count is a link's download count, as kept in the state area.
 type Count struct {
@@ -64,27 +54,21 @@ var (
 
 const downloadPrefix = "downloads/"
 
-// NewDownloads returns the counts kept in state.
-func NewDownloads(state largo.State) *Downloads {
-	return &Downloads{state: state, inflight: map[string]int64{}}
-}
-
-// Used returns the count of the link id.
-func (d *Downloads) Used(ctx context.Context, id string) (Count, error) {
-	c, _, err := d.read(ctx, id)
+// Downloads returns the download count of the link id.
+func (ls *Links) Downloads(ctx context.Context, id string) (Count, error) {
+	if ls == nil {
+		return Count{}, ErrOff
+	}
+	c, _, err := ls.count(ctx, id)
 	return c, err
 }
 
-func (d *Downloads) read(ctx context.Context, id string) (Count, string, error) {
+// count reads the download count of the link id, and its version where
+// the state area swaps records (largo.StateSwapper); no record is a
+// count of zero, of version "".
+func (ls *Links) count(ctx context.Context, id string) (Count, string, error) {
 	var c Count
-	var b []byte
-	var version string
-	var err error
-	if sw, ok := d.state.(largo.StateSwapper); ok {
-		b, version, err = sw.GetVersion(ctx, downloadPrefix+id)
-	} else {
-		b, err = d.state.Get(ctx, downloadPrefix+id)
-	}
+	b, version, err := ls.versioned(ctx, downloadPrefix+id)
 	switch {
 	case errors.Is(err, largo.ErrNotFound):
 		return c, "", nil
@@ -103,8 +87,11 @@ func (d *Downloads) read(ctx context.Context, id string) (Count, string, error) 
 // once with the bytes of the file the response sent when it ends, and
 // whether it sent the whole of what it was asked (which counts a
 // download of a file of zero bytes).
-func (d *Downloads) Begin(ctx context.Context, l *gate.Link, size, want int64) (done func(ctx context.Context, sent int64, complete bool) error, err error) {
-	c, _, err := d.read(ctx, l.ID)
+func (ls *Links) Begin(ctx context.Context, l *Link, size, want int64) (done func(ctx context.Context, sent int64, complete bool) error, err error) {
+	if ls == nil {
+		return nil, ErrOff
+	}
+	c, _, err := ls.count(ctx, l.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -112,23 +99,23 @@ func (d *Downloads) Begin(ctx context.Context, l *gate.Link, size, want int64) (
 		return nil, fmt.Errorf("%w (%d of %d)", ErrUsedUp, c.Used, l.MaxDownloads)
 	}
 	want = max(0, min(want, size))
-	d.mu.Lock()
-	if size > 0 && c.Used*size+c.Bytes+d.inflight[l.ID] >= l.MaxDownloads*size {
-		d.mu.Unlock()
+	ls.downMu.Lock()
+	if size > 0 && c.Used*size+c.Bytes+ls.inflight[l.ID] >= l.MaxDownloads*size {
+		ls.downMu.Unlock()
 		return nil, ErrInFlight
 	}
-	d.inflight[l.ID] += want
-	d.mu.Unlock()
+	ls.inflight[l.ID] += want
+	ls.downMu.Unlock()
 	var once sync.Once
 	return func(ctx context.Context, sent int64, complete bool) (err error) {
 		once.Do(func() {
-			d.mu.Lock()
-			if d.inflight[l.ID] -= want; d.inflight[l.ID] <= 0 {
-				delete(d.inflight, l.ID)
+			ls.downMu.Lock()
+			if ls.inflight[l.ID] -= want; ls.inflight[l.ID] <= 0 {
+				delete(ls.inflight, l.ID)
 			}
-			d.mu.Unlock()
+			ls.downMu.Unlock()
 			if sent > 0 && size > 0 || size == 0 && complete {
-				err = d.add(ctx, l.ID, size, sent)
+				err = ls.add(ctx, l.ID, size, sent)
 			}
 		})
 		return err
@@ -136,10 +123,10 @@ func (d *Downloads) Begin(ctx context.Context, l *gate.Link, size, want int64) (
 }
 
 // add counts sent bytes of a file of size bytes through the link id.
-func (d *Downloads) add(ctx context.Context, id string, size, sent int64) error {
+func (ls *Links) add(ctx context.Context, id string, size, sent int64) error {
 	ctx = context.WithoutCancel(ctx)
 	for range 32 {
-		c, version, err := d.read(ctx, id)
+		c, version, err := ls.count(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -151,14 +138,14 @@ func (d *Downloads) add(ctx context.Context, id string, size, sent int64) error 
 			c.Bytes %= size
 		}
 		b, _ := json.Marshal(c)
-		sw, ok := d.state.(largo.StateSwapper)
+		sw, ok := ls.cfg.State.(largo.StateSwapper)
 		switch {
 		case !ok:
-			return d.state.Put(ctx, downloadPrefix+id, b)
+			return ls.cfg.State.Put(ctx, downloadPrefix+id, b)
 		case version == "":
-			cr, ok := d.state.(largo.StateCreator)
+			cr, ok := ls.cfg.State.(largo.StateCreator)
 			if !ok {
-				return d.state.Put(ctx, downloadPrefix+id, b)
+				return ls.cfg.State.Put(ctx, downloadPrefix+id, b)
 			}
 			err = cr.Create(ctx, downloadPrefix+id, b)
 			if errors.Is(err, largo.ErrExist) {
@@ -174,9 +161,4 @@ func (d *Downloads) add(ctx context.Context, id string, size, sent int64) error 
 		}
 	}
 	return fmt.Errorf("download count of link %s: too many changes at once", id)
-}
-
-// Forget drops the count of the link id (revoked).
-func (d *Downloads) Forget(ctx context.Context, id string) error {
-	return d.state.Delete(ctx, downloadPrefix+id)
 }

@@ -1,24 +1,16 @@
-package expiry
+package links
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
-
-	"largo/disk"
-	"largo/gate"
 )
 
 func TestDownloadsCount(t *testing.T) {
-	st, err := disk.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	d := NewDownloads(st.State())
+	d := New(Config{State: diskState(t)})
 	ctx := context.Background()
-	l := &gate.Link{ID: "AAAAAAAAAAAAAAAAAAAAAA", Kind: gate.LinkFile, MaxDownloads: 2, Expires: time.Now().Add(time.Hour)}
+	l := &Link{ID: "AAAAAAAAAAAAAAAAAAAAAA", Kind: File, MaxDownloads: 2, Expires: time.Now().Add(time.Hour)}
 	const size = 1000
 	send := func(want, sent int64) error {
 		done, err := d.Begin(ctx, l, size, want)
@@ -28,7 +20,7 @@ func TestDownloadsCount(t *testing.T) {
 		return done(ctx, sent, sent == want)
 	}
 	used := func() Count {
-		c, err := d.Used(ctx, l.ID)
+		c, err := d.Downloads(ctx, l.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,14 +63,9 @@ func TestDownloadsCount(t *testing.T) {
 }
 
 func TestDownloadsEmptyFile(t *testing.T) {
-	st, err := disk.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	d := NewDownloads(st.State())
+	d := New(Config{State: diskState(t)})
 	ctx := context.Background()
-	l := &gate.Link{ID: "BBBBBBBBBBBBBBBBBBBBBB", Kind: gate.LinkFile, MaxDownloads: 1}
+	l := &Link{ID: "BBBBBBBBBBBBBBBBBBBBBB", Kind: File, MaxDownloads: 1}
 	done, err := d.Begin(ctx, l, 0, 0)
 	if err != nil {
 		t.Fatal(err)
