@@ -101,6 +101,16 @@ func (o *oldLayout) migrateOne(ctx context.Context, f *Files, name string) (File
 	if r, ok := found[oldExpiry]; ok && r.ETag == rec.ETag {
 		rec.Expires, rec.Link = r.Expires, r.Link
 	}
+	// The sidecars made of this version, which the old layout kept only
+	// beside themselves (migrated already, or not yet).
+	for _, ext := range largo.SidecarExts {
+		side := name + ext
+		if r, ok := o.read(ctx, oldSidecars, side); ok && r.Source == rec.ETag {
+			rec.Sidecars = append(rec.Sidecars, ext)
+		} else if s, err := f.t.Get(ctx, NameKey(side)); err == nil && s.Name == side && s.Source == rec.ETag {
+			rec.Sidecars = append(rec.Sidecars, ext)
+		}
+	}
 	// Where a record of the new layout is already there (written since),
 	// it wins; the old ones only go.
 	err := f.t.Create(ctx, NameKey(name), rec)
