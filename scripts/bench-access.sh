@@ -11,6 +11,10 @@
 #
 #   make build && scripts/bench-access.sh [REPS]
 #
+# With BEFORE=/path/to/an/older/largo, the two servers compared are that
+# binary and this one, both with the access file of 20 rules (kinds
+# "before" and "rules"): what a change costs the gate's path.
+#
 # Prints one line per run and the medians. Needs wrk and curl; traffic
 # stays on 127.0.0.1.
 set -eu
@@ -57,11 +61,14 @@ ticks=$(getconf CLK_TCK)
 # kib PID FIELD: a figure of /proc/PID/status, in KiB.
 kib() { awk '/^'"$2"':/ { print $2 }' "/proc/$1/status"; }
 
-# start KIND: largo plain (writes with a token) or with the access file.
+# start KIND: largo plain (writes with a token) or with the access file
+# (rules), or the BEFORE binary with it (before).
 start() {
 	port=$(free_port)
-	if [ "$1" = rules ]; then
-		"$largo" serve "$work/data" --listen 127.0.0.1:$port --access "$work/access.toml" --log-format json 2>/dev/null >/dev/null &
+	if [ "$1" = rules ] || [ "$1" = before ]; then
+		bin=$largo
+		[ "$1" = before ] && bin=$BEFORE
+		"$bin" serve "$work/data" --listen 127.0.0.1:$port --access "$work/access.toml" --log-format json 2>/dev/null >/dev/null &
 		cred="-u bench:$password"
 		hdr="Authorization: Basic $(printf 'bench:%s' "$password" | base64)"
 	else
@@ -92,16 +99,19 @@ run() {
 	echo "$1 $rps $us $down $up"
 }
 
+kinds="plain rules"
+[ -n "${BEFORE:-}" ] && kinds="before rules"
 echo "kind req/s cpu_us/req down_MB/s up_MB/s"
 : > "$work/results"
 i=0
 while [ $i -lt "$reps" ]; do
-	run plain | tee -a "$work/results"
-	run rules | tee -a "$work/results"
+	for k in $kinds; do
+		run $k | tee -a "$work/results"
+	done
 	i=$((i + 1))
 done
 median() { sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
-for k in plain rules; do
+for k in $kinds; do
 	set --
 	for col in 2 3 4 5; do
 		set -- "$@" "$(awk -v k=$k -v c=$col '$1 == k {print $c}' "$work/results" | median)"
