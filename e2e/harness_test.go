@@ -75,11 +75,12 @@ type server struct {
 // killed when the test ends.
 func startServer(t testing.TB, dir string, args ...string) *server {
 	t.Helper()
-	return startLargo(t, append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, withAdmin(args)...), nil)
+	return startLargo(t, append([]string{"serve", dir, "--listen", "127.0.0.1:0"}, args...), nil)
 }
 
 // withAdmin adds an admin listener to args, where the metrics are read,
-// unless they name one.
+// unless they name one: what the tests of a bucket, which read the
+// metrics of several instances, start with.
 func withAdmin(args []string) []string {
 	for _, a := range args {
 		if a == adminListen || strings.HasPrefix(a, adminListen+"=") {

