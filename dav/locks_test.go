@@ -11,11 +11,9 @@ import (
 	"golang.org/x/net/webdav"
 
 	"largo"
-	"largo/disk"
 	"largo/gate"
+	"largo/internal/teststore"
 	"largo/record"
-	"largo/s3"
-	"largo/s3/s3test"
 )
 
 // clock is a settable clock.
@@ -27,7 +25,7 @@ func lockKey(name string) string { return lockPrefix + escape(name) }
 
 func newTestLocks(t *testing.T) (*Locks, *Locks, *clock) {
 	t.Helper()
-	return locksOn(t, diskState(t))
+	return locksOn(t, teststore.Disk(t).State())
 }
 
 // locksOn returns two instances' locks on st.
@@ -46,30 +44,10 @@ func locksOn(t *testing.T, st largo.State) (*Locks, *Locks, *clock) {
 	return a, b, c
 }
 
-// diskState returns the state area of a new folder.
-func diskState(t *testing.T) largo.State {
-	t.Helper()
-	s, err := disk.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s.State()
-}
-
 // onEachState runs f on a folder's state area, then on a bucket's of a
 // real S3 server.
 func onEachState(t *testing.T, f func(t *testing.T, st largo.State)) {
-	t.Run("disk", func(t *testing.T) { f(t, diskState(t)) })
-	t.Run("s3", func(t *testing.T) {
-		srv := s3test.Start(t, s3test.Options{})
-		st, err := s3.New(context.Background(), s3.Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		f(t, st.State())
-	})
+	teststore.Each(t, func(t *testing.T, st teststore.Store) { f(t, st.State()) })
 }
 
 // asTester is a context of the principal the lock tests act for.

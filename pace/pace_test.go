@@ -261,16 +261,24 @@ func TestRateChange(t *testing.T) {
 	}
 }
 
+// addressRate is the cap of the client addresses of addressKey.
+const addressRate = 1 << 20
+
+// addressKey is the key of the i-th client address, capped at
+// addressRate.
+func addressKey(i int) Key {
+	return Key{Kind: Address, Name: "198.51.100." + strconv.Itoa(i), Rate: addressRate}
+}
+
 // TestBounded: many addresses, each with a short transfer, never hold
 // more than the bound of keys, while keys in flight are never forgotten
 // and an idle key in debt is kept until it is paid (short of the bound),
 // so that a client cannot get a fresh bucket by reconnecting.
 func TestBounded(t *testing.T) {
 	c := newClock()
-	const bound = 16
+	const bound, r = 16, addressRate
 	l := New(Config{MaxKeys: bound, Now: c.now})
-	const r = 1 << 20
-	key := func(i int) Key { return Key{Kind: Address, Name: "198.51.100." + strconv.Itoa(i), Rate: r} }
+	key := addressKey
 
 	// A key in debt, idle: kept while it pays.
 	debtor := l.Start(Send, key(0))
@@ -315,10 +323,9 @@ func TestBounded(t *testing.T) {
 // debt: a client making new keys cannot wipe the debt of a recent one.
 func TestIdleKeysAtBound(t *testing.T) {
 	c := newClock()
-	const bound = 16
+	const bound, r = 16, addressRate
 	l := New(Config{MaxKeys: bound, Now: c.now})
-	const r = 1 << 20
-	key := func(i int) Key { return Key{Kind: Address, Name: "198.51.100." + strconv.Itoa(i), Rate: r} }
+	key := addressKey
 	const n = 2*bound + bound/2
 	for i := range n {
 		p := l.Start(Send, key(i))

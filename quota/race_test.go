@@ -6,48 +6,18 @@ import (
 	"sync"
 	"testing"
 
-	"largo"
 	"largo/auth"
-	"largo/disk"
 	"largo/ingest"
+	"largo/internal/teststore"
 	"largo/quota"
 	"largo/record"
-	"largo/s3"
-	"largo/s3/s3test"
 )
-
-// stateStore is a store with a state area, as a server counts it.
-type stateStore interface {
-	largo.Store
-	largo.StateKeeper
-}
-
-// onEachStore runs f on a folder, then on a bucket of a real S3 server.
-func onEachStore(t *testing.T, f func(t *testing.T, st stateStore)) {
-	t.Run("disk", func(t *testing.T) {
-		st, err := disk.Open(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		f(t, st)
-	})
-	t.Run("s3", func(t *testing.T) {
-		srv := s3test.Start(t, s3test.Options{})
-		st, err := s3.New(context.Background(), s3.Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
-		f(t, st)
-	})
-}
 
 // TestSyncsRaceCountOnce: two instances on one state area write and sync
 // at once, each syncing while the other does: every write counts once in
 // the usage record, for its user and for its path.
 func TestSyncsRaceCountOnce(t *testing.T) {
-	onEachStore(t, func(t *testing.T, st stateStore) {
+	teststore.Each(t, func(t *testing.T, st teststore.Store) {
 		pol := policy{users: map[string]auth.Quota{"alice": {Files: 1000}}, paths: []auth.Quota{{Path: "", Files: 1000}}}
 		const writers, each, size = 3, 5, 3
 		ctx := context.Background()

@@ -12,30 +12,13 @@ import (
 	"time"
 
 	"largo"
-	"largo/disk"
-	"largo/s3"
-	"largo/s3/s3test"
+	"largo/internal/teststore"
 )
 
 // states runs f on a folder's state area and on a bucket's, each shared
 // by two Stores, as by two instances of the server.
 func states(t *testing.T, f func(t *testing.T, st largo.State)) {
-	t.Run("disk", func(t *testing.T) {
-		d, err := disk.Open(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		f(t, d.State())
-	})
-	t.Run("s3", func(t *testing.T) {
-		srv := s3test.Start(t, s3test.Options{})
-		b, err := s3.New(context.Background(), s3.Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f(t, b.State())
-	})
+	teststore.Each(t, func(t *testing.T, st teststore.Store) { f(t, st.State()) })
 }
 
 type counter struct {
@@ -256,11 +239,7 @@ func TestLease(t *testing.T) {
 
 // TestKeep: a kept lease is renewed by itself until released.
 func TestKeep(t *testing.T) {
-	d, err := disk.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := teststore.Disk(t)
 	ctx := context.Background()
 	a, b := New(d.State(), Options{}), New(d.State(), Options{})
 	l, err := a.Acquire(ctx, "leases/kept", 200*time.Millisecond)
@@ -349,11 +328,7 @@ func (refusing) DeleteIf(context.Context, string, string) error { return largo.E
 // every update of one process counts once, creations still create only
 // where nothing is, and leases are taken and released.
 func TestRefusedConditions(t *testing.T) {
-	d, err := disk.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := teststore.Disk(t)
 	ctx := context.Background()
 	s := New(refusing{d.State()}, Options{})
 	tb := NewTable[counter](s, "c/", TableOptions{CacheSize: 8})
