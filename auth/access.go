@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"largo"
+	"largo/internal/lru"
 )
 
 // Access answers, for each request, who sends it and what they may do,
@@ -19,15 +20,15 @@ import (
 // SIGHUP: requests in flight keep the policy they started with).
 // Verified passwords are cached for a minute, in memory, keyed by a hash
 // of the credential, so a sign-in costs one password hash per minute, not
-// one per request. Failed credentials are rate-limited per client (an
+// one per request; past cacheMax sign-ins, the least recently used is
+// forgotten (internal/lru). Failed credentials are rate-limited per client (an
 // IPv6 /64 counts as one), per user name tried and per share link
 // (failures.go). An Access is safe for concurrent use.
 type Access struct {
 	policy atomic.Pointer[Policy]
 	now    func() time.Time
 
-	mu    sync.RWMutex
-	cache map[[32]byte]cached
+	cache *lru.Cache[[32]byte, cached]
 
 	failMu  sync.Mutex
 	clients failTable    // by client: largo.ClientOf
@@ -41,7 +42,7 @@ type Access struct {
 
 	// members are the groups a trusted proxy named for its users, which
 	// the policy in force judges by.
-	members memberships
+	members *memberships
 }
 
 type cached struct {
@@ -67,7 +68,7 @@ func New(p *Policy, now func() time.Time) *Access {
 	if now == nil {
 		now = time.Now
 	}
-	a := &Access{now: now, cache: map[[32]byte]cached{},
+	a := &Access{now: now, cache: lru.New[[32]byte, cached](cacheMax), members: newMemberships(),
 		clients: newFailTable(failKeys), users: newFailTable(failKeys), links: newFailTable(failKeys),
 		hashing: make(chan struct{}, max(1, runtime.NumCPU()))}
 	a.policy.Store(a.adopt(p))
@@ -78,7 +79,7 @@ func New(p *Policy, now func() time.Time) *Access {
 // proxy named for its users.
 func (a *Access) adopt(p *Policy) *Policy {
 	q := *p
-	q.proxied = &a.members
+	q.proxied = a.members
 	return &q
 }
 
@@ -102,9 +103,7 @@ func (a *Access) Policy() *Policy { return a.policy.Load() }
 // not outlive the reload).
 func (a *Access) Reload(p *Policy) {
 	a.policy.Store(a.adopt(p))
-	a.mu.Lock()
-	clear(a.cache)
-	a.mu.Unlock()
+	a.cache.RemoveFunc(func([32]byte, cached) bool { return true })
 }
 
 // Errors of identification.
@@ -210,10 +209,7 @@ func (a *Access) identify(r *http.Request, h, client string) (string, error) {
 	}
 	key := credentialKey(name, pass)
 	now := a.now()
-	a.mu.RLock()
-	c, hit := a.cache[key]
-	a.mu.RUnlock()
-	if hit && now.Before(c.until) && c.user == name {
+	if c, hit := a.cache.Get(key); hit && now.Before(c.until) && c.user == name {
 		return name, nil
 	}
 	ok, err := a.checkPassword(r, client, name, u.password, pass)
@@ -223,19 +219,7 @@ func (a *Access) identify(r *http.Request, h, client string) (string, error) {
 	if !ok {
 		return "", errFailedCharged
 	}
-	a.mu.Lock()
-	if len(a.cache) >= cacheMax {
-		for k, c := range a.cache {
-			if !now.Before(c.until) {
-				delete(a.cache, k)
-			}
-		}
-		if len(a.cache) >= cacheMax {
-			clear(a.cache)
-		}
-	}
-	a.cache[key] = cached{user: name, until: now.Add(cacheTTL)}
-	a.mu.Unlock()
+	a.cache.Add(key, cached{user: name, until: now.Add(cacheTTL)})
 	return name, nil
 }
 

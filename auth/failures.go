@@ -1,8 +1,9 @@
 package auth
 
 import (
-	"container/list"
 	"time"
+
+	"largo/internal/lru"
 )
 
 // Failed secrets (passwords, tokens, share links' passwords) are counted
@@ -21,42 +22,37 @@ import (
 // user and link tables take only names that exist (users with a
 // password, links whose token verified), so no stranger can fill them.
 
-// failTable is one table of budgets of failures, a bounded LRU. It is not
-// safe for concurrent use: Access holds its lock.
+// failTable is one table of budgets of failures, a bounded LRU
+// (internal/lru). Its methods are not atomic: Access holds its lock
+// around them.
 type failTable struct {
-	max  int
-	ll   list.List // of *failRecord, the most recently used first
-	keys map[string]*list.Element
+	c *lru.Cache[string, failRecord]
 }
 
 // failRecord is the budget of one key: tries left as of at.
 type failRecord struct {
-	key   string
 	tries float64
 	at    time.Time
 }
 
 func newFailTable(max int) failTable {
-	return failTable{max: max, keys: map[string]*list.Element{}}
+	return failTable{c: lru.New[string, failRecord](max)}
 }
 
 // Len returns the number of records held.
-func (t *failTable) Len() int { return len(t.keys) }
+func (t *failTable) Len() int { return t.c.Len() }
 
 // left returns the tries key has at now, and touches its record.
 func (t *failTable) left(key string, now time.Time) float64 {
-	e := t.keys[key]
-	if e == nil {
+	rec, ok := t.c.Get(key)
+	if !ok {
 		return failBurst
 	}
-	rec := e.Value.(*failRecord)
 	tries := min(failBurst, rec.tries+float64(now.Sub(rec.at))/float64(failEvery))
 	if tries >= failBurst {
-		t.ll.Remove(e)
-		delete(t.keys, key) // all its tries are back: nothing to remember
+		t.c.Remove(key) // all its tries are back: nothing to remember
 		return failBurst
 	}
-	t.ll.MoveToFront(e)
 	return tries
 }
 
@@ -64,24 +60,10 @@ func (t *failTable) left(key string, now time.Time) float64 {
 // forgetting the least recently used one when the table is full).
 func (t *failTable) set(key string, tries float64, now time.Time) {
 	if tries >= failBurst {
-		if e := t.keys[key]; e != nil {
-			t.ll.Remove(e)
-			delete(t.keys, key)
-		}
+		t.c.Remove(key)
 		return
 	}
-	if e := t.keys[key]; e != nil {
-		rec := e.Value.(*failRecord)
-		rec.tries, rec.at = tries, now
-		t.ll.MoveToFront(e)
-		return
-	}
-	if len(t.keys) >= t.max {
-		last := t.ll.Back()
-		t.ll.Remove(last)
-		delete(t.keys, last.Value.(*failRecord).key)
-	}
-	t.keys[key] = t.ll.PushFront(&failRecord{key: key, tries: tries, at: now})
+	t.c.Add(key, failRecord{tries: tries, at: now})
 }
 
 // take takes one try from key ahead of a check, and reports whether it

@@ -8,9 +8,10 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"largo/internal/lru"
 )
 
 // A proxy in front of the server (nginx, Caddy, Traefik, an identity
@@ -430,7 +431,8 @@ func validText(s string) bool {
 // until it names others: a request of the same user that comes another
 // way (a token, a share link they made) is judged with them too, since
 // the proxy is where the user's groups are decided. Bounded: past
-// maxMembers users, one is forgotten for each new one.
+// maxMembers users, the least recently seen is forgotten for each new one
+// (internal/lru).
 //
 // When the proxy names groups (told), a user whose groups it has not
 // named since the server started, who was forgotten, or whose list was
@@ -438,11 +440,14 @@ func validText(s string) bool {
 // (Rules.allowedUnknown), never by the access file's groups alone, so
 // that a rule restricting a group is not escaped for want of knowing
 // who is in it. Safe for concurrent use; a nil *memberships holds
-// nothing and is never told.
+// nothing and is never told. Make one with newMemberships.
 type memberships struct {
 	told atomic.Bool // a trusted proxy names its users' groups
-	mu   sync.RWMutex
-	m    map[string]membership
+	m    *lru.Cache[string, membership]
+}
+
+func newMemberships() *memberships {
+	return &memberships{m: lru.New[string, membership](maxMembers)}
 }
 
 // membership is what the proxy last named of one user's groups.
@@ -461,31 +466,16 @@ func (ms *memberships) of(user string) (groups []string, known bool) {
 	if ms == nil {
 		return nil, true
 	}
-	ms.mu.RLock()
-	defer ms.mu.RUnlock()
-	m, ok := ms.m[user]
+	m, ok := ms.m.Get(user)
 	return m.groups, ok && !m.partial || !ms.told.Load()
 }
 
 // set records user's groups, sorted without repeats; partial when the
 // proxy named more than were kept.
 func (ms *memberships) set(user string, groups []string, partial bool) {
-	ms.mu.RLock()
-	old, ok := ms.m[user]
-	ms.mu.RUnlock()
+	old, ok := ms.m.Get(user)
 	if ok && old.partial == partial && slices.Equal(old.groups, groups) {
 		return // the common case: the groups have not changed
 	}
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	if ms.m == nil {
-		ms.m = map[string]membership{}
-	}
-	if _, ok := ms.m[user]; !ok && len(ms.m) >= maxMembers {
-		for u := range ms.m {
-			delete(ms.m, u)
-			break
-		}
-	}
-	ms.m[user] = membership{groups: groups, partial: partial}
+	ms.m.Add(user, membership{groups: groups, partial: partial})
 }

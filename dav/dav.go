@@ -11,13 +11,14 @@
 //     staging and renamed into place; a MOVE is the store's rename where
 //     it has one (a folder), else a copy then a removal (a bucket: not
 //     atomic);
-//   - locks (locks.go) are records in the store's state area, taken with
-//     conditional creates and refreshed, released or taken over only as
-//     they were read (largo.StateSwapper), so that every instance serving
-//     one bucket sees the same locks and of two taking one expired lock
-//     exactly one wins; Sweep removes the expired ones. Through
-//     ingest.Guard they refuse writes of every protocol (PUT, forms, tus,
-//     IETF uploads, DELETE) that do not present the lock's token (423).
+//   - locks (locks.go) are records in the store's state area (a
+//     record.Table), taken where none is and refreshed, released or taken
+//     over only as they were read (record.Table.Update), so that every
+//     instance serving one bucket sees the same locks and of two taking
+//     one expired lock exactly one wins; Sweep removes the expired ones.
+//     Through ingest.Guard they refuse writes of every protocol (PUT,
+//     forms, tus, IETF uploads, DELETE) that do not present the lock's
+//     token (423).
 //     A lock is its taker's (the principal package gate puts in the
 //     request's context): another's token counts as none, and refreshes
 //     or removes nothing (403). A PROPFIND shows the locks that apply

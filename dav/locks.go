@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -19,18 +18,19 @@ import (
 	"largo"
 	"largo/gate"
 	"largo/ingest"
+	"largo/record"
 	"largo/wire"
 )
 
 // Locks are WebDAV's write locks, kept as records of a store's state
-// area: one record per locked name, created only where none is
-// (largo.StateCreator: a link on a folder, If-None-Match: * on a bucket),
-// so that of two instances locking one name at once exactly one wins.
-// A record is replaced or removed only as it was read
-// (largo.StateSwapper: If-Match on a bucket, a compare under a lock file
-// on a folder): of two instances taking over one expired lock at once,
-// exactly one wins, and a refresh or UNLOCK that read a lock before it
-// expired and was taken again leaves the new holder's alone. A lock's
+// area (a record.Table): one record per locked name, created only where
+// none is and replaced or removed only as it was read (record.Table.Update:
+// If-None-Match: * and If-Match on a bucket, a link and a compare under a
+// lock file on a folder), so that of two instances locking one name at
+// once, or taking over one expired lock, exactly one wins, and a refresh
+// or UNLOCK that read a lock before it expired and was taken again leaves
+// the new holder's alone, while two refreshes of one lock by its holder
+// both extend it. A lock's
 // token carries its name, so that UNLOCK and a refresh find the record
 // with one read. Expired locks are ignored, taken over when their name is
 // locked again, and removed by Sweep.
@@ -44,10 +44,9 @@ import (
 // Locks implements ingest.Guard, through which every write protocol
 // honours them. Locks is safe for concurrent use.
 type Locks struct {
-	st  largo.State
-	sc  largo.StateCreator
-	sw  largo.StateSwapper
-	now func() time.Time
+	st    largo.State
+	locks *record.Table[lock] // keyed by escape(name)
+	now   func() time.Time
 }
 
 var _ ingest.Guard = (*Locks)(nil)
@@ -64,15 +63,14 @@ const lockPrefix = "dav/locks/"
 // remove records conditionally (largo.StateCreator, largo.StateSwapper);
 // now is the clock (nil: time.Now).
 func NewLocks(st largo.State, now func() time.Time) (*Locks, error) {
-	sc, ok := st.(largo.StateCreator)
-	sw, ok2 := st.(largo.StateSwapper)
-	if !ok || !ok2 {
-		return nil, fmt.Errorf("locks: the state area cannot create, replace and remove records conditionally: %w", largo.ErrUnsupported)
-	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Locks{st: st, sc: sc, sw: sw, now: now}, nil
+	rs := record.New(st, record.Options{Now: now})
+	if !rs.Conditional() {
+		return nil, fmt.Errorf("locks: the state area cannot create, replace and remove records conditionally: %w", largo.ErrUnsupported)
+	}
+	return &Locks{st: st, locks: record.NewTable[lock](rs, lockPrefix, record.TableOptions{}), now: now}, nil
 }
 
 // lock is a lock's record.
@@ -130,8 +128,6 @@ func unescape(elem string) (string, error) {
 	return url.PathUnescape(rest)
 }
 
-func lockKey(name string) string { return lockPrefix + escape(name) }
-
 // belowPrefix is the key prefix of the records of the names below dir
 // (for the root, its own record too, which callers skip).
 func belowPrefix(kind, dir string) string {
@@ -170,78 +166,24 @@ func tokenName(token string) (string, bool) {
 
 // get returns the live lock on exactly name, or nil.
 func (ls *Locks) get(ctx context.Context, name string) (*lock, error) {
-	l, _, err := ls.read(ctx, name)
-	if err != nil || l == nil || !l.live(ls.now()) {
-		return nil, err
-	}
-	return l, nil
-}
-
-// read returns the record of the lock on name, live or expired, and its
-// version; nil if there is none.
-func (ls *Locks) read(ctx context.Context, name string) (*lock, string, error) {
-	b, ver, err := ls.sw.GetVersion(ctx, lockKey(name))
-	if errors.Is(err, largo.ErrNotFound) {
-		return nil, "", nil
+	l, err := ls.locks.Get(ctx, escape(name))
+	if errors.Is(err, largo.ErrNotFound) || err == nil && !l.live(ls.now()) {
+		return nil, nil
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, fmt.Errorf("lock record of %s: %w", name, err)
 	}
-	var l lock
-	if err := json.Unmarshal(b, &l); err != nil {
-		return nil, "", fmt.Errorf("lock record of %s: %w", name, err)
-	}
-	return &l, ver, nil
-}
-
-// swap replaces the record of the lock on name, read at version ver, with
-// l, or removes it (l nil); if it changed meanwhile, the error wraps
-// largo.ErrPrecondition.
-func (ls *Locks) swap(ctx context.Context, name, ver string, l *lock) error {
-	if l == nil {
-		return ls.sw.DeleteIf(ctx, lockKey(name), ver)
-	}
-	b, err := json.Marshal(l)
-	if err != nil {
-		return err
-	}
-	_, err = ls.sw.Swap(ctx, lockKey(name), b, ver)
-	return err
+	return &l, nil
 }
 
 // Sweep removes the records of the locks that expired, each only if no
-// one took it over meanwhile, and returns how many it removed. It is safe
-// to run in every instance at once.
+// one took it over meanwhile, and returns how many it removed. A record
+// that cannot be read is left alone. It is safe to run in every instance
+// at once.
 func (ls *Locks) Sweep(ctx context.Context) (int, error) {
-	var names []string
-	for rec, err := range ls.st.List(ctx, lockPrefix) {
-		if err != nil {
-			return 0, err
-		}
-		if name, err := unescape(strings.TrimPrefix(rec.Key, lockPrefix)); err == nil {
-			names = append(names, name)
-		}
-	}
-	n := 0
-	var failed error
-	for _, name := range names {
-		l, ver, err := ls.read(ctx, name)
-		if err != nil {
-			failed = err // one record unread leaves the others to sweep
-			continue
-		}
-		if l == nil || l.live(ls.now()) {
-			continue
-		}
-		err = ls.swap(ctx, name, ver, nil)
-		switch {
-		case err == nil:
-			n++
-		case !errors.Is(err, largo.ErrPrecondition):
-			failed = err
-		}
-	}
-	return n, failed
+	return ls.locks.Sweep(ctx, func(_ context.Context, e record.Entry[lock]) bool {
+		return !e.Value.live(ls.now())
+	})
 }
 
 // below yields the live locks on the names below dir.
@@ -270,7 +212,7 @@ func (ls *Locks) below(ctx context.Context, dir string) ([]*lock, error) {
 // listing that spares a write the look-ups of its name's folders when
 // nothing is locked.
 func (ls *Locks) any(ctx context.Context) (bool, error) {
-	for _, err := range ls.st.List(ctx, lockPrefix) {
+	for _, err := range ls.locks.Keys(ctx) {
 		return err == nil, err
 	}
 	return false, nil
@@ -433,41 +375,23 @@ func (ls *Locks) create(ctx context.Context, now time.Time, name string, d webda
 		timeout = MaxTimeout
 	}
 	l := lock{Token: newToken(name), Root: name, ZeroDepth: d.ZeroDepth, Expires: now.Add(timeout), Timeout: int64(timeout / time.Second), Owner: d.OwnerXML, Holder: who}
-	b, err := json.Marshal(l)
+	// Where a record is, it is taken over only if it expired, and only as
+	// it was read: of several instances taking it at once, one wins, and
+	// the others find its lock live when they read again.
+	_, err := ls.locks.Update(ctx, escape(name), func(old *lock, exists bool) (record.Change, error) {
+		if exists && old.live(now) {
+			return record.Keep, webdav.ErrLocked
+		}
+		*old = l
+		return record.Write, nil
+	})
+	if errors.Is(err, record.ErrConflict) {
+		return "", webdav.ErrLocked // others kept taking it
+	}
 	if err != nil {
 		return "", err
 	}
-	// Where a record is, it is taken over only if it expired, and only as
-	// it was read: of several instances taking it at once, one wins. A
-	// record removed between the create and the read is created again.
-	for range 3 {
-		err := ls.sc.Create(ctx, lockKey(name), b)
-		if !errors.Is(err, largo.ErrExist) {
-			if err != nil {
-				return "", err
-			}
-			return l.Token, nil
-		}
-		old, ver, err := ls.read(ctx, name)
-		if err != nil {
-			return "", err
-		}
-		if old == nil {
-			continue
-		}
-		if old.live(now) {
-			return "", webdav.ErrLocked
-		}
-		_, err = ls.sw.Swap(ctx, lockKey(name), b, ver)
-		if errors.Is(err, largo.ErrPrecondition) {
-			return "", webdav.ErrLocked // another took it over first
-		}
-		if err != nil {
-			return "", err
-		}
-		return l.Token, nil
-	}
-	return "", webdav.ErrLocked
+	return l.Token, nil
 }
 
 // byToken returns the live lock of token, or ErrNoSuchLock.
@@ -486,23 +410,6 @@ func (ls *Locks) byToken(ctx context.Context, token string) (*lock, error) {
 	return l, nil
 }
 
-// held returns the live lock of token with its record's version, or
-// ErrNoSuchLock.
-func (ls *Locks) held(ctx context.Context, token string) (*lock, string, error) {
-	name, ok := tokenName(token)
-	if !ok {
-		return nil, "", webdav.ErrNoSuchLock
-	}
-	l, ver, err := ls.read(ctx, name)
-	if err != nil {
-		return nil, "", err
-	}
-	if l == nil || l.Token != token || !l.live(ls.now()) {
-		return nil, "", webdav.ErrNoSuchLock
-	}
-	return l, ver, nil
-}
-
 // errNotHolder refuses the refresh or removal of a lock by another
 // principal than the one that took it.
 var errNotHolder = wire.Refuse(http.StatusForbidden, "forbidden: this lock was taken by someone else; only its holder may refresh or remove it")
@@ -511,43 +418,65 @@ var errNotHolder = wire.Refuse(http.StatusForbidden, "forbidden: this lock was t
 // it was read: a lock that expired and was taken over meanwhile is no
 // longer the token's.
 func (ls *Locks) refresh(ctx context.Context, now time.Time, token string, d time.Duration) (*lock, error) {
-	l, ver, err := ls.held(ctx, token)
-	if err != nil {
-		return nil, err
-	}
-	if !l.heldBy(holder(ctx)) {
-		return nil, errNotHolder
-	}
 	if d <= 0 || d > MaxTimeout {
 		d = MaxTimeout
 	}
-	l.Expires, l.Timeout = now.Add(d), int64(d/time.Second)
-	if err := ls.swap(ctx, l.Root, ver, l); err != nil {
-		if errors.Is(err, largo.ErrPrecondition) {
-			return nil, webdav.ErrNoSuchLock
-		}
+	l, err := ls.change(ctx, token, ls.extending(holder(ctx), token, now, d))
+	if err != nil {
 		return nil, err
 	}
-	return l, nil
+	return &l, nil
 }
 
 // unlock removes the lock of token, if ctx's principal took it, only as
 // it was read.
 func (ls *Locks) unlock(ctx context.Context, token string) error {
-	l, ver, err := ls.held(ctx, token)
-	if err != nil {
-		return err
+	_, err := ls.change(ctx, token, ls.removing(holder(ctx), token))
+	return err
+}
+
+// change changes the record of the lock of token by f (extending or
+// removing), only as it was read (record.Table.Update).
+func (ls *Locks) change(ctx context.Context, token string, f func(*lock, bool) (record.Change, error)) (lock, error) {
+	name, ok := tokenName(token)
+	if !ok {
+		return lock{}, webdav.ErrNoSuchLock
 	}
-	if !l.heldBy(holder(ctx)) {
+	return ls.locks.Update(ctx, escape(name), f)
+}
+
+// holding checks that the record l (exists false: none) is the live lock
+// of token, and that who took it.
+func (ls *Locks) holding(l *lock, exists bool, who, token string) error {
+	switch {
+	case !exists || l.Token != token || !l.live(ls.now()):
+		return webdav.ErrNoSuchLock
+	case !l.heldBy(who):
 		return errNotHolder
 	}
-	if err := ls.swap(ctx, l.Root, ver, nil); err != nil {
-		if errors.Is(err, largo.ErrPrecondition) {
-			return webdav.ErrNoSuchLock
-		}
-		return err
-	}
 	return nil
+}
+
+// extending is refresh's change: the lock of token, taken by who, is
+// extended by d from now.
+func (ls *Locks) extending(who, token string, now time.Time, d time.Duration) func(*lock, bool) (record.Change, error) {
+	return func(l *lock, exists bool) (record.Change, error) {
+		if err := ls.holding(l, exists, who, token); err != nil {
+			return record.Keep, err
+		}
+		l.Expires, l.Timeout = now.Add(d), int64(d/time.Second)
+		return record.Write, nil
+	}
+}
+
+// removing is unlock's change: the lock of token, taken by who, goes.
+func (ls *Locks) removing(who, token string) func(*lock, bool) (record.Change, error) {
+	return func(l *lock, exists bool) (record.Change, error) {
+		if err := ls.holding(l, exists, who, token); err != nil {
+			return record.Keep, err
+		}
+		return record.Remove, nil
+	}
 }
 
 // confirm checks a list of an If header's conditions against the names

@@ -2,12 +2,12 @@ package links
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 
 	"largo"
+	"largo/record"
 )
 
 // A file link may give only so many downloads (Link.MaxDownloads).
@@ -31,10 +31,9 @@ import (
 // sent toward the next one, plus what the responses in flight through
 // the link on this instance were admitted to send, leave room: a crowd
 // of parallel requests cannot start more downloads than remain. The
-// count lives in the state area ("downloads/ID"), changed by
-// compare-and-swap where the state offers it (largo.StateSwapper), so
-// that every instance serving a bucket agrees; what is in flight is
-// known to each instance only.
+// count lives in the state area ("downloads/ID"), changed only as it was
+// read (record.Table.Update), so that every instance serving a bucket
+// agrees; what is in flight is known to each instance only.
 
 // Count is a link's download count, as kept in the state area.
 type Count struct {
@@ -59,26 +58,17 @@ func (ls *Links) Downloads(ctx context.Context, id string) (Count, error) {
 	if ls == nil {
 		return Count{}, ErrOff
 	}
-	c, _, err := ls.count(ctx, id)
-	return c, err
+	return ls.count(ctx, id)
 }
 
-// count reads the download count of the link id, and its version where
-// the state area swaps records (largo.StateSwapper); no record is a
-// count of zero, of version "".
-func (ls *Links) count(ctx context.Context, id string) (Count, string, error) {
-	var c Count
-	b, version, err := ls.versioned(ctx, downloadPrefix+id)
-	switch {
-	case errors.Is(err, largo.ErrNotFound):
-		return c, "", nil
-	case err != nil:
-		return c, "", err
+// count reads the download count of the link id; no record is a count
+// of zero.
+func (ls *Links) count(ctx context.Context, id string) (Count, error) {
+	c, err := ls.counts.Get(ctx, id)
+	if errors.Is(err, largo.ErrNotFound) {
+		return Count{}, nil
 	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		return c, "", fmt.Errorf("download count of link %s: unreadable", id)
-	}
-	return c, version, nil
+	return c, err
 }
 
 // Begin admits a response through the link l of a file of size bytes
@@ -91,7 +81,7 @@ func (ls *Links) Begin(ctx context.Context, l *Link, size, want int64) (done fun
 	if ls == nil {
 		return nil, ErrOff
 	}
-	c, _, err := ls.count(ctx, l.ID)
+	c, err := ls.count(ctx, l.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -122,14 +112,11 @@ func (ls *Links) Begin(ctx context.Context, l *Link, size, want int64) (done fun
 	}, nil
 }
 
-// add counts sent bytes of a file of size bytes through the link id.
+// add counts sent bytes of a file of size bytes through the link id,
+// only as the count was read (record.Table.Update), even when the
+// response's client has left.
 func (ls *Links) add(ctx context.Context, id string, size, sent int64) error {
-	ctx = context.WithoutCancel(ctx)
-	for range 32 {
-		c, version, err := ls.count(ctx, id)
-		if err != nil {
-			return err
-		}
+	_, err := ls.counts.Update(context.WithoutCancel(ctx), id, func(c *Count, _ bool) (record.Change, error) {
 		if size == 0 {
 			c.Used++
 		} else {
@@ -137,28 +124,10 @@ func (ls *Links) add(ctx context.Context, id string, size, sent int64) error {
 			c.Used += c.Bytes / size
 			c.Bytes %= size
 		}
-		b, _ := json.Marshal(c)
-		sw, ok := ls.cfg.State.(largo.StateSwapper)
-		switch {
-		case !ok:
-			return ls.cfg.State.Put(ctx, downloadPrefix+id, b)
-		case version == "":
-			cr, ok := ls.cfg.State.(largo.StateCreator)
-			if !ok {
-				return ls.cfg.State.Put(ctx, downloadPrefix+id, b)
-			}
-			err = cr.Create(ctx, downloadPrefix+id, b)
-			if errors.Is(err, largo.ErrExist) {
-				continue
-			}
-			return err
-		default:
-			_, err = sw.Swap(ctx, downloadPrefix+id, b, version)
-			if errors.Is(err, largo.ErrPrecondition) {
-				continue
-			}
-			return err
-		}
+		return record.Write, nil
+	})
+	if err != nil {
+		return fmt.Errorf("download count of link %s: %w", id, err)
 	}
-	return fmt.Errorf("download count of link %s: too many changes at once", id)
+	return nil
 }

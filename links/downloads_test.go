@@ -3,8 +3,11 @@ package links
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
+
+	"largo"
 )
 
 func TestDownloadsCount(t *testing.T) {
@@ -80,4 +83,38 @@ func TestDownloadsEmptyFile(t *testing.T) {
 	if _, err := d.Begin(ctx, l, 0, 0); !errors.Is(err, ErrUsedUp) {
 		t.Errorf("after the one download of an empty file: %v; want ErrUsedUp", err)
 	}
+}
+
+// TestDownloadsRace: responses through one link ending at once on two
+// instances sharing a state area each count once.
+func TestDownloadsRace(t *testing.T) {
+	onEachState(t, func(t *testing.T, state largo.State) {
+		ctx := context.Background()
+		l := &Link{ID: "CCCCCCCCCCCCCCCCCCCCCC", Kind: File, MaxDownloads: 1000, Expires: time.Now().Add(time.Hour)}
+		instances := []*Links{New(Config{State: state}), New(Config{State: state})}
+		const size, workers, each = 10, 3, 4
+		var wg sync.WaitGroup
+		for _, ls := range instances {
+			for range workers {
+				wg.Go(func() {
+					for range each {
+						done, err := ls.Begin(ctx, l, size, size)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						// Half a download each: two make one.
+						if err := done(ctx, size/2, false); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+		}
+		wg.Wait()
+		c, err := New(Config{State: state}).Downloads(ctx, l.ID)
+		if want := (Count{Used: 2 * workers * each / 2}); err != nil || c != want {
+			t.Errorf("count = %+v, %v; want %+v", c, err, want)
+		}
+	})
 }

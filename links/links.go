@@ -37,17 +37,16 @@ package links
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"path"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"largo"
+	"largo/record"
 )
 
 // Kind is what a share link grants.
@@ -172,15 +171,18 @@ const CacheTTL = 5 * time.Second
 
 const (
 	linkPrefix = "links/"
-	cacheMax   = 4096
+	// cacheMax bounds the links' records (and absences) kept in memory:
+	// past it, the least recently used is forgotten.
+	cacheMax = 4096
 )
 
 // Links keeps the share links of one state area, with a short cache of
-// their records in front, so that a request through a link costs a
-// record's read at most once per CacheTTL: a link revoked or extended on
-// one instance is revoked or extended on all within CacheTTL (at once on
-// the instance that did it). Create one with New; a nil *Links has links
-// off: its methods answer ErrOff (Load and Sweep have nothing to do).
+// their records in front (a record.Table's), so that a request through a
+// link costs a record's read at most once per CacheTTL: a link revoked or
+// extended on one instance is revoked or extended on all within CacheTTL
+// (at once on the instance that did it). Create one with New; a nil
+// *Links has links off: its methods answer ErrOff (Load and Sweep have
+// nothing to do).
 type Links struct {
 	cfg Config
 
@@ -188,16 +190,11 @@ type Links struct {
 	key        []byte    // the share key, once known
 	noKeySince time.Time // when the state area was last found without one
 
-	mu    sync.Mutex
-	cache map[string]cachedLink
+	links  *record.Table[Link]  // by ID, cached for CacheTTL
+	counts *record.Table[Count] // download counts, by ID (downloads.go)
 
 	downMu   sync.Mutex
 	inflight map[string]int64 // link ID -> bytes admitted and not yet counted
-}
-
-type cachedLink struct {
-	link *Link // nil: no such record
-	at   time.Time
 }
 
 // Errors of links. Those of a link's holder (Invalid, Old, Revoked,
@@ -232,7 +229,11 @@ func New(cfg Config) *Links {
 	if cfg.Grace <= 0 {
 		cfg.Grace = DefaultGrace
 	}
-	return &Links{cfg: cfg, cache: map[string]cachedLink{}, inflight: map[string]int64{}}
+	rs := record.New(cfg.State, record.Options{Now: cfg.Now})
+	return &Links{cfg: cfg, inflight: map[string]int64{},
+		links:  record.NewTable[Link](rs, linkPrefix, record.TableOptions{CacheSize: cacheMax, TTL: CacheTTL, NegativeTTL: CacheTTL}),
+		counts: record.NewTable[Count](rs, downloadPrefix, record.TableOptions{}),
+	}
 }
 
 // Make records l (its ID, Created and Password are set here) and returns
@@ -263,15 +264,7 @@ func (ls *Links) Make(ctx context.Context, l Link, password string) (string, Lin
 }
 
 func (ls *Links) put(ctx context.Context, l *Link) error {
-	b, err := json.Marshal(l)
-	if err != nil {
-		return err
-	}
-	if err := ls.cfg.State.Put(ctx, linkPrefix+l.ID, b); err != nil {
-		return err
-	}
-	ls.remember(l.ID, l)
-	return nil
+	return ls.links.Put(ctx, l.ID, *l)
 }
 
 // Token returns the token of the link l: ErrNoKey when the state area
@@ -333,53 +326,16 @@ func (ls *Links) Get(ctx context.Context, id string) (*Link, error) {
 	if !validID(id) {
 		return nil, ErrInvalid
 	}
-	now := ls.cfg.Now()
-	ls.mu.Lock()
-	c, hit := ls.cache[id]
-	ls.mu.Unlock()
-	if !hit || now.Sub(c.at) >= CacheTTL || now.Before(c.at) {
-		l, err := ls.read(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		c.link = l
-		ls.remember(id, l)
-	}
-	if c.link == nil {
-		return nil, ErrRevoked
-	}
-	return c.link, nil
-}
-
-// read reads the record of the link id from the state area: nil when
-// there is none.
-func (ls *Links) read(ctx context.Context, id string) (*Link, error) {
-	b, err := ls.cfg.State.Get(ctx, linkPrefix+id)
+	l, err := ls.links.Get(ctx, id)
 	switch {
 	case errors.Is(err, largo.ErrNotFound):
-		return nil, nil
+		return nil, ErrRevoked
 	case err != nil:
 		return nil, err
-	}
-	return decode(id, b)
-}
-
-// decode reads the record b of the link id.
-func decode(id string, b []byte) (*Link, error) {
-	l := new(Link)
-	if err := json.Unmarshal(b, l); err != nil || l.ID != id {
+	case l.ID != id:
 		return nil, fmt.Errorf("link record %s: unreadable", id)
 	}
-	return l, nil
-}
-
-func (ls *Links) remember(id string, l *Link) {
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if len(ls.cache) >= cacheMax {
-		clear(ls.cache)
-	}
-	ls.cache[id] = cachedLink{link: l, at: ls.cfg.Now()}
+	return &l, nil
 }
 
 // List returns the links maker made, or with all every link, newest
@@ -389,11 +345,11 @@ func (ls *Links) List(ctx context.Context, maker string, all bool) ([]Link, erro
 		return nil, ErrOff
 	}
 	var out []Link
-	for rec, err := range ls.cfg.State.List(ctx, linkPrefix) {
+	for rec, err := range ls.links.Keys(ctx) {
 		if err != nil {
 			return nil, err
 		}
-		l, err := ls.Get(ctx, strings.TrimPrefix(rec.Key, linkPrefix))
+		l, err := ls.Get(ctx, rec.Key)
 		if err != nil {
 			continue // revoked meanwhile, or unreadable
 		}
@@ -413,11 +369,10 @@ func (ls *Links) Revoke(ctx context.Context, id, maker string, all bool) error {
 	if err != nil {
 		return err
 	}
-	if err := ls.cfg.State.Delete(ctx, linkPrefix+l.ID); err != nil {
+	if err := ls.links.Delete(ctx, l.ID); err != nil {
 		return err
 	}
-	ls.remember(l.ID, nil)
-	return ls.cfg.State.Delete(ctx, downloadPrefix+l.ID)
+	return ls.counts.Delete(ctx, l.ID)
 }
 
 // Extend sets a new expiry on the link id. Only its maker may (maker ""

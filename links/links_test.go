@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"largo"
-	"largo/disk"
-	"largo/s3"
-	"largo/s3/s3test"
+	"largo/internal/teststore"
 )
 
 // clock is a test's settable time.
@@ -35,33 +33,11 @@ func (c *clock) add(d time.Duration) {
 func newClock() *clock { return &clock{t: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)} }
 
 // diskState returns the state area of a new folder.
-func diskState(t *testing.T) largo.State {
-	t.Helper()
-	st, err := disk.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st.State()
-}
-
-// bucketState returns the state area of a new bucket of a real S3
-// server.
-func bucketState(t *testing.T) largo.State {
-	t.Helper()
-	srv := s3test.Start(t, s3test.Options{})
-	st, err := s3.New(context.Background(), s3.Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st.State()
-}
+func diskState(t *testing.T) largo.State { return teststore.Disk(t).State() }
 
 // onEachState runs f on a folder's state area, then on a bucket's.
 func onEachState(t *testing.T, f func(t *testing.T, state largo.State)) {
-	t.Run("disk", func(t *testing.T) { f(t, diskState(t)) })
-	t.Run("s3", func(t *testing.T) { f(t, bucketState(t)) })
+	teststore.Each(t, func(t *testing.T, st teststore.Store) { f(t, st.State()) })
 }
 
 func TestTokens(t *testing.T) {

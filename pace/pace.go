@@ -20,13 +20,15 @@
 // twice. The two directions are separate: a cap of 10 MB/s lets a user
 // download at 10 MB/s while uploading at 10 MB/s.
 //
-// The map of keys is bounded: a key is held while a transfer of it is in
-// flight, and an idle key whose bucket is full again (which is the same as
-// a new one) is forgotten when room is needed; when more than
-// Config.MaxKeys idle keys are still refilling, every idle key is
-// forgotten, which gives each at most one burst back. So a client with
-// many addresses cannot grow the map beyond twice the transfers in flight
-// (which the connection limits bound) and MaxKeys.
+// The keys are bounded: a key is held while a transfer of it is in
+// flight; when its last transfer ends, its bucket is forgotten if it is
+// full (the same as a new one), and otherwise kept, still refilling,
+// among at most Config.MaxKeys idle keys (internal/lru): past them the
+// least recently used is forgotten, which gives it at most one burst
+// back, never every idle key at once. So a client with many addresses
+// cannot grow the keys beyond the transfers in flight (which the
+// connection limits bound) and MaxKeys, nor wipe a recent key's debt by
+// making new ones.
 package pace
 
 import (
@@ -37,6 +39,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"largo/internal/lru"
 )
 
 // Kind is what a bucket is kept for.
@@ -147,9 +151,10 @@ type Config struct {
 type Limits struct {
 	cfg Config
 
-	mu      sync.Mutex
-	buckets map[bucketKey]*bucket
-	next    int // the map's size at which idle keys are swept
+	mu   sync.Mutex
+	busy map[bucketKey]*bucket // the keys of transfers in flight
+	// idle are the keys without a transfer whose buckets are refilling.
+	idle *lru.Cache[bucketKey, *bucket]
 }
 
 type bucketKey struct {
@@ -160,6 +165,7 @@ type bucketKey struct {
 
 // bucket is a shared bucket and the transfers holding it.
 type bucket struct {
+	key  bucketKey
 	lim  *rate.Limiter
 	rate int64
 	held int // transfers in flight; guarded by Limits.mu
@@ -173,7 +179,7 @@ func New(cfg Config) *Limits {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Limits{cfg: cfg, buckets: map[bucketKey]*bucket{}, next: cfg.MaxKeys}
+	return &Limits{cfg: cfg, busy: map[bucketKey]*bucket{}, idle: lru.New[bucketKey, *bucket](cfg.MaxKeys)}
 }
 
 // Default returns the default rate of kind, in bytes per second (zero:
@@ -196,7 +202,7 @@ func (l *Limits) Default(kind Kind) int64 {
 func (l *Limits) Keys() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.buckets)
+	return len(l.busy) + l.idle.Len()
 }
 
 // maxKeysOfTransfer bounds the keys one transfer waits on: its own, and
@@ -247,15 +253,16 @@ func (l *Limits) Start(dir Direction, keys ...Key) *Pacer {
 // hold returns the bucket of k at rate, made if there is none, with one
 // more transfer holding it. l.mu is held.
 func (l *Limits) hold(k bucketKey, r int64, now time.Time) *bucket {
-	b := l.buckets[k]
-	switch {
-	case b == nil:
-		if len(l.buckets) >= l.next {
-			l.sweep(now)
+	b := l.busy[k]
+	if b == nil {
+		if b, _ = l.idle.Get(k); b != nil {
+			l.idle.Remove(k)
+		} else {
+			b = &bucket{key: k, lim: rate.NewLimiter(rate.Limit(r), Burst(r)), rate: r}
 		}
-		b = &bucket{lim: rate.NewLimiter(rate.Limit(r), Burst(r)), rate: r}
-		l.buckets[k] = b
-	case b.rate != r:
+		l.busy[k] = b
+	}
+	if b.rate != r {
 		b.lim.SetLimitAt(now, rate.Limit(r))
 		b.lim.SetBurstAt(now, Burst(r))
 		b.rate = r
@@ -264,40 +271,22 @@ func (l *Limits) hold(k bucketKey, r int64, now time.Time) *bucket {
 	return b
 }
 
-// sweep forgets the idle keys whose bucket is full (a new one would be the
-// same), and when more than Config.MaxKeys idle keys are left (in debt),
-// every idle key. The next sweep comes when the map has doubled, so that
-// a map held full by transfers in flight is not swept at every new key:
-// the map holds at most twice the keys in flight and Config.MaxKeys.
-// l.mu is held.
-func (l *Limits) sweep(now time.Time) {
-	idle := 0
-	for k, b := range l.buckets {
-		switch {
-		case b.held > 0:
-		case b.lim.TokensAt(now) >= float64(b.lim.Burst()):
-			delete(l.buckets, k)
-		default:
-			idle++
-		}
-	}
-	if idle > l.cfg.MaxKeys {
-		for k, b := range l.buckets {
-			if b.held == 0 {
-				delete(l.buckets, k)
-			}
-		}
-	}
-	l.next = max(l.cfg.MaxKeys, 2*len(l.buckets))
-}
-
-// release lets go of the buckets p held.
+// release lets go of the buckets p held: one no transfer holds any more
+// is forgotten if it is full, else kept among the idle keys.
 func (l *Limits) release(p *Pacer) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	now := l.cfg.Now()
 	for _, b := range p.held[:p.n] {
-		if b != nil {
-			b.held--
+		if b == nil {
+			continue
+		}
+		if b.held--; b.held > 0 {
+			continue
+		}
+		delete(l.busy, b.key)
+		if b.lim.TokensAt(now) < float64(b.lim.Burst()) {
+			l.idle.Add(b.key, b)
 		}
 	}
 }

@@ -147,10 +147,8 @@ func TestDuplicateKey(t *testing.T) {
 	p.Close()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, b := range l.buckets {
-		if b.held != 0 {
-			t.Errorf("bucket held by %d after Close", b.held)
-		}
+	if b := p.held[0]; b.held != 0 || len(l.busy) != 0 {
+		t.Errorf("bucket held by %d after Close (%d keys busy)", b.held, len(l.busy))
 	}
 }
 
@@ -263,16 +261,24 @@ func TestRateChange(t *testing.T) {
 	}
 }
 
+// addressRate is the cap of the client addresses of addressKey.
+const addressRate = 1 << 20
+
+// addressKey is the key of the i-th client address, capped at
+// addressRate.
+func addressKey(i int) Key {
+	return Key{Kind: Address, Name: "198.51.100." + strconv.Itoa(i), Rate: addressRate}
+}
+
 // TestBounded: many addresses, each with a short transfer, never hold
 // more than the bound of keys, while keys in flight are never forgotten
 // and an idle key in debt is kept until it is paid (short of the bound),
 // so that a client cannot get a fresh bucket by reconnecting.
 func TestBounded(t *testing.T) {
 	c := newClock()
-	const bound = 16
+	const bound, r = 16, addressRate
 	l := New(Config{MaxKeys: bound, Now: c.now})
-	const r = 1 << 20
-	key := func(i int) Key { return Key{Kind: Address, Name: "198.51.100." + strconv.Itoa(i), Rate: r} }
+	key := addressKey
 
 	// A key in debt, idle: kept while it pays.
 	debtor := l.Start(Send, key(0))
@@ -310,6 +316,38 @@ func TestBounded(t *testing.T) {
 			t.Fatalf("%d keys after %d addresses; want at most %d", n, i, 4*bound+1)
 		}
 	}
+}
+
+// TestIdleKeysAtBound: past the bound of idle keys in debt, the least
+// recently used goes, one at a time, and the keys used last keep their
+// debt: a client making new keys cannot wipe the debt of a recent one.
+func TestIdleKeysAtBound(t *testing.T) {
+	c := newClock()
+	const bound, r = 16, addressRate
+	l := New(Config{MaxKeys: bound, Now: c.now})
+	key := addressKey
+	const n = 2*bound + bound/2
+	for i := range n {
+		p := l.Start(Send, key(i))
+		p.reserve(c.now(), Quantum(r))
+		p.reserve(c.now(), Quantum(r)) // a burst in debt
+		p.Close()
+	}
+	if k := l.Keys(); k != bound {
+		t.Errorf("%d keys kept; want %d", k, bound)
+	}
+	for i := n - bound; i < n; i++ {
+		p := l.Start(Send, key(i))
+		if _, d, _ := p.reserve(c.now(), Quantum(r)); d != time.Second/4 {
+			t.Errorf("key %d, among the last used, waits %s; want 250ms (its debt)", i, d)
+		}
+		p.Close()
+	}
+	p := l.Start(Send, key(0))
+	if _, d, _ := p.reserve(c.now(), Quantum(r)); d != 0 {
+		t.Errorf("key 0, past the bound, waits %s; want a new bucket", d)
+	}
+	p.Close()
 }
 
 // BenchmarkWait is the cost of one wait that does not delay, on the

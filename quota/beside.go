@@ -3,9 +3,11 @@ package quota
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"largo"
+	"largo/record"
 )
 
 // Besides files, two things a client makes through largo count against
@@ -22,7 +24,9 @@ import (
 //     made on the way by a write, or behind largo's back, counts for
 //     nothing.
 
-// Where the records of each kind are, in the state area.
+// Where the records of each kind are, in the state area: each keyed by
+// the SHA-256 of the name it describes (record.NameKey), a flat folder of
+// fixed-length keys, whatever the names.
 const (
 	besidePrefix  = "quota/beside/"
 	foldersPrefix = "quota/folders/"
@@ -35,19 +39,22 @@ type extra struct {
 	Usage Usage  `json:"usage"`
 }
 
-func (e extra) named() string { return e.Name }
-
-func (k *Keeper) getExtra(ctx context.Context, prefix, name string) (extra, error) {
-	return getRecord[extra](ctx, k.cfg.State, prefix, name)
+// getExtra reads the record of name in t; one that does not describe
+// name is damaged, an error wrapping largo.ErrNotFound.
+func getExtra(ctx context.Context, t *record.Table[extra], name string) (extra, error) {
+	e, err := t.Get(ctx, record.NameKey(name))
+	if err == nil && e.Name != name {
+		return extra{}, fmt.Errorf("quota record of %s: damaged: %w", name, largo.ErrNotFound)
+	}
+	return e, err
 }
 
-// putExtra writes e under prefix, or removes its record when it counts
-// nothing.
-func (k *Keeper) putExtra(ctx context.Context, prefix string, e extra) error {
+// putExtra writes e in t, or removes its record when it counts nothing.
+func putExtra(ctx context.Context, t *record.Table[extra], e extra) error {
 	if e.Usage == (Usage{}) {
-		return k.cfg.State.Delete(ctx, nameKey(prefix, e.Name))
+		return t.Delete(ctx, record.NameKey(e.Name))
 	}
-	return putRecord(ctx, k.cfg.State, prefix, e)
+	return t.Put(ctx, record.NameKey(e.Name), e)
 }
 
 // countExtra adds e, times sign, to the counters of its user and paths.
@@ -67,7 +74,7 @@ func (k *Keeper) countExtra(pol Policy, e extra, sign int64) {
 func (k *Keeper) KeepBeside(ctx context.Context, name string, size int64) error {
 	pol := k.policy()
 	user, label := k.owner(ctx)
-	old, err := k.getExtra(ctx, besidePrefix, name)
+	old, err := getExtra(ctx, k.beside, name)
 	if err != nil && !errors.Is(err, largo.ErrNotFound) {
 		return err
 	}
@@ -87,7 +94,7 @@ func (k *Keeper) KeepBeside(ctx context.Context, name string, size int64) error 
 	}
 	k.mu.Unlock()
 	e := extra{Name: name, User: user, Usage: Usage{Bytes: size}}
-	if err := k.putExtra(ctx, besidePrefix, e); err != nil {
+	if err := putExtra(ctx, k.beside, e); err != nil {
 		return err
 	}
 	k.countExtra(pol, old, -1)
@@ -101,7 +108,7 @@ func (k *Keeper) KeepBeside(ctx context.Context, name string, size int64) error 
 func (k *Keeper) FolderMade(ctx context.Context, name string) {
 	user, _ := k.owner(ctx)
 	e := extra{Name: name, User: user, Usage: Usage{Files: 1}}
-	if err := k.putExtra(ctx, foldersPrefix, e); err != nil {
+	if err := putExtra(ctx, k.folders, e); err != nil {
 		k.cfg.Logger.Warn("quota: recording a folder made", "name", name, "err", err)
 		k.markDirty()
 		return
@@ -112,25 +119,25 @@ func (k *Keeper) FolderMade(ctx context.Context, name string) {
 // Carried implements ingest.Quota: what counts beside from (a file or
 // folder moved by copies to to) follows it.
 func (k *Keeper) Carried(ctx context.Context, from, to string) {
-	k.carry(ctx, besidePrefix, from, to)
-	k.carry(ctx, foldersPrefix, from, to)
+	k.carry(ctx, k.beside, from, to)
+	k.carry(ctx, k.folders, from, to)
 }
 
-// carry moves the record of from under prefix to the name to, and its
-// count from from's paths to to's.
-func (k *Keeper) carry(ctx context.Context, prefix, from, to string) {
-	e, err := k.getExtra(ctx, prefix, from)
+// carry moves the record of from in t to the name to, and its count from
+// from's paths to to's.
+func (k *Keeper) carry(ctx context.Context, t *record.Table[extra], from, to string) {
+	e, err := getExtra(ctx, t, from)
 	if err != nil {
 		return
 	}
 	moved := e
 	moved.Name = to
-	if err := k.putExtra(ctx, prefix, moved); err != nil {
+	if err := putExtra(ctx, t, moved); err != nil {
 		k.cfg.Logger.Warn("quota: moving a record", "name", to, "err", err)
 		k.markDirty()
 		return
 	}
-	if err := k.cfg.State.Delete(ctx, nameKey(prefix, from)); err != nil {
+	if err := t.Delete(ctx, record.NameKey(from)); err != nil {
 		k.cfg.Logger.Warn("quota: moving a record", "name", from, "err", err)
 	}
 	pol := k.policy()
@@ -138,13 +145,13 @@ func (k *Keeper) carry(ctx context.Context, prefix, from, to string) {
 	k.count(pol, "", to, e.Usage)
 }
 
-// forgetExtra drops the record of name under prefix, and what it counted.
-func (k *Keeper) forgetExtra(ctx context.Context, prefix, name string) {
-	e, err := k.getExtra(ctx, prefix, name)
+// forgetExtra drops the record of name in t, and what it counted.
+func (k *Keeper) forgetExtra(ctx context.Context, t *record.Table[extra], name string) {
+	e, err := getExtra(ctx, t, name)
 	if err != nil {
 		return
 	}
-	if err := k.cfg.State.Delete(ctx, nameKey(prefix, name)); err != nil {
+	if err := t.Delete(ctx, record.NameKey(name)); err != nil {
 		k.cfg.Logger.Warn("quota: removing a record", "name", name, "err", err)
 		return
 	}
@@ -154,35 +161,40 @@ func (k *Keeper) forgetExtra(ctx context.Context, prefix, name string) {
 // renameExtras carries the records of from, a folder, and of all below
 // it to to: reading every record of each kind.
 func (k *Keeper) renameExtras(ctx context.Context, from, to string) {
-	for _, prefix := range []string{besidePrefix, foldersPrefix} {
+	for _, t := range []*record.Table[extra]{k.beside, k.folders} {
 		var names []string
-		for r, err := range listRecords[extra](ctx, k.cfg.State, prefix) {
+		for e, err := range t.All(ctx) {
 			if err != nil {
 				k.markDirty()
-				break
+				continue
 			}
-			if r.v.Name != "" && largo.Within(from, r.v.Name) {
-				names = append(names, r.v.Name)
+			if n := e.Value.Name; n != "" && largo.Within(from, n) {
+				names = append(names, n)
 			}
 		}
 		for _, n := range names {
-			k.carry(ctx, prefix, n, to+strings.TrimPrefix(n, from))
+			k.carry(ctx, t, n, to+strings.TrimPrefix(n, from))
 		}
 	}
 }
 
 // countExtras adds to truth what the records count whose names are
-// there, and drops the others: a reconcile pass's.
+// there, and drops the others (each only as it was read): a reconcile
+// pass's.
 func (k *Keeper) countExtras(ctx context.Context, truth tally, paths []string) error {
-	for _, prefix := range []string{besidePrefix, foldersPrefix} {
-		for r, err := range listRecords[extra](ctx, k.cfg.State, prefix) {
-			if err != nil {
-				return err
+	for _, t := range []*record.Table[extra]{k.beside, k.folders} {
+		var failed error
+		_, err := t.Sweep(ctx, func(ctx context.Context, r record.Entry[extra]) bool {
+			e := r.Value
+			if failed != nil {
+				return false
 			}
-			e := r.v
+			if e.Name == "" || record.NameKey(e.Name) != r.Key {
+				return true // it describes no name
+			}
 			in, err := k.cfg.Store.Stat(ctx, e.Name)
 			switch {
-			case e.Name != "" && err == nil && (prefix == besidePrefix || in.IsDir):
+			case err == nil && (t == k.beside || in.IsDir):
 				if e.User != "" {
 					truth.Users[e.User] = truth.Users[e.User].Add(e.Usage)
 				}
@@ -191,13 +203,18 @@ func (k *Keeper) countExtras(ctx context.Context, truth tally, paths []string) e
 						truth.Paths[p] = truth.Paths[p].Add(e.Usage)
 					}
 				}
-				continue
-			case e.Name != "" && err != nil && !errors.Is(err, largo.ErrNotFound) && !errors.Is(err, largo.ErrNotDir):
-				return err
+				return false
+			case err != nil && !errors.Is(err, largo.ErrNotFound) && !errors.Is(err, largo.ErrNotDir):
+				failed = err
+				return false
 			}
-			if err := k.dropKey(ctx, r.key, r.version); err != nil {
-				return err
-			}
+			return true // its name is gone, or no folder now
+		})
+		if err == nil {
+			err = failed
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

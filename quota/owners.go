@@ -37,7 +37,7 @@ func (k *Keeper) ownerOf(ctx context.Context, name string) (owner, error) {
 // name still there (a WebDAV copy that will replace the file) is left
 // alone but for what was kept beside it.
 func (k *Keeper) Forget(ctx context.Context, name string) {
-	k.forgetExtra(ctx, besidePrefix, name)
+	k.forgetExtra(ctx, k.beside, name)
 	in, err := k.cfg.Store.Stat(ctx, name)
 	switch {
 	case err == nil && !in.IsDir:
@@ -46,7 +46,7 @@ func (k *Keeper) Forget(ctx context.Context, name string) {
 		k.overlapsDirty(name) // a folder not removed after all
 		return
 	}
-	k.forgetExtra(ctx, foldersPrefix, name)
+	k.forgetExtra(ctx, k.folders, name)
 	o, err := k.ownerOf(ctx, name)
 	if err == nil {
 		k.count(k.policy(), "", name, Usage{-o.Size, -1})
@@ -72,7 +72,7 @@ func (k *Keeper) Renamed(ctx context.Context, from, to string) {
 		return
 	}
 	if !in.IsDir {
-		k.carry(ctx, besidePrefix, from, to)
+		k.carry(ctx, k.beside, from, to)
 		pol := k.policy()
 		k.count(pol, "", from, Usage{-in.Size, -1})
 		k.count(pol, "", to, Usage{in.Size, 1})

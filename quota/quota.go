@@ -17,7 +17,7 @@
 // file's owner is in the file's record. Each Keeper adds what its own
 // writes and removals change to a local tally, and adds the tally to the
 // record every sync period (Run) by a compare-and-swap
-// (largo.StateSwapper), reading back what other instances added: on a
+// (record.Table.Update), reading back what other instances added: on a
 // bucket shared by several instances, a quota may be overrun by what the
 // other instances admitted within one sync period, and by no more. A
 // server loads the record before it takes writes (Load), and adds its
@@ -126,6 +126,11 @@ type Keeper struct {
 
 	// turn is held by the Sync running, so that syncs take turns.
 	turn chan struct{}
+
+	// The records of the state area: the usage (sync.go), and what
+	// counts beside files (beside.go).
+	usage           *record.Table[usageRecord]
+	beside, folders *record.Table[extra]
 }
 
 var _ ingest.Quota = (*Keeper)(nil)
@@ -139,7 +144,12 @@ func New(cfg Config) *Keeper {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Keeper{cfg: cfg, base: newTally(), pending: newTally(), syncing: newTally(), held: newTally(), known: map[string]bool{}, turn: make(chan struct{}, 1)}
+	rs := record.New(cfg.State, record.Options{Now: cfg.Now})
+	return &Keeper{cfg: cfg, base: newTally(), pending: newTally(), syncing: newTally(), held: newTally(), known: map[string]bool{}, turn: make(chan struct{}, 1),
+		usage:   record.NewTable[usageRecord](rs, usagePrefix, record.TableOptions{}),
+		beside:  record.NewTable[extra](rs, besidePrefix, record.TableOptions{}),
+		folders: record.NewTable[extra](rs, foldersPrefix, record.TableOptions{}),
+	}
 }
 
 // tally is a counter per user and per path.

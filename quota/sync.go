@@ -2,16 +2,20 @@ package quota
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"largo"
+	"largo/record"
 )
 
-// usageKey is the state key of the usage record.
-const usageKey = "quota/usage.json"
+// The usage every instance shares is one record of the state area,
+// quota/usage.json, changed only as it was read (record.Table.Update).
+const (
+	usagePrefix = "quota/"
+	usageKey    = "usage.json"
+)
 
 // usageRecord is the usage every instance shares.
 type usageRecord struct {
@@ -25,70 +29,47 @@ type usageRecord struct {
 	Counted []string `json:"counted,omitempty"`
 }
 
-// read returns the usage record and its version ("" without a
-// largo.StateSwapper); a missing one is an empty record, found false.
-func (k *Keeper) read(ctx context.Context) (rec usageRecord, ver string, found bool, err error) {
-	var b []byte
-	if sw, ok := k.cfg.State.(largo.StateSwapper); ok {
-		b, ver, err = sw.GetVersion(ctx, usageKey)
-	} else {
-		b, err = k.cfg.State.Get(ctx, usageKey)
-	}
-	rec.tally = newTally()
-	switch {
-	case errors.Is(err, largo.ErrNotFound):
-		return rec, "", false, nil
-	case err != nil:
-		return rec, "", false, err
-	}
-	if err := json.Unmarshal(b, &rec); err != nil {
-		return rec, "", false, fmt.Errorf("usage record: damaged: %v", err)
-	}
+// filled makes rec's counters ready to count into.
+func (rec *usageRecord) filled() {
 	if rec.Users == nil {
 		rec.Users = map[string]Usage{}
 	}
 	if rec.Paths == nil {
 		rec.Paths = map[string]Usage{}
 	}
-	return rec, ver, true, nil
 }
 
-// update reads the usage record, changes it with change, and writes it
-// back if no other instance wrote it meanwhile, trying again if one did.
-// It returns the record written, or read when change says there is
-// nothing to write.
-func (k *Keeper) update(ctx context.Context, change func(*usageRecord) bool) (usageRecord, error) {
-	sw, swaps := k.cfg.State.(largo.StateSwapper)
-	cr, creates := k.cfg.State.(largo.StateCreator)
-	for range 20 {
-		rec, ver, found, err := k.read(ctx)
-		if err != nil {
-			return rec, err
-		}
-		if !change(&rec) {
-			return rec, nil
-		}
-		b, err := json.Marshal(rec)
-		if err != nil {
-			return rec, err
-		}
-		switch {
-		case swaps && found:
-			_, err = sw.Swap(ctx, usageKey, b, ver)
-		case creates && !found:
-			err = cr.Create(ctx, usageKey, b)
-		default:
-			err = k.cfg.State.Put(ctx, usageKey, b)
-		}
-		if errors.Is(err, largo.ErrUnsupported) {
-			err = k.cfg.State.Put(ctx, usageKey, b) // a bucket without conditional writes: one instance
-		}
-		if errors.Is(err, largo.ErrPrecondition) || errors.Is(err, largo.ErrExist) {
-			continue // another instance's: read it again
-		}
-		return rec, err
+// read returns the usage record; a missing one is an empty record, found
+// false.
+func (k *Keeper) read(ctx context.Context) (rec usageRecord, found bool, err error) {
+	rec, err = k.usage.Get(ctx, usageKey)
+	switch {
+	case errors.Is(err, largo.ErrNotFound):
+		rec, err = usageRecord{}, nil
+	case err == nil:
+		found = true
 	}
-	return usageRecord{}, errors.New("usage record: changed by other instances twenty times in a row")
+	rec.filled()
+	return rec, found, err
+}
+
+// update changes the usage record with change, only as it was read
+// (record.Table.Update: read again and changed again when another
+// instance wrote it meanwhile). It returns the record written, or read
+// when change says there is nothing to write.
+func (k *Keeper) update(ctx context.Context, change func(*usageRecord) bool) (usageRecord, error) {
+	rec, err := k.usage.Update(ctx, usageKey, func(r *usageRecord, _ bool) (record.Change, error) {
+		r.filled()
+		if !change(r) {
+			return record.Keep, nil
+		}
+		return record.Write, nil
+	})
+	if err != nil {
+		return rec, fmt.Errorf("usage record: %w", err)
+	}
+	rec.filled()
+	return rec, nil
 }
 
 // Load reads the usage recorded, and reports whether there is any (a
@@ -96,7 +77,7 @@ func (k *Keeper) update(ctx context.Context, change func(*usageRecord) bool) (us
 // with). A server loads before it takes writes, so that the first ones
 // are admitted against what was counted before.
 func (k *Keeper) Load(ctx context.Context) (bool, error) {
-	rec, _, found, err := k.read(ctx)
+	rec, found, err := k.read(ctx)
 	if err != nil {
 		return false, err
 	}

@@ -101,7 +101,7 @@ func (s *Store) Acquire(ctx context.Context, key string, ttl time.Duration) (*Le
 // told without a read: the state's own (a bucket's ETag) is learnt at
 // the first renewal.
 func (s *Store) createdVersion(b []byte) string {
-	if s.sw == nil {
+	if !s.swaps() {
 		return string(b)
 	}
 	return ""
@@ -225,4 +225,38 @@ func (l *Lease) Release(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// SweepLeases removes the records of the leases under prefix that no one
+// holds any more (expired, or of a process of this machine that is gone:
+// their holders stopped without releasing them), each only as it was
+// read, so that one taken over meanwhile stays; a record that is no
+// lease's holds nothing and goes too. It returns how many it removed.
+// Any instance may sweep, and several at once do no harm.
+func (s *Store) SweepLeases(ctx context.Context, prefix string) (int, error) {
+	var keys []string
+	for rec, err := range s.st.List(ctx, prefix) {
+		if err != nil {
+			return 0, err
+		}
+		keys = append(keys, rec.Key)
+	}
+	n := 0
+	for _, key := range keys {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		b, ver, err := s.getVersion(ctx, key)
+		if err != nil {
+			continue // gone, or left for the next sweep
+		}
+		var rec leaseRecord
+		if json.Unmarshal(b, &rec) == nil && s.live(rec) {
+			continue
+		}
+		if s.deleteIf(ctx, key, ver) == nil {
+			n++
+		}
+	}
+	return n, nil
 }

@@ -20,8 +20,9 @@
 //
 // Compare-and-swap needs a state with conditional writes
 // (largo.StateCreator and largo.StateSwapper: every store of largo's has
-// them); on one without, a Store serialises its own changes with a lock,
-// which is enough for one instance.
+// them); on one without, or on one that refuses them (largo.ErrUnsupported:
+// a bucket whose server ignores conditions), a Store serialises its own
+// changes with a lock, which is enough for one instance.
 //
 // A Store and its Tables and Leases are safe for concurrent use.
 package record
@@ -38,6 +39,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -64,6 +66,9 @@ type Store struct {
 	pg  largo.StatePager   // nil: a page is a sorted listing
 	now func() time.Time
 	mu  sync.Mutex // the changes of this process, where the state cannot compare
+	// refused: the state refused a conditional write (largo.ErrUnsupported);
+	// its changes are made under mu from then on.
+	refused atomic.Bool
 
 	// Who this process is, in the leases it holds.
 	holder, host string
@@ -95,12 +100,25 @@ func (s *Store) Now() time.Time { return s.now() }
 // Conditional reports whether the state applies conditions to its
 // writes, so that instances sharing it agree (CAS, leases); without, only
 // the changes of this process are serialised.
-func (s *Store) Conditional() bool { return s.cr != nil && s.sw != nil }
+func (s *Store) Conditional() bool { return s.cr != nil && s.sw != nil && !s.refused.Load() }
+
+// swaps reports whether changes go through the state's StateSwapper.
+func (s *Store) swaps() bool { return s.sw != nil && !s.refused.Load() }
+
+// refusedBy reports whether err is the state's refusal of conditional
+// writes, and if so makes every later change under s.mu.
+func (s *Store) refusedBy(err error) bool {
+	if errors.Is(err, largo.ErrUnsupported) {
+		s.refused.Store(true)
+		return true
+	}
+	return false
+}
 
 // getVersion reads key with its version: the state's, or the bytes' own
 // where it has none (a change is then made under s.mu).
 func (s *Store) getVersion(ctx context.Context, key string) ([]byte, string, error) {
-	if s.sw != nil {
+	if s.swaps() {
 		return s.sw.GetVersion(ctx, key)
 	}
 	b, err := s.st.Get(ctx, key)
@@ -108,10 +126,15 @@ func (s *Store) getVersion(ctx context.Context, key string) ([]byte, string, err
 }
 
 // swap replaces key, still at version, with b; ErrPrecondition when it
-// changed.
+// changed, or when the state just refused the condition (the version
+// read is then the state's, which the next read replaces by the bytes').
 func (s *Store) swap(ctx context.Context, key string, b []byte, version string) (string, error) {
-	if s.sw != nil {
-		return s.sw.Swap(ctx, key, b, version)
+	if s.swaps() {
+		v, err := s.sw.Swap(ctx, key, b, version)
+		if s.refusedBy(err) {
+			return "", fmt.Errorf("record %s: read again: %w", key, largo.ErrPrecondition)
+		}
+		return v, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -124,8 +147,10 @@ func (s *Store) swap(ctx context.Context, key string, b []byte, version string) 
 
 // create writes key where none is; ErrExist otherwise.
 func (s *Store) create(ctx context.Context, key string, b []byte) error {
-	if s.cr != nil {
-		return s.cr.Create(ctx, key, b)
+	if s.cr != nil && !s.refused.Load() {
+		if err := s.cr.Create(ctx, key, b); !s.refusedBy(err) {
+			return err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -139,8 +164,12 @@ func (s *Store) create(ctx context.Context, key string, b []byte) error {
 
 // deleteIf removes key if it is still at version.
 func (s *Store) deleteIf(ctx context.Context, key, version string) error {
-	if s.sw != nil {
-		return s.sw.DeleteIf(ctx, key, version)
+	if s.swaps() {
+		err := s.sw.DeleteIf(ctx, key, version)
+		if s.refusedBy(err) {
+			return fmt.Errorf("record %s: read again: %w", key, largo.ErrPrecondition)
+		}
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -12,30 +12,13 @@ import (
 	"time"
 
 	"largo"
-	"largo/disk"
-	"largo/s3"
-	"largo/s3/s3test"
+	"largo/internal/teststore"
 )
 
 // states runs f on a folder's state area and on a bucket's, each shared
 // by two Stores, as by two instances of the server.
 func states(t *testing.T, f func(t *testing.T, st largo.State)) {
-	t.Run("disk", func(t *testing.T) {
-		d, err := disk.Open(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
-		f(t, d.State())
-	})
-	t.Run("s3", func(t *testing.T) {
-		srv := s3test.Start(t, s3test.Options{})
-		b, err := s3.New(context.Background(), s3.Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f(t, b.State())
-	})
+	teststore.Each(t, func(t *testing.T, st teststore.Store) { f(t, st.State()) })
 }
 
 type counter struct {
@@ -256,11 +239,7 @@ func TestLease(t *testing.T) {
 
 // TestKeep: a kept lease is renewed by itself until released.
 func TestKeep(t *testing.T) {
-	d, err := disk.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := teststore.Disk(t)
 	ctx := context.Background()
 	a, b := New(d.State(), Options{}), New(d.State(), Options{})
 	l, err := a.Acquire(ctx, "leases/kept", 200*time.Millisecond)
@@ -280,5 +259,113 @@ func TestKeep(t *testing.T) {
 	}
 	if _, err := b.Acquire(ctx, "leases/kept", time.Second); err != nil {
 		t.Errorf("after Release: %v", err)
+	}
+}
+
+// TestSweepLeases: a sweep removes the leases no one holds (expired,
+// damaged) and leaves a held one, renewed, alone.
+func TestSweepLeases(t *testing.T) {
+	states(t, func(t *testing.T, st largo.State) {
+		ctx := context.Background()
+		var mu sync.Mutex
+		now := time.Unix(2e9, 0)
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		wait := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+		a, b := New(st, Options{Now: clock}), New(st, Options{Now: clock})
+		la, err := a.Acquire(ctx, "leases/kept", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Acquire(ctx, "leases/dropped", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Put(ctx, "leases/damaged", []byte("{")); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := b.SweepLeases(ctx, "leases/"); err != nil || n != 1 {
+			t.Errorf("sweep of two live leases and a damaged one = %d, %v; want 1", n, err)
+		}
+		wait(50 * time.Second)
+		if err := la.Renew(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wait(20 * time.Second) // the dropped one expired, the kept one lives on
+		if n, err := a.SweepLeases(ctx, "leases/"); err != nil || n != 1 {
+			t.Errorf("sweep = %d, %v; want 1", n, err)
+		}
+		var left []string
+		for rec, err := range st.List(ctx, "leases/") {
+			if err != nil {
+				t.Fatal(err)
+			}
+			left = append(left, rec.Key)
+		}
+		if !slices.Equal(left, []string{"leases/kept"}) {
+			t.Errorf("left after the sweeps: %v; want the kept lease alone", left)
+		}
+		if err := la.Renew(ctx); err != nil {
+			t.Errorf("a held lease after the sweeps: %v", err)
+		}
+	})
+}
+
+// refusing is a state whose store turns out to ignore conditions (an S3
+// server that does not apply If-Match, found by s3.PrepareWrites): it
+// reads versions, but refuses every conditional write.
+type refusing struct{ largo.State }
+
+func (r refusing) GetVersion(ctx context.Context, key string) ([]byte, string, error) {
+	return r.State.(largo.StateSwapper).GetVersion(ctx, key)
+}
+func (refusing) Create(context.Context, string, []byte) error { return largo.ErrUnsupported }
+func (refusing) Swap(context.Context, string, []byte, string) (string, error) {
+	return "", largo.ErrUnsupported
+}
+func (refusing) DeleteIf(context.Context, string, string) error { return largo.ErrUnsupported }
+
+// TestRefusedConditions: on a state that refuses conditional writes, a
+// Store makes its changes under its own lock, as on one without them:
+// every update of one process counts once, creations still create only
+// where nothing is, and leases are taken and released.
+func TestRefusedConditions(t *testing.T) {
+	d := teststore.Disk(t)
+	ctx := context.Background()
+	s := New(refusing{d.State()}, Options{})
+	tb := NewTable[counter](s, "c/", TableOptions{CacheSize: 8})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 10 {
+				if _, err := tb.Update(ctx, "n", func(v *counter, _ bool) (Change, error) {
+					v.N++
+					return Write, nil
+				}); err != nil {
+					t.Errorf("Update: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if v, err := NewTable[counter](s, "c/", TableOptions{}).Get(ctx, "n"); err != nil || v.N != 80 {
+		t.Errorf("counter = %d, %v; want 80", v.N, err)
+	}
+	if s.Conditional() {
+		t.Error("Conditional on a state that refused a condition")
+	}
+	if err := tb.Create(ctx, "n", counter{}); !errors.Is(err, largo.ErrExist) {
+		t.Errorf("Create over a record: %v; want ErrExist", err)
+	}
+	l, err := s.Acquire(ctx, "leases/job", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Renew(ctx); err != nil {
+		t.Errorf("Renew: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("Release: %v", err)
+	}
+	if _, err := d.State().Get(ctx, "leases/job"); !errors.Is(err, largo.ErrNotFound) {
+		t.Errorf("the lease's record after Release: %v", err)
 	}
 }

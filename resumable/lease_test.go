@@ -43,6 +43,9 @@ func TestLeases(t *testing.T) {
 	if err != nil || !la.valid() {
 		t.Fatalf("take: %v", err)
 	}
+	if _, err := a.take(ctx, "up1"); !errors.Is(err, errBusy) {
+		t.Errorf("a second take through the same server: %v; want errBusy", err)
+	}
 	_, err = b.take(ctx, "up1")
 	var te tusd.Error
 	if !errors.Is(err, errBusy) || !errors.As(err, &te) || te.HTTPResponse.StatusCode != http.StatusLocked {
@@ -83,8 +86,9 @@ func TestLeases(t *testing.T) {
 		var wg sync.WaitGroup
 		got := make([]*lease, 8)
 		errs := make([]error, 8)
+		rctx, cancel := context.WithCancel(ctx)
 		for i := range 8 {
-			wg.Go(func() { got[i], errs[i] = []*leases{a, b}[i%2].take(ctx, "up3") })
+			wg.Go(func() { got[i], errs[i] = []*leases{a, b}[i%2].take(rctx, "up3") })
 		}
 		wg.Wait()
 		held := 0
@@ -99,11 +103,12 @@ func TestLeases(t *testing.T) {
 		if held != 1 {
 			t.Fatalf("round %d: %d appends hold the upload; want 1", round, held)
 		}
-		// Left unreleased: the next round takes it over.
+		// Left unreleased, as by a server that died: its renewals stop
+		// with its context, and the next round takes it over.
+		cancel()
 		for _, le := range got {
 			if le != nil {
-				close(le.stop)
-				<-le.done
+				le.ls.forget(le.id)
 			}
 		}
 	}
@@ -210,14 +215,22 @@ func TestLeaseOfDeadProcess(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
+	host, _ := os.Hostname()
+	// A lease's record, as every release since leases came writes it.
+	type leaseRecord struct {
+		Holder  string    `json:"holder"`
+		Host    string    `json:"host,omitempty"`
+		PID     int       `json:"pid,omitempty"`
+		Expires time.Time `json:"expires"`
+	}
 	for _, tc := range []struct {
 		what string
 		rec  leaseRecord
 		busy bool
 	}{
-		{"a process gone", leaseRecord{Holder: "x", Host: ls.host, PID: dead.Process.Pid}, false},
-		{"a process running", leaseRecord{Holder: "x", Host: ls.host, PID: os.Getppid()}, true},
-		{"another machine", leaseRecord{Holder: "x", Host: ls.host + "-other", PID: dead.Process.Pid}, true},
+		{"a process gone", leaseRecord{Holder: "x", Host: host, PID: dead.Process.Pid}, false},
+		{"a process running", leaseRecord{Holder: "x", Host: host, PID: os.Getppid()}, true},
+		{"another machine", leaseRecord{Holder: "x", Host: host + "-other", PID: dead.Process.Pid}, true},
 	} {
 		tc.rec.Expires = time.Now().Add(time.Hour)
 		b, _ := json.Marshal(tc.rec)
