@@ -67,6 +67,12 @@ func (c *Cache[K, V]) Add(key K, val V) {
 		c.ll.MoveToFront(e)
 		return
 	}
+	c.add(key, val)
+}
+
+// add adds a new entry, forgetting the least recently used one when the
+// cache is full. c.mu is held.
+func (c *Cache[K, V]) add(key K, val V) {
 	if len(c.m) >= c.max {
 		last := c.ll.Back()
 		delete(c.m, last.Value.(*entry[K, V]).key)
@@ -76,21 +82,26 @@ func (c *Cache[K, V]) Add(key K, val V) {
 }
 
 // Update sets the value of key to what f makes of its current value
-// (ok false: none), under the cache's lock, as Add; f returning keep
-// false removes the entry instead.
+// (ok false: none), as Add, all under the cache's lock (f must not use
+// the cache); f returning keep false removes the entry instead.
 func (c *Cache[K, V]) Update(key K, f func(old V, ok bool) (val V, keep bool)) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	e, ok := c.m[key]
 	var old V
 	if ok {
 		old = e.Value.(*entry[K, V]).val
 	}
 	val, keep := f(old, ok)
-	c.mu.Unlock()
-	if keep {
-		c.Add(key, val)
-	} else if ok {
-		c.Remove(key)
+	switch {
+	case !keep && ok:
+		delete(c.m, key)
+		c.ll.Remove(e)
+	case keep && ok:
+		e.Value.(*entry[K, V]).val = val
+		c.ll.MoveToFront(e)
+	case keep:
+		c.add(key, val)
 	}
 }
 
