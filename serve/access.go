@@ -129,7 +129,7 @@ func (h *Handler) shareGuard(r *http.Request) (*http.Request, error) {
 	}
 	v := &linkView{Base: links.URLPrefix + token + "/", Root: l.Path, Link: l}
 	if l.Kind == links.File {
-		v.Root = parent(l.Path)
+		v.Root = largo.Parent(l.Path)
 	}
 	ctx := context.WithValue(gate.With(r.Context(), gate.LinkHolder(l.ID)), linkViewKey{}, v)
 	r2 := r.WithContext(ctx)
@@ -206,15 +206,6 @@ func OnlyHosts(names []string, next http.Handler) http.Handler {
 // LoopbackHosts are the names a server on a loopback address answers by
 // default.
 var LoopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
-
-// parent returns the folder of a name: "a/b" for "a/b/c", "" for "c".
-func parent(name string) string {
-	i := strings.LastIndexByte(name, '/')
-	if i < 0 {
-		return ""
-	}
-	return name[:i]
-}
 
 // sameOrigin refuses a write a browser sends from another site: its
 // Origin names another origin that Config.CORSOrigins does not list, or

@@ -88,7 +88,7 @@ func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm 
 	if discarded {
 		// A companion file's lock, which locks nothing stored: the
 		// folder's rule for a new name is what is asked.
-		name = largo.Join(parent(name), gate.NewName)
+		name = largo.Join(largo.Parent(name), gate.NewName)
 	}
 	if err := h.davNeeds(r, name, perm); err != nil {
 		return err

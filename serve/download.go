@@ -26,7 +26,7 @@ const maxRanges = 64
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error {
 	f, err := h.cfg.Store.Open(r.Context(), name)
 	if errors.Is(err, largo.ErrNotFound) && isSums(name) && !strings.HasSuffix(r.URL.Path, "/") {
-		if done, err := h.serveSums(w, r, parent(name)); done {
+		if done, err := h.serveSums(w, r, largo.Parent(name)); done {
 			return err
 		}
 	}

@@ -217,7 +217,7 @@ func (h *Handler) freeName(r *http.Request, name string) error {
 	case !errors.Is(err, largo.ErrNotFound):
 		return err
 	}
-	dir := parent(name)
+	dir := largo.Parent(name)
 	if dir == "" {
 		return nil
 	}
@@ -310,7 +310,7 @@ func (h *Handler) actions(r *http.Request, name string, dir bool) []string {
 	}
 	if movable && allows(auth.Read|auth.Delete, name, dir) {
 		acts = append(acts, "move")
-		if allows(auth.Write, largo.Join(parent(name), gate.NewName), false) {
+		if allows(auth.Write, largo.Join(largo.Parent(name), gate.NewName), false) {
 			acts = append(acts, "rename")
 		}
 	}

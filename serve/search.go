@@ -171,7 +171,7 @@ func (f *finder) visit(root string) largo.WalkDirFunc {
 			return nil
 		}
 		f.seen++
-		if !in.IsDir && f.h.hiddenSidecar(f.ctx, parent(name), in) {
+		if !in.IsDir && f.h.hiddenSidecar(f.ctx, largo.Parent(name), in) {
 			return nil
 		}
 		rel := strings.TrimPrefix(name[len(root):], "/")

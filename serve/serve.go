@@ -567,7 +567,7 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 		if h.cfg.DAV != nil && h.cfg.Writes != nil && h.cfg.DAV.Discards(name) {
 			// A hidden name, which the gate never lets through: the
 			// folder's rule is what is asked.
-			if err := h.gate.Check(r.Context(), auth.Write, largo.Join(parent(name), gate.NewName), false); err != nil {
+			if err := h.gate.Check(r.Context(), auth.Write, largo.Join(largo.Parent(name), gate.NewName), false); err != nil {
 				return err
 			}
 			return h.discard(w, r)
