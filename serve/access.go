@@ -12,6 +12,7 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/gate"
+	"largo/internal/reply"
 	"largo/links"
 	"largo/wire"
 )
@@ -195,8 +196,8 @@ func hostIn(names []string, host string) bool {
 func OnlyHosts(names []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hostIn(names, r.Host) {
-			code, reason := status(errMisdirected)
-			writeError(w, code, reason)
+			code, reason := reply.Status(errMisdirected)
+			reply.Text(w, code, reason)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -13,6 +13,7 @@ import (
 	"largo/auth"
 	"largo/gate"
 	"largo/ingest"
+	"largo/internal/reply"
 	"largo/wire"
 )
 
@@ -72,7 +73,7 @@ func davHeaders(hdr http.Header, writes bool) {
 func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm auth.Perm) error {
 	if r.Method != "PROPFIND" {
 		if h.cfg.Writes == nil {
-			return &methodError{allow: readMethods + ", PROPFIND"}
+			return &reply.MethodError{Allow: readMethods + ", PROPFIND"}
 		}
 		if err := h.sameOrigin(r); err != nil {
 			return err

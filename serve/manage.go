@@ -65,14 +65,14 @@ const (
 // archives of a selection, on the reserved prefix.
 func (h *Handler) manageRoutes() {
 	if h.cfg.Writes != nil {
-		h.own.Handle("POST "+MovePath, h.adapt(h.move))
-		h.own.Handle("POST "+MkdirPath, h.adapt(h.makeDir))
+		h.own.Handle("POST "+MovePath, h.errs.Handler(h.move))
+		h.own.Handle("POST "+MkdirPath, h.errs.Handler(h.makeDir))
 	}
-	h.own.Handle("GET "+MayPath, h.adapt(h.may))
-	h.own.Handle("POST "+MayPath, h.adapt(h.may))
-	h.own.Handle("GET "+SearchPath, h.adapt(h.search))
-	h.own.Handle("GET "+SelectionPath, h.adapt(h.selection))
-	h.own.Handle("POST "+SelectionPath, h.adapt(h.selection))
+	h.own.Handle("GET "+MayPath, h.errs.Handler(h.may))
+	h.own.Handle("POST "+MayPath, h.errs.Handler(h.may))
+	h.own.Handle("GET "+SearchPath, h.errs.Handler(h.search))
+	h.own.Handle("GET "+SelectionPath, h.errs.Handler(h.selection))
+	h.own.Handle("POST "+SelectionPath, h.errs.Handler(h.selection))
 }
 
 // readForm reads a small URL-encoded form, of at most limit bytes, into

@@ -12,6 +12,7 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/encode"
+	"largo/internal/reply"
 	"largo/limit"
 	"largo/ui"
 	"largo/wire"
@@ -137,7 +138,7 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) error {
 	end := f.end
 	end.Done = true
 	if err != nil {
-		_, end.Error = status(err)
+		_, end.Error = reply.Status(err)
 	}
 	f.line(&end)
 	return nil // an error is told in the last line

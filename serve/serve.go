@@ -64,13 +64,12 @@
 // DELETE stay this package's, and Finder's companion files are taken and
 // dropped.
 //
-// Handlers return errors; one table (wire.Status, shared by every write
-// protocol) turns them into statuses, and the client sees a one-line
-// reason while the log sees the cause.
+// Handlers return errors; one adapter (package reply) answers them with
+// the one table (wire.Status, shared by every write protocol), and the
+// client sees a one-line reason while the log sees the cause.
 package serve
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -88,6 +87,7 @@ import (
 	"largo/expiry"
 	"largo/gate"
 	"largo/ingest"
+	"largo/internal/reply"
 	"largo/limit"
 	"largo/links"
 	"largo/listing"
@@ -96,7 +96,6 @@ import (
 	"largo/sidecar"
 	"largo/transfer"
 	"largo/ui"
-	"largo/wire"
 )
 
 // Prefix is the reserved path prefix of largo's own endpoints. It can never
@@ -262,6 +261,7 @@ type UploadObserver interface {
 type Handler struct {
 	cfg      Config
 	log      *slog.Logger
+	errs     reply.Errors // answers what handlers return
 	obs      Observer
 	sent     func(int64) // obs.BytesSent, made once: a method value per request is an allocation
 	lines    linePool    // buffers of the access lines (Config.AccessLog)
@@ -288,6 +288,7 @@ func New(cfg Config) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	h.errs = reply.Errors{Log: h.log}
 	if h.obs == nil {
 		h.obs = nopObserver{}
 	}
@@ -348,7 +349,7 @@ func New(cfg Config) *Handler {
 	}
 	h.ui = ui.New(UIPrefix)
 	h.own = http.NewServeMux()
-	h.own.Handle("GET "+UIPrefix, h.adapt(h.ui.Asset))
+	h.own.Handle("GET "+UIPrefix, h.errs.Handler(h.ui.Asset))
 	h.own.HandleFunc("GET "+Prefix+"healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		fmt.Fprintln(w, "ok")
@@ -362,7 +363,7 @@ func New(cfg Config) *Handler {
 		fmt.Fprintln(w, "ready")
 	})
 	if cfg.Metrics != nil {
-		h.own.Handle("GET "+MetricsPath, h.adapt(h.metrics))
+		h.own.Handle("GET "+MetricsPath, h.errs.Handler(h.metrics))
 	}
 	if cfg.Writes != nil && cfg.Resumable != nil {
 		h.own.Handle(ResumablePrefix, h.resumable(cfg.Resumable))
@@ -370,13 +371,13 @@ func New(cfg Config) *Handler {
 	if cfg.Writes != nil && cfg.Resumer != nil {
 		h.own.Handle(ResumerPrefix, h.resumable(cfg.Resumer))
 	}
-	h.own.Handle("POST "+SharePath, h.adapt(h.newShare))
-	h.own.Handle("GET "+LinksPath, h.adapt(h.listLinks))
-	h.own.Handle("POST "+LinksPath+"{id}", h.adapt(h.changeLink))
-	h.own.Handle("DELETE "+LinksPath+"{id}", h.adapt(h.revokeLink))
+	h.own.Handle("POST "+SharePath, h.errs.Handler(h.newShare))
+	h.own.Handle("GET "+LinksPath, h.errs.Handler(h.listLinks))
+	h.own.Handle("POST "+LinksPath+"{id}", h.errs.Handler(h.changeLink))
+	h.own.Handle("DELETE "+LinksPath+"{id}", h.errs.Handler(h.revokeLink))
 	h.manageRoutes()
-	h.own.Handle(Prefix, h.adapt(func(http.ResponseWriter, *http.Request) error {
-		return errNoEndpoint
+	h.own.Handle(Prefix, h.errs.Handler(func(http.ResponseWriter, *http.Request) error {
+		return reply.ErrNoEndpoint
 	}))
 	return h
 }
@@ -472,12 +473,12 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 			abort = true
 			return
 		}
-		writeError(tw, http.StatusInternalServerError, "internal error")
+		reply.Text(tw, http.StatusInternalServerError, "internal error")
 	}()
 	own := strings.HasPrefix(r.URL.Path, Prefix) && !strings.HasPrefix(r.URL.Path, links.URLPrefix)
 	r, err := h.guard(r)
 	if err != nil {
-		h.fail(tw, r, err)
+		h.errs.Fail(tw, r, err)
 		return
 	}
 	defer h.pace(tw, r)()
@@ -486,71 +487,22 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 	}
 	if own { // a share link's request, rewritten, never reaches these
 		if _, err := largo.ParseName(r.URL.Path); err != nil {
-			h.fail(tw, r, err)
+			h.errs.Fail(tw, r, err)
 			return
 		}
 		if r.URL.RawPath != "" {
 			// An escape the routes do not spell (/_largo%2fmetrics): no
 			// route has it, and the answer is this server's own.
-			h.fail(tw, r, errNoEndpoint)
+			h.errs.Fail(tw, r, reply.ErrNoEndpoint)
 			return
 		}
 		h.own.ServeHTTP(tw, r)
 		return
 	}
-	h.adapt(h.files)(tw, r)
+	if err := h.files(tw, r); err != nil {
+		h.errs.Fail(tw, r, err)
+	}
 	return
-}
-
-// handlerFunc is an HTTP handler that returns its error instead of
-// writing it.
-type handlerFunc func(http.ResponseWriter, *http.Request) error
-
-// adapt turns a handlerFunc into an http.HandlerFunc: an error becomes a
-// response through the status table, unless the response had begun.
-func (h *Handler) adapt(f handlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := f(w, r); err != nil {
-			h.fail(w, r, err)
-		}
-	}
-}
-
-// fail answers err. When the response has already begun, the status is
-// out and the only honest signal left is to cut the connection (by the
-// http.ErrAbortHandler panic that serve recovers), so that the client sees
-// a short body instead of a complete-looking wrong one; the log says why.
-func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
-		if tw.Err() != nil || r.Context().Err() != nil {
-			return // the connection failed or the client left: nothing to cut
-		}
-		h.log.Warn("response cut", "method", r.Method, "path", r.URL.Path, "sent", tw.Written(), "err", err)
-		panic(http.ErrAbortHandler)
-	}
-	code, msg := status(err)
-	var qe *largo.QuotaError
-	switch {
-	case errors.As(err, &qe):
-		h.log.Info("write refused by a quota", "method", r.Method, "path", r.URL.Path, "err", err) // the client's doing, not a failure
-	case code >= 500:
-		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	}
-	var de *largo.DigestError
-	if errors.As(err, &de) {
-		w.Header().Set("Repr-Digest", wire.FormatDigest(de.SHA256))
-	}
-	switch code {
-	case http.StatusMethodNotAllowed:
-		w.Header().Set("Allow", allowed(err))
-	case http.StatusUnauthorized:
-		auth.Challenge(w.Header(), r)
-	case http.StatusTooManyRequests:
-		w.Header().Set("Retry-After", auth.RetryAfter)
-	case http.StatusServiceUnavailable:
-		w.Header().Set("Retry-After", "1")
-	}
-	writeError(w, code, msg)
 }
 
 // files serves the file tree.
@@ -587,7 +539,7 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	return &methodError{allow: h.allow()}
+	return &reply.MethodError{Allow: h.allow()}
 }
 
 // accessLog writes the request's line.
@@ -633,5 +585,3 @@ var (
 	nosniff = []string{"nosniff"}
 	sandbox = []string{"sandbox"}
 )
-
-var errNoEndpoint = fmt.Errorf("no such endpoint: %w", largo.ErrNotFound)
