@@ -176,8 +176,8 @@ func (w noInterim) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (h *Handler) resumable(next http.Handler) http.Handler {
 	return h.errs.Handler(func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-			if !h.corsAllowed(r.Header.Get("Origin")) {
-				return errCrossSite // no preflight passes unless its origin is listed
+			if !wire.OriginListed(h.cfg.CORSOrigins, r.Header.Get("Origin")) {
+				return wire.ErrCrossSite // no preflight passes unless its origin is listed
 			}
 			next.ServeHTTP(w, r)
 			return nil
