@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"largo/gate"
 	"largo/internal/poll"
 	"largo/internal/unread"
 	"largo/links"
@@ -112,28 +111,6 @@ func TestUnreadSearchesShareTheBudget(t *testing.T) {
 	h.ServeHTTP(rec, same)
 	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
 		t.Errorf("a listing of the same /64 past its share: %d, Retry-After %q; want 503 with one", rec.Code, rec.Header().Get("Retry-After"))
-	}
-}
-
-// TestClientKeys: a request is counted by its address (an IPv6 /64 as
-// one) and by its user or share link.
-func TestClientKeys(t *testing.T) {
-	for _, tt := range []struct {
-		remote string
-		p      gate.Principal
-		want   string
-	}{
-		{"203.0.113.7:1000", gate.Anonymous(), "203.0.113.7"},
-		{"[2001:db8:1:2:3:4:5:6]:1000", gate.Anonymous(), "2001:db8:1:2::/64"},
-		{"203.0.113.7:1000", gate.User("alice"), "203.0.113.7 user:alice"},
-		{"203.0.113.7:1000", gate.LinkHolder("abc"), "203.0.113.7 link:abc"},
-	} {
-		req := httptest.NewRequest("GET", "/", nil)
-		req.RemoteAddr = tt.remote
-		req = req.WithContext(gate.With(req.Context(), tt.p))
-		if got := strings.Join(clientKeys(req), " "); got != tt.want {
-			t.Errorf("%s as %s: keys %q; want %q", tt.remote, tt.p, got, tt.want)
-		}
 	}
 }
 

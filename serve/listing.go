@@ -156,19 +156,8 @@ func (h *Handler) listingFor(r *http.Request) listing.Config {
 }
 
 // clientKeys returns the keys r's client is counted by in the listings'
-// budget (limit.Budget), each holding at most its share: its address (an
-// IPv6 /64 counts as one, as for the bandwidth caps), and the user it
-// signed in as or the share link it came through. A client with many
-// addresses is still one user; many users behind one address are still
-// one address.
-func clientKeys(r *http.Request) []string {
-	keys := make([]string, 1, 2)
-	keys[0] = largo.ClientOf(r.RemoteAddr)
-	if p := principal(r); !p.IsAnonymous() && !p.IsServer() {
-		keys = append(keys, p.String()) // user:NAME or link:ID, never an address
-	}
-	return keys
-}
+// budget (gate.ClientKeys).
+func clientKeys(r *http.Request) []string { return gate.ClientKeys(r.Context(), r.RemoteAddr) }
 
 // busy turns a listing refused for want of memory into a 503 with a
 // Retry-After; other errors pass.
