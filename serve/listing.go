@@ -13,7 +13,6 @@ import (
 	"largo"
 	"largo/archive"
 	"largo/auth"
-	"largo/encode"
 	"largo/gate"
 	"largo/limit"
 	"largo/listing"
@@ -239,41 +238,11 @@ func (h *Handler) signedIn(r *http.Request, name string) (user string, may []str
 	return "", nil, ""
 }
 
-// sidecarFilter returns a test that hides the precompressed sidecars of
-// the folder dir: NAME.zst, NAME.br or NAME.gz is a sidecar when NAME is
-// a file in the same folder that the compression policy would send it
-// for (sidecar.Policy.Offered), and the file is one of largo's
-// (ownSidecar: recorded, stale or not, or with --sidecars any fresh). A lone backup.tar.gz, one beside a folder
-// named backup.tar, and a data.csv.gz someone put beside data.csv stay. A
-// file whose type is only known from its first bytes (no extension) may
-// be text, so its sidecars are hidden too.
-//
-// The test is given the folder's entries with the files in name order
-// (byte by byte; folders anywhere among them), as listings and archives
-// come out of their sort. Every name between NAME and NAME.gz in that
-// order begins with NAME, so the test only keeps the chain of files seen
-// whose names begin the current one: its memory is bounded by the length
-// of a name, not by the size of the folder.
+// sidecarFilter returns the test of which entries of the folder dir
+// listings and archives show: all but the precompressed sidecars that
+// stand for a file beside them (sidecar.Policy.Shows).
 func (h *Handler) sidecarFilter(ctx context.Context, dir string) func(largo.Info) bool {
-	var chain []largo.Info
-	return func(in largo.Info) bool {
-		if in.IsDir {
-			return true
-		}
-		for len(chain) > 0 && !strings.HasPrefix(in.Name, chain[len(chain)-1].Name) {
-			chain = chain[:len(chain)-1]
-		}
-		show := true
-		if base, _, ok := encode.SidecarBase(in.Name); ok {
-			for _, orig := range chain {
-				if orig.Name == base && h.sidecars.Offered(orig) && h.ownSidecar(ctx, largo.Join(dir, in.Name), in, orig) {
-					show = false
-				}
-			}
-		}
-		chain = append(chain, in)
-		return show
-	}
+	return h.sidecars.Shows(ctx, dir, h.log)
 }
 
 // wantsJSON reports whether the client asked for the JSON listing.

@@ -11,7 +11,6 @@ import (
 
 	"largo"
 	"largo/auth"
-	"largo/encode"
 	"largo/internal/reply"
 	"largo/limit"
 	"largo/ui"
@@ -172,7 +171,7 @@ func (f *finder) visit(root string) largo.WalkDirFunc {
 			return nil
 		}
 		f.seen++
-		if !in.IsDir && f.h.hiddenSidecar(f.ctx, largo.Parent(name), in) {
+		if f.h.sidecars.Hides(f.ctx, f.h.cfg.Store, largo.Parent(name), in, f.h.log) {
 			return nil
 		}
 		rel := strings.TrimPrefix(name[len(root):], "/")
@@ -221,16 +220,4 @@ func (f *finder) line(v any) error {
 		return err
 	}
 	return f.rc.Flush()
-}
-
-// hiddenSidecar reports whether the file in of the folder dir is a
-// precompressed sidecar that listings hide (see sidecarFilter), looking
-// its original up by name.
-func (h *Handler) hiddenSidecar(ctx context.Context, dir string, in largo.Info) bool {
-	base, _, ok := encode.SidecarBase(in.Name)
-	if !ok {
-		return false
-	}
-	orig, err := h.cfg.Store.Stat(ctx, largo.Join(dir, base))
-	return err == nil && h.sidecars.Offered(orig) && h.ownSidecar(ctx, largo.Join(dir, in.Name), in, orig)
 }
