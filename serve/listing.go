@@ -42,10 +42,6 @@ type Listing struct {
 	Entries []Entry `json:"entries"`
 }
 
-// DefaultListingMemory is the memory all listings together may hold when
-// Config.Listing.Budget is nil.
-const DefaultListingMemory = 32 << 20
-
 // list answers a folder: JSON for clients that ask for it (an Accept
 // header naming application/json, or ?format=json), HTML otherwise.
 //

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"iter"
 	"net/http"
-	"path"
 	"slices"
 	"strings"
 
@@ -57,11 +56,8 @@ func (h *Handler) selection(w http.ResponseWriter, r *http.Request) error {
 	}
 	slices.Sort(names) // the order of a folder's archive: by name, byte by byte
 	names = slices.Compact(names)
-	top := rootArchiveName
-	if dir != "" {
-		top = path.Base(dir)
-	}
-	return h.sendArchive(w, r, f, top, h.selected(r, dir, top, names))
+	top := archive.Top(dir)
+	return h.cfg.Archives.Serve(w, r, h.cfg.Store, f, top, h.selected(r, dir, top, names))
 }
 
 // selected yields the entries of the archive of names, entries of the

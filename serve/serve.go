@@ -80,7 +80,6 @@ import (
 	"time"
 
 	"largo"
-	"largo/archive"
 	"largo/auth"
 	"largo/digests"
 	"largo/encode"
@@ -167,19 +166,18 @@ type Config struct {
 	// Listing.Budget, one client at most the budget's share (clientKeys),
 	// beyond which a listing is answered 503 with a Retry-After; what does
 	// not fit spills to Listing.Dir (os.TempDir() when empty). A nil
-	// Budget means one of DefaultListingMemory, a quarter of it a client.
+	// Budget means one of listing.DefaultBudget, a quarter of it a client.
 	Listing listing.Config
 	// Compress compresses compressible files on the fly for clients that
 	// accept it. Nil turns dynamic compression off; precompressed
 	// sidecars are served either way. Its slots also bound tar.zst
-	// archives (without it, encoders of the handler's own, with the
-	// default bound, make them).
+	// archives: give it to NewArchives too.
 	Compress *encode.Encoders
-	// ArchiveCRC32 tells the CRC-32 kept for a file's version, if any, so
-	// that a zip archive of a folder can answer ranges (a resumed
-	// download) and send its files by sendfile. Nil: a zip computes the
-	// CRC-32s as the bytes pass and is always sent whole.
-	ArchiveCRC32 archive.CRC32Func
+	// Archives answers folders as archives (?archive=FORMAT); give the
+	// page's API (Page) the same one. Nil means one of the handler's own
+	// (NewArchives), spilling to Listing.Dir and compressing tar.zst with
+	// Compress.
+	Archives *Archives
 	// Sidecars says which NAME.zst, NAME.br or NAME.gz stand for NAME as
 	// its encoding (package sidecar); the write pipeline's Derived should
 	// follow the same policy. Nil takes only the sidecars largo precompress
@@ -270,9 +268,6 @@ type Handler struct {
 	own      *http.ServeMux // the reserved prefix
 	ui       *ui.UI
 	draining atomic.Bool
-	// archiveEnc compresses tar.zst archives: Config.Compress, or with
-	// dynamic compression off encoders of the handler's own.
-	archiveEnc *encode.Encoders
 	// sidecars is Config.Sidecars, or the policy of the records of
 	// Config.State.
 	sidecars *sidecar.Policy
@@ -304,12 +299,11 @@ func New(cfg Config) *Handler {
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
 	}
-	h.archiveEnc = cfg.Compress
-	if h.archiveEnc == nil {
-		h.archiveEnc, _ = encode.NewEncoders(encode.Config{}) // the defaults are valid
+	if h.cfg.Archives == nil {
+		h.cfg.Archives = NewArchives(h.cfg.Listing.Dir, nil, cfg.Compress)
 	}
 	if h.cfg.Listing.Budget == nil {
-		h.cfg.Listing.Budget = limit.NewBudget(DefaultListingMemory, 0)
+		h.cfg.Listing.Budget = limit.NewBudget(listing.DefaultBudget, 0)
 	}
 	if h.cfg.State == nil {
 		if sk, ok := cfg.Store.(largo.StateKeeper); ok {
