@@ -163,7 +163,7 @@ func (h *Handler) linkPassword(r *http.Request, ls *links.Links, token, password
 	return l, err
 }
 
-var errNoShares = wire.Refuse(http.StatusNotFound, "share links are off on this server")
+var errNoShares = wire.Refuse(http.StatusNotFound, links.ErrOff.Error())
 
 // hostAllowed reports whether a Host header names this server: any name
 // unless Config.Hosts is set, else a name in it.

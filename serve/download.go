@@ -30,10 +30,10 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 			return err
 		}
 	}
-	if r.URL.Query().Has("login") && (errors.Is(err, largo.ErrIsDir) || errors.Is(err, largo.ErrUnauthorized)) {
+	if h.cfg.Page != nil && r.URL.Query().Has("login") && (errors.Is(err, largo.ErrIsDir) || errors.Is(err, largo.ErrUnauthorized)) {
 		// Signing in from a folder, or from one its visitor may not see
 		// yet: the challenge, then back.
-		return h.login(w, r)
+		return h.cfg.Page.Login(w, r)
 	}
 	if errors.Is(err, largo.ErrIsDir) {
 		if !strings.HasSuffix(r.URL.Path, "/") {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -173,7 +172,8 @@ func viewOrder(v ui.View) listing.Compare {
 }
 
 // folderPage is what the HTML page of a folder shows besides its rows:
-// its controls, each shown where the gate would let its request through.
+// its controls, each shown where the gate would let its request through:
+// the upload area, and what the page's API offers (Config.Page).
 func (h *Handler) folderPage(r *http.Request, name string) ui.Folder {
 	f := ui.Folder{Name: name, View: ui.ParseView(r.URL.Query())}
 	if v := viewOf(r); v != nil {
@@ -186,52 +186,10 @@ func (h *Handler) folderPage(r *http.Request, name string) ui.Folder {
 	if h.cfg.Writes != nil && h.cfg.Resumable != nil && h.gate.Check(ctx, auth.Write, largo.Join(name, gate.NewName), false) == nil {
 		f.Upload = &ui.Upload{Endpoint: ResumablePrefix}
 	}
-	f.User, f.May, f.SignIn = h.signedIn(r, name)
-	if f.User != "" && h.gate.Links() != nil && h.gate.Check(ctx, auth.Read|auth.List, name, false) == nil {
-		f.Share = &ui.Share{Endpoint: SharePath, Write: f.Upload != nil}
-	}
-	if viewOf(r) == nil {
-		// The file manager, on the server's own pages (a share link's
-		// reaches no route of the reserved prefix): what may be done
-		// with each entry is asked when needed (MayPath).
-		m := &ui.Manage{May: MayPath, Archive: SelectionPath, Search: SearchPath}
-		if h.cfg.Writes != nil {
-			m.Move = MovePath
-			if h.gate.Check(ctx, auth.Write, largo.Join(name, gate.NewName), false) == nil {
-				m.Mkdir = MkdirPath
-			}
-		}
-		if f.User != "" && h.gate.Links() != nil {
-			m.Share, m.Links = SharePath, LinksPath
-		}
-		f.Manage = m
+	if h.cfg.Page != nil {
+		h.cfg.Page.Controls(r, &f)
 	}
 	return f
-}
-
-// signedIn is what a page says of its requester: who they are and what
-// they may do on name, or, for an anonymous visitor of a server with
-// users, the link that signs in and comes back to name's folder. A share
-// link's visitor gets neither.
-func (h *Handler) signedIn(r *http.Request, name string) (user string, may []string, signIn string) {
-	p := principal(r)
-	switch {
-	case p.LinkID() != "":
-	case p.UserName() != "":
-		for _, perm := range []auth.Perm{auth.Read, auth.List, auth.Write, auth.Delete} {
-			if h.gate.Check(r.Context(), perm, name, false) == nil {
-				may = append(may, perm.String())
-			}
-		}
-		return p.UserName(), may, ""
-	case h.cfg.Access.Policy().Users() > 0:
-		back := "/"
-		if name != "" {
-			back += name + "/"
-		}
-		return "", nil, "/?login=" + url.QueryEscape(back)
-	}
-	return "", nil, ""
 }
 
 // sidecarFilter returns the test of which entries of the folder dir

@@ -3,7 +3,10 @@
 // compressed where package encode's policy says so, folder listings as JSON
 // or as the HTML page of package ui, folders as archives) and largo's own
 // endpoints under the reserved prefix /_largo/ (health, readiness, metrics,
-// the page's assets under UIPrefix).
+// the page's assets under UIPrefix). The folder page's own API (moves,
+// new folders, searches, selections as archives, share links, signing
+// in: package pageapi) is mounted behind the same front door
+// (Config.Page); this package keeps the file protocol.
 //
 // Compression (compress.go) is a decision per response, not a wrapper
 // around every one: a precompressed sidecar is found through the Store
@@ -228,10 +231,35 @@ type Config struct {
 	// OPTIONS then announces DAV: 1, 2. Writes of Finder's companion files
 	// it Discards are taken and dropped. Nil answers the DAV methods 405.
 	DAV WebDAV
+	// Page is the folder page's own API (package pageapi), served behind
+	// the same front door as the file tree: its routes under Prefix, the
+	// sign-in (GET folder/?login=PATH) and the controls of the folder
+	// page. Nil serves none of them: the page then only lists, uploads
+	// and downloads.
+	Page Page
 	// Uploads receives upload metrics events. Nil ignores them.
 	Uploads UploadObserver
 	// Compression receives compression metrics events. Nil ignores them.
 	Compression CompressionObserver
+}
+
+// Page is the folder page's own API (package pageapi), which the handler
+// mounts behind its front door: every request reaches it with its host
+// name checked, its principal in the context (package gate), its pacing
+// and CORS applied, and, under Prefix, its path parsed. Implementations
+// must be safe for concurrent use.
+type Page interface {
+	// Register adds the page's routes, all under Prefix, to mux, the
+	// mux of the reserved prefix.
+	Register(mux *http.ServeMux)
+	// Login answers a GET or HEAD of a folder with ?login=PATH, or of
+	// one its visitor may not see yet.
+	Login(w http.ResponseWriter, r *http.Request) error
+	// Controls sets what the page of the folder f.Name offers its
+	// visitor besides its rows and its upload area (f.Upload, set
+	// first): who is signed in or how to sign in, the share form, the
+	// file manager.
+	Controls(r *http.Request, f *ui.Folder)
 }
 
 // CompressionObserver receives the events that compression metrics are
@@ -365,11 +393,9 @@ func New(cfg Config) *Handler {
 	if cfg.Writes != nil && cfg.Resumer != nil {
 		h.own.Handle(ResumerPrefix, h.resumable(cfg.Resumer))
 	}
-	h.own.Handle("POST "+SharePath, h.errs.Handler(h.newShare))
-	h.own.Handle("GET "+LinksPath, h.errs.Handler(h.listLinks))
-	h.own.Handle("POST "+LinksPath+"{id}", h.errs.Handler(h.changeLink))
-	h.own.Handle("DELETE "+LinksPath+"{id}", h.errs.Handler(h.revokeLink))
-	h.manageRoutes()
+	if cfg.Page != nil {
+		cfg.Page.Register(h.own)
+	}
 	h.own.Handle(Prefix, h.errs.Handler(func(http.ResponseWriter, *http.Request) error {
 		return reply.ErrNoEndpoint
 	}))
