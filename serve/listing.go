@@ -142,16 +142,12 @@ func (h *Handler) expiresIn(dir string) func(*largo.Info) time.Time {
 
 // listingFor returns the listings' bounds for r: what its listings,
 // archives and SHA256SUMS take from the budget counts against the shares
-// of r's client (clientKeys).
+// of r's client (gate.ClientKeys).
 func (h *Handler) listingFor(r *http.Request) listing.Config {
 	c := h.cfg.Listing
-	c.Client = clientKeys(r)
+	c.Client = gate.ClientKeys(r.Context(), r.RemoteAddr)
 	return c
 }
-
-// clientKeys returns the keys r's client is counted by in the listings'
-// budget (gate.ClientKeys).
-func clientKeys(r *http.Request) []string { return gate.ClientKeys(r.Context(), r.RemoteAddr) }
 
 // busy turns a listing refused for want of memory into a 503 with a
 // Retry-After; other errors pass.

@@ -166,10 +166,11 @@ type Config struct {
 	Rates *pace.Limits
 	// Listing bounds the memory of folder listings: each holds at most
 	// Listing.Max (listing.DefaultMax when zero) and all together at most
-	// Listing.Budget, one client at most the budget's share (clientKeys),
-	// beyond which a listing is answered 503 with a Retry-After; what does
-	// not fit spills to Listing.Dir (os.TempDir() when empty). A nil
-	// Budget means one of listing.DefaultBudget, a quarter of it a client.
+	// Listing.Budget, one client at most the budget's share
+	// (gate.ClientKeys), beyond which a listing is answered 503 with a
+	// Retry-After; what does not fit spills to Listing.Dir (os.TempDir()
+	// when empty). A nil Budget means one of listing.DefaultBudget, a
+	// quarter of it a client.
 	Listing listing.Config
 	// Compress compresses compressible files on the fly for clients that
 	// accept it. Nil turns dynamic compression off; precompressed
