@@ -90,6 +90,16 @@ func Join(dir, elem string) string {
 	return dir + "/" + elem
 }
 
+// Parent returns the folder of a name: "a/b" for "a/b/c", "" for "c"
+// (the root's entries).
+func Parent(name string) string {
+	i := strings.LastIndexByte(name, '/')
+	if i < 0 {
+		return ""
+	}
+	return name[:i]
+}
+
 // CheckNew applies the policy of new names to a name that passed
 // ParseName: what a write, a new folder or a move may create. Besides
 // what ParseName refuses, a new name must be UTF-8 (so that it reads back

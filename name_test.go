@@ -171,3 +171,14 @@ func TestWithinBelow(t *testing.T) {
 		}
 	}
 }
+
+func TestParent(t *testing.T) {
+	for name, want := range map[string]string{"": "", "c": "", "a/b": "a", "a/b/c": "a/b"} {
+		if got := Parent(name); got != want {
+			t.Errorf("Parent(%q) = %q; want %q", name, got, want)
+		}
+		if name != "" && Join(Parent(name), name[strings.LastIndexByte(name, '/')+1:]) != name {
+			t.Errorf("Join(Parent(%q), its last element) is not %q", name, name)
+		}
+	}
+}

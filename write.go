@@ -2,6 +2,7 @@ package largo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 )
@@ -169,4 +170,24 @@ type AssemblyAdopter interface {
 	// completes it under the condition; Abort leaves it to whoever began
 	// it, who may adopt it again or discard it.
 	AdoptAssembly(ctx context.Context, name, id string, opt CreateOptions) (Upload, error)
+}
+
+// CheckParent checks, for a change that makes no folders on the way (a
+// new folder, a move, WebDAV's MKCOL, COPY and MOVE), that the folder
+// name would be made in exists in s and is a folder: ErrMissingFolder
+// (wrapping the store's error) or ErrParentNotDir otherwise. The root's
+// entries always have theirs.
+func CheckParent(ctx context.Context, s Store, name string) error {
+	dir := Parent(name)
+	if dir == "" {
+		return nil
+	}
+	in, err := s.Stat(ctx, dir)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("%s: %w: %w", dir, ErrMissingFolder, err)
+	case errors.Is(err, ErrNotDir) || err == nil && !in.IsDir:
+		return fmt.Errorf("%s: %w", dir, ErrParentNotDir)
+	}
+	return err
 }

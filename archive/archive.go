@@ -44,6 +44,7 @@ import (
 	"io"
 	"iter"
 	"os"
+	"path"
 	"strings"
 	"time"
 
@@ -72,6 +73,16 @@ func ParseFormat(s string) (Format, error) {
 		}
 	}
 	return "", fmt.Errorf("unknown archive format %q (zip, tar or tar.zst)", s)
+}
+
+// Top returns the folder an archive of the folder name holds its
+// entries in, and the archive's file name before its extension: name's
+// last element, or "files" for the root.
+func Top(name string) string {
+	if name == "" {
+		return "files"
+	}
+	return path.Base(name)
 }
 
 // Ext is the file name extension of the format, with its dot.

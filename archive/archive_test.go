@@ -268,3 +268,11 @@ func TestParseFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestTop(t *testing.T) {
+	for name, want := range map[string]string{"": "files", "docs": "docs", "a/b c": "b c"} {
+		if got := Top(name); got != want {
+			t.Errorf("Top(%q) = %q; want %q", name, got, want)
+		}
+	}
+}

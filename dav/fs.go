@@ -3,7 +3,6 @@ package dav
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"iter"
 	"maps"
@@ -125,18 +124,7 @@ func (fsys *fileSystem) fail(op, name string, err error) error {
 // WebDAV makes no folders on the way (RFC 4918, 9.7.1, 9.8.5, 9.9.4 and
 // 9.10.4: 409 Conflict).
 func (fsys *fileSystem) checkFolder(ctx context.Context, name string) error {
-	dir := parent(name)
-	if dir == "" {
-		return nil
-	}
-	in, err := fsys.h.cfg.Store.Stat(ctx, dir)
-	switch {
-	case errors.Is(err, largo.ErrNotFound):
-		return fmt.Errorf("%s: %w: %w", dir, largo.ErrMissingFolder, err)
-	case errors.Is(err, largo.ErrNotDir) || err == nil && !in.IsDir:
-		return fmt.Errorf("%s: %w", dir, largo.ErrParentNotDir)
-	}
-	return err
+	return largo.CheckParent(ctx, fsys.h.cfg.Store, name)
 }
 
 // keeper returns what admits the dead properties of name at a size: the

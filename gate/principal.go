@@ -2,6 +2,8 @@ package gate
 
 import (
 	"context"
+
+	"largo"
 )
 
 // Principal is who a request acts for: a user of the access policy (or
@@ -106,4 +108,19 @@ func With(ctx context.Context, p Principal) context.Context {
 func From(ctx context.Context) (p Principal, ok bool) {
 	p, ok = ctx.Value(principalKey{}).(Principal)
 	return p, ok
+}
+
+// ClientKeys returns the keys the client of a request is counted by in a
+// budget that clients share (limit.Budget), each holding at most its
+// share: its address, remote (largo.ClientOf: an IPv6 /64 counts as
+// one), and the user it signed in as or the share link it came through,
+// as ctx's principal says. A client with many addresses is still one
+// user; many users behind one address are still one address.
+func ClientKeys(ctx context.Context, remote string) []string {
+	keys := make([]string, 1, 2)
+	keys[0] = largo.ClientOf(remote)
+	if p, _ := From(ctx); !p.IsAnonymous() && !p.IsServer() {
+		keys = append(keys, p.String()) // user:NAME or link:ID, never an address
+	}
+	return keys
 }

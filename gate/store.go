@@ -401,6 +401,17 @@ func Has[C any](s largo.Store) bool {
 	return ok
 }
 
+// MoveNeeds is what a move of a file or a folder of s needs of its
+// source, for a front end to ask Check before it moves anything: read
+// and delete on all of it, and list too for a folder that s cannot
+// rename, which is moved by copies of its listed entries.
+func MoveNeeds(s largo.Store, dir bool) auth.Perm {
+	if dir && !Has[largo.Renamer](s) {
+		return auth.Read | auth.Delete | auth.List
+	}
+	return auth.Read | auth.Delete
+}
+
 // upload is a write through a share link: capped, and only creating.
 type upload struct {
 	largo.Upload

@@ -63,6 +63,11 @@ type Config struct {
 // DefaultMax is the default memory of one listing.
 const DefaultMax = 4 << 20
 
+// DefaultBudget is the memory all listings together hold by default
+// (largo serve's --listing-budget), for a Config.Budget made where none
+// is given.
+const DefaultBudget = 32 << 20
+
 // MinMax is the least memory a listing is given, whatever Config.Max
 // says: the step it takes from the budget at a time.
 const MinMax = step

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"largo"
 	"largo/auth"
 	"largo/gate"
+	"largo/internal/reply"
 	"largo/links"
 	"largo/wire"
 )
@@ -32,7 +32,6 @@ import (
 var (
 	errTooMany     = wire.Refuse(http.StatusTooManyRequests, "too many failed sign-ins: wait a second")
 	errMisdirected = wire.Refuse(http.StatusMisdirectedRequest, "this server does not answer for that host name")
-	errCrossSite   = wire.Refuse(http.StatusForbidden, "cross-site write refused: send writes from this server's own pages")
 	errLinkPass    = wire.Refuse(http.StatusUnauthorized, "this share link needs its password: send it as the password of basic auth (any user name)")
 	errBusySignIn  = wire.Refuse(http.StatusServiceUnavailable, "busy checking passwords: try again in a moment")
 	errNotAUser    = wire.Refuse(http.StatusForbidden, auth.ErrNotAUser.Error())
@@ -129,7 +128,7 @@ func (h *Handler) shareGuard(r *http.Request) (*http.Request, error) {
 	}
 	v := &linkView{Base: links.URLPrefix + token + "/", Root: l.Path, Link: l}
 	if l.Kind == links.File {
-		v.Root = parent(l.Path)
+		v.Root = largo.Parent(l.Path)
 	}
 	ctx := context.WithValue(gate.With(r.Context(), gate.LinkHolder(l.ID)), linkViewKey{}, v)
 	r2 := r.WithContext(ctx)
@@ -164,7 +163,7 @@ func (h *Handler) linkPassword(r *http.Request, ls *links.Links, token, password
 	return l, err
 }
 
-var errNoShares = wire.Refuse(http.StatusNotFound, "share links are off on this server")
+var errNoShares = wire.Refuse(http.StatusNotFound, links.ErrOff.Error())
 
 // hostAllowed reports whether a Host header names this server: any name
 // unless Config.Hosts is set, else a name in it.
@@ -195,8 +194,8 @@ func hostIn(names []string, host string) bool {
 func OnlyHosts(names []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hostIn(names, r.Host) {
-			code, reason := status(errMisdirected)
-			writeError(w, code, reason)
+			code, reason := reply.Status(errMisdirected)
+			reply.Text(w, code, reason)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -207,45 +206,10 @@ func OnlyHosts(names []string, next http.Handler) http.Handler {
 // default.
 var LoopbackHosts = []string{"localhost", "127.0.0.1", "::1"}
 
-// parent returns the folder of a name: "a/b" for "a/b/c", "" for "c".
-func parent(name string) string {
-	i := strings.LastIndexByte(name, '/')
-	if i < 0 {
-		return ""
-	}
-	return name[:i]
-}
-
-// sameOrigin refuses a write a browser sends from another site: its
-// Origin names another origin that Config.CORSOrigins does not list, or
-// Sec-Fetch-Site says cross-site. Tools that send neither (curl, the
-// client) pass; so does a form of this server's own pages.
+// sameOrigin refuses a write a browser sends from another site
+// (wire.SameOrigin), unless its origin is one of Config.CORSOrigins.
 func (h *Handler) sameOrigin(r *http.Request) error {
-	origin := r.Header.Get("Origin")
-	if origin != "" && h.corsAllowed(origin) {
-		return nil
-	}
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return errCrossSite
-	}
-	if origin == "" {
-		return nil
-	}
-	u, err := url.Parse(origin)
-	if err != nil || !strings.EqualFold(u.Host, r.Host) {
-		return errCrossSite
-	}
-	return nil
-}
-
-// corsAllowed reports whether origin is listed in Config.CORSOrigins.
-func (h *Handler) corsAllowed(origin string) bool {
-	for _, o := range h.cfg.CORSOrigins {
-		if strings.EqualFold(o, origin) {
-			return true
-		}
-	}
-	return false
+	return wire.SameOrigin(r, h.cfg.CORSOrigins)
 }
 
 // cors answers for a listed origin: its requests may read the answer
@@ -253,7 +217,7 @@ func (h *Handler) corsAllowed(origin string) bool {
 // whether r was a preflight, now answered.
 func (h *Handler) cors(w http.ResponseWriter, r *http.Request) bool {
 	origin := r.Header.Get("Origin")
-	if origin == "" || !h.corsAllowed(origin) {
+	if origin == "" || !wire.OriginListed(h.cfg.CORSOrigins, origin) {
 		return false
 	}
 	hdr := w.Header()

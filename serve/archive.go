@@ -5,7 +5,6 @@ import (
 	"iter"
 	"mime"
 	"net/http"
-	"path"
 	"strconv"
 	"strings"
 
@@ -16,15 +15,9 @@ import (
 	"largo/wire"
 )
 
-// rootArchiveName names the archive of the whole served folder.
-const rootArchiveName = "files"
-
 // serveArchive answers GET folder/?archive=FORMAT with the whole folder as
-// one streamed archive, without precompressed sidecars (as in listings).
-// Its length is computed first where the format allows, by arithmetic
-// over a walk of the folder, so browsers show progress and HEAD costs the
-// listings, never the data; a failure after the first byte cuts the
-// connection, so the client sees a short archive, never a wrong one.
+// one streamed archive, without precompressed sidecars (as in listings),
+// through Config.Archives.
 //
 // The walks list each folder through the listing budget (503 with a
 // Retry-After when it has nothing left), and a tar.zst takes one of the
@@ -35,15 +28,40 @@ func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, for
 	if err != nil {
 		return wire.Refuse(http.StatusBadRequest, err.Error())
 	}
-	top := rootArchiveName
-	if name != "" {
-		top = path.Base(name)
-	}
+	top := archive.Top(name)
 	entries := archive.Walk(r.Context(), h.cfg.Store, name, top, h.listingFor(r), func(dir string) func(largo.Info) bool { return h.sidecarFilter(r.Context(), dir) })
-	return h.sendArchive(w, r, f, top, entries)
+	return h.cfg.Archives.Serve(w, r, h.cfg.Store, f, top, entries)
 }
 
-// sendArchive answers entries as one archive in format f, named top.
+// Archives answers folders, or some entries of a folder (the page's
+// selections, package pageapi), as one archive. Make one with
+// NewArchives, and give the same one to every front end that sends
+// archives, so that their tar.zst archives take the same compression
+// slots. It is safe for concurrent use.
+type Archives struct {
+	tempDir string
+	crc32   archive.CRC32Func
+	enc     *encode.Encoders
+}
+
+// NewArchives returns the Archives that spill a zip's central directory
+// to tempDir ("" means os.TempDir()), and compress tar.zst archives
+// with enc: the encoders of dynamic compression, so that every
+// compressor counts against the same slots; nil means encoders of its
+// own, with the default bound. crc32 tells the CRC-32 kept for a file's
+// version, if any, so that a zip can answer ranges (a resumed download)
+// and send its files by sendfile; nil: a zip computes the CRC-32s as the
+// bytes pass and is always sent whole.
+func NewArchives(tempDir string, crc32 archive.CRC32Func, enc *encode.Encoders) *Archives {
+	if enc == nil {
+		enc, _ = encode.NewEncoders(encode.Config{}) // the defaults are valid
+	}
+	return &Archives{tempDir: tempDir, crc32: crc32, enc: enc}
+}
+
+// Serve answers entries, read through store, as one archive in format f,
+// named top (archive.Top).
+//
 // First a walk that reads no file gives its length (so that a browser
 // shows progress) and its ETag, a hash of what the bytes depend on: the
 // entries' headers and the files' ETags. Then the conditions: If-Match
@@ -51,14 +69,16 @@ func (h *Handler) serveArchive(w http.ResponseWriter, r *http.Request, name, for
 // 304; and a Range (one range, or several served as the one that covers
 // them) is answered 206 where the archive allows it, unless If-Range
 // names another ETag. A tar always allows it; a zip when the CRC-32 of
-// every file is kept (Config.ArchiveCRC32), since a range that skips a
+// every file is kept (NewArchives' crc32), since a range that skips a
 // file's bytes cannot compute it; a tar.zst, compressed, never: it is
 // sent whole, with Accept-Ranges: none. Then the archive, streamed, from
 // a second walk: a folder that changed in between (a file's ETag, a name,
 // a size) cuts the connection before the last byte, so a client never
-// holds a complete answer that mixes two versions.
-func (h *Handler) sendArchive(w http.ResponseWriter, r *http.Request, f archive.Format, top string, entries iter.Seq2[archive.Entry, error]) error {
-	opt := archive.Options{TempDir: h.cfg.Listing.Dir, CRC32: h.cfg.ArchiveCRC32}
+// holds a complete answer that mixes two versions. Its length is computed
+// where the format allows, by arithmetic over the walk, so HEAD costs the
+// listings, never the data.
+func (a *Archives) Serve(w http.ResponseWriter, r *http.Request, store largo.Store, f archive.Format, top string, entries iter.Seq2[archive.Entry, error]) error {
+	opt := archive.Options{TempDir: a.tempDir, CRC32: a.crc32}
 	rangeHdr := r.Header.Get("Range")
 	measure := opt
 	if rangeHdr == "" {
@@ -106,7 +126,7 @@ func (h *Handler) sendArchive(w http.ResponseWriter, r *http.Request, f archive.
 		}
 	}
 	if f == archive.TarZst && r.Method != http.MethodHead {
-		zw, err := h.zstdWriter(w)
+		zw, err := a.zstdWriter(w)
 		if err != nil {
 			return err
 		}
@@ -125,9 +145,9 @@ func (h *Handler) sendArchive(w http.ResponseWriter, r *http.Request, f archive.
 		return nil
 	}
 	if status == http.StatusPartialContent {
-		return archive.WriteRange(r.Context(), w, p, entries, h.cfg.Store, start, n, opt)
+		return archive.WriteRange(r.Context(), w, p, entries, store, start, n, opt)
 	}
-	return archive.Write(r.Context(), w, p, entries, h.cfg.Store, opt)
+	return archive.Write(r.Context(), w, p, entries, store, opt)
 }
 
 // archiveRange reads a Range header against an archive of size bytes and
@@ -220,10 +240,10 @@ func etagListMatches(v, etag string, strong bool) bool {
 
 // zstdWriter takes a compression slot for a tar.zst sent to w, from the
 // encoders of dynamic compression (so that every compressor counts
-// against --compress-streams), or from the handler's own when dynamic
+// against --compress-streams), or from the Archives' own when dynamic
 // compression is off; 503 with a Retry-After when all are taken.
-func (h *Handler) zstdWriter(w http.ResponseWriter) (*encode.Writer, error) {
-	zw, ok := h.archiveEnc.Writer(w, encode.Zstd)
+func (a *Archives) zstdWriter(w http.ResponseWriter) (*encode.Writer, error) {
+	zw, ok := a.enc.Writer(w, encode.Zstd)
 	if !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(limit.RetryAfter.Seconds())))
 		return nil, wire.Refuse(http.StatusServiceUnavailable, "busy: every compression slot is taken; retry later")

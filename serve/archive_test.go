@@ -114,10 +114,10 @@ func archiveFixture(t *testing.T, crcs bool) (*Handler, string) {
 	t.Cleanup(func() { s.Close() })
 	cfg := Config{Store: s}
 	if crcs {
-		cfg.ArchiveCRC32 = func(_ context.Context, name, _ string) (uint32, bool) {
+		cfg.Archives = NewArchives("", func(_ context.Context, name, _ string) (uint32, bool) {
 			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
 			return crc32.ChecksumIEEE(b), err == nil
-		}
+		}, nil)
 	}
 	return New(cfg), dir
 }

@@ -8,134 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"largo/gate"
 	"largo/internal/poll"
 	"largo/internal/unread"
 	"largo/links"
+	"largo/pageapi"
 )
-
-// unreadWriter is a client that never reads its answer: a write of a 200
-// waits until release is closed, as a write into a full socket waits for
-// its deadline. An answer of another status is taken at once. settled is
-// closed once the request holds what it holds: it waits in a write, or
-// its handler returned.
-type unreadWriter struct {
-	hdr     http.Header
-	code    atomic.Int32
-	release <-chan struct{}
-	settled chan struct{}
-	once    sync.Once
-}
-
-func newUnreadWriter(release <-chan struct{}) *unreadWriter {
-	return &unreadWriter{hdr: http.Header{}, release: release, settled: make(chan struct{})}
-}
-
-func (w *unreadWriter) Header() http.Header { return w.hdr }
-
-func (w *unreadWriter) WriteHeader(code int) {
-	if w.code.Load() == 0 {
-		w.code.Store(int32(code))
-	}
-}
-
-func (w *unreadWriter) Write(p []byte) (int, error) {
-	w.WriteHeader(http.StatusOK)
-	if w.code.Load() != http.StatusOK {
-		return len(p), nil
-	}
-	w.settle()
-	<-w.release
-	return 0, io.ErrClosedPipe
-}
-
-func (w *unreadWriter) settle() { w.once.Do(func() { close(w.settled) }) }
-
-// TestUnreadSearchesShareTheBudget: 32 searches of one client (two
-// addresses of one IPv6 /64) whose answers are never read hold at most
-// the client's share of the listings' budget, and are refused 503 with a
-// Retry-After past it; a listing of another client still answers 200.
-func TestUnreadSearchesShareTheBudget(t *testing.T) {
-	h, _ := newTestHandler(t, map[string]string{"d/x.txt": "x", "d/y.txt": "y"})
-	budget := h.cfg.Listing.Budget
-	release := make(chan struct{})
-	var wg sync.WaitGroup
-	defer func() {
-		close(release)
-		wg.Wait()
-		if n := budget.InUse(); n != 0 {
-			t.Errorf("%d bytes of the budget held once the searches ended", n)
-		}
-	}()
-	held, refused := 0, 0
-	for i := range 32 {
-		req := httptest.NewRequest("GET", SearchPath+"?path=/&q=x", nil)
-		req.RemoteAddr = fmt.Sprintf("[2001:db8:1:2::%x]:4000", 10+i%2)
-		w := newUnreadWriter(release)
-		wg.Go(func() {
-			h.ServeHTTP(w, req)
-			w.settle()
-		})
-		<-w.settled
-		switch code := w.code.Load(); code {
-		case http.StatusOK:
-			held++
-		case http.StatusServiceUnavailable:
-			refused++
-			if w.hdr.Get("Retry-After") == "" {
-				t.Error("a search refused for want of memory has no Retry-After")
-			}
-		default:
-			t.Fatalf("search %d: %d", i, code)
-		}
-	}
-	share := budget.Share() / searchMemory
-	if held != int(share) || refused != 32-held {
-		t.Errorf("%d searches held, %d refused; want the client's share, %d, held and the rest refused", held, refused, share)
-	}
-	if got := budget.Held("2001:db8:1:2::/64"); got > budget.Share() {
-		t.Errorf("the /64 holds %d bytes, past its share of %d", got, budget.Share())
-	}
-	other := do(h, "GET", "/d/", "Accept", "application/json")
-	if other.Code != http.StatusOK || !strings.Contains(other.Body.String(), "x.txt") {
-		t.Errorf("another client's listing beside the unread searches: %d %s", other.Code, other.Body)
-	}
-	same := httptest.NewRequest("GET", "/d/", nil)
-	same.RemoteAddr = "[2001:db8:1:2::99]:4000"
-	same.Header.Set("Accept", "application/json")
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, same)
-	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
-		t.Errorf("a listing of the same /64 past its share: %d, Retry-After %q; want 503 with one", rec.Code, rec.Header().Get("Retry-After"))
-	}
-}
-
-// TestClientKeys: a request is counted by its address (an IPv6 /64 as
-// one) and by its user or share link.
-func TestClientKeys(t *testing.T) {
-	for _, tt := range []struct {
-		remote string
-		p      gate.Principal
-		want   string
-	}{
-		{"203.0.113.7:1000", gate.Anonymous(), "203.0.113.7"},
-		{"[2001:db8:1:2:3:4:5:6]:1000", gate.Anonymous(), "2001:db8:1:2::/64"},
-		{"203.0.113.7:1000", gate.User("alice"), "203.0.113.7 user:alice"},
-		{"203.0.113.7:1000", gate.LinkHolder("abc"), "203.0.113.7 link:abc"},
-	} {
-		req := httptest.NewRequest("GET", "/", nil)
-		req.RemoteAddr = tt.remote
-		req = req.WithContext(gate.With(req.Context(), tt.p))
-		if got := strings.Join(clientKeys(req), " "); got != tt.want {
-			t.Errorf("%s as %s: keys %q; want %q", tt.remote, tt.p, got, tt.want)
-		}
-	}
-}
 
 // smallSendBuffers is a listener whose connections have small send
 // buffers, so that a client that does not read blocks the server's
@@ -159,7 +39,7 @@ func TestUnreadAnswersAreCut(t *testing.T) {
 	for i := range 3000 {
 		files[fmt.Sprintf("d/%s%04d.txt", long, i)] = ""
 	}
-	h, _ := newTestHandler(t, files)
+	h := newPageHandler(t, files)
 	h.cfg.IdleTimeout = 300 * time.Millisecond
 	budget := h.cfg.Listing.Budget
 	srv := httptest.NewUnstartedServer(h)
@@ -169,7 +49,7 @@ func TestUnreadAnswersAreCut(t *testing.T) {
 	for _, tt := range []struct {
 		name, req, end string
 	}{
-		{"search", "GET " + SearchPath + "?path=/&q=n&limit=10000 HTTP/1.1\r\nHost: x\r\n\r\n", `"done":true`},
+		{"search", "GET " + pageapi.SearchPath + "?path=/&q=n&limit=10000 HTTP/1.1\r\nHost: x\r\n\r\n", `"done":true`},
 		{"listing", "GET /d/ HTTP/1.1\r\nHost: x\r\nAccept: application/json\r\n\r\n", "]}"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -90,17 +90,6 @@ func (h *Handler) isSidecar(ctx context.Context, side string, sin, orig largo.In
 	return ok
 }
 
-// ownSidecar reports whether the file side, described by sin, is one of
-// largo's sidecars of orig, hidden from listings and archives
-// (sidecar.Policy.Own).
-func (h *Handler) ownSidecar(ctx context.Context, side string, sin, orig largo.Info) bool {
-	ok, err := h.sidecars.Own(ctx, side, sin, orig)
-	if err != nil {
-		h.log.Warn("reading a sidecar's record", "name", side, "err", err)
-	}
-	return ok
-}
-
 // sidecarETag is the ETag of the representation a sidecar holds: strong,
 // since its bytes are fixed, and distinct from the original's and from
 // every other coding's, as it is derived from the sidecar's own ETag.

@@ -13,6 +13,7 @@ import (
 	"largo/auth"
 	"largo/gate"
 	"largo/ingest"
+	"largo/internal/reply"
 	"largo/wire"
 )
 
@@ -72,7 +73,7 @@ func davHeaders(hdr http.Header, writes bool) {
 func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm auth.Perm) error {
 	if r.Method != "PROPFIND" {
 		if h.cfg.Writes == nil {
-			return &methodError{allow: readMethods + ", PROPFIND"}
+			return &reply.MethodError{Allow: readMethods + ", PROPFIND"}
 		}
 		if err := h.sameOrigin(r); err != nil {
 			return err
@@ -88,7 +89,7 @@ func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm 
 	if discarded {
 		// A companion file's lock, which locks nothing stored: the
 		// folder's rule for a new name is what is asked.
-		name = largo.Join(parent(name), gate.NewName)
+		name = largo.Join(largo.Parent(name), gate.NewName)
 	}
 	if err := h.davNeeds(r, name, perm); err != nil {
 		return err
@@ -114,7 +115,7 @@ func (h *Handler) dav(w http.ResponseWriter, r *http.Request, name string, perm 
 //   - COPY: read of the source, read and list of all below a folder, and
 //     write of the destination (of all below it for a folder);
 //   - MOVE: as COPY, with delete where it reads, and no list unless the
-//     store moves a folder by copies (moveNeeds);
+//     store moves a folder by copies (gate.MoveNeeds);
 //   - COPY and MOVE onto a destination that exists: delete of it and all
 //     below it, unless a file replaces a file, which needs write alone,
 //     as a PUT that replaces one does.
@@ -168,7 +169,7 @@ func (h *Handler) davNeeds(r *http.Request, name string, perm auth.Perm) error {
 	}
 	switch {
 	case r.Method == "MOVE":
-		perm = h.moveNeeds(isDir)
+		perm = gate.MoveNeeds(h.cfg.Store, isDir)
 	case isDir:
 		perm |= auth.List
 	}
@@ -189,16 +190,6 @@ func (h *Handler) davNeeds(r *http.Request, name string, perm auth.Perm) error {
 		return nil // nothing there to remove, or a file replaced in place
 	}
 	return check(auth.Delete, dst, true)
-}
-
-// moveNeeds is what a move of a file or a folder needs of its source:
-// read and delete on all of it, and list too for a folder that the store
-// cannot rename, which is moved by copies of its listed entries.
-func (h *Handler) moveNeeds(dir bool) auth.Perm {
-	if dir && !gate.Has[largo.Renamer](h.cfg.Store) {
-		return auth.Read | auth.Delete | auth.List
-	}
-	return auth.Read | auth.Delete
 }
 
 var errOverwrite = wire.Refuse(http.StatusBadRequest, "bad Overwrite header: T or F")

@@ -166,7 +166,7 @@ func (s *sums) visit(root string) largo.WalkDirFunc {
 		case in.IsDir, s.h.gate.Check(s.ctx, auth.Read, name, false) != nil:
 			return nil // what may not be read is not listed
 		}
-		return s.file(parent(name), rel, &in)
+		return s.file(largo.Parent(name), rel, &in)
 	}
 }
 

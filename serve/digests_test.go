@@ -17,11 +17,13 @@ import (
 	"largo/disk"
 	"largo/gate"
 	"largo/ingest"
+	"largo/pageapi"
 	"largo/record"
 )
 
 // digestFixture serves a folder holding files under access, writes on,
-// with one keeper of digests shared by the pipeline and the handler.
+// with one keeper of digests shared by the pipeline and the handler, and
+// the page's API, whose moves keep the digests.
 func digestFixture(t *testing.T, files map[string]string, access *auth.Access) (*Handler, string, *digests.Keeper) {
 	t.Helper()
 	_, dir := newTestHandler(t, files)
@@ -34,14 +36,14 @@ func digestFixture(t *testing.T, files map[string]string, access *auth.Access) (
 	k := digests.New(recs, digests.Options{Store: s})
 	g := gate.New(gate.Config{Access: access, Resolver: s})
 	gated := g.Store(s)
-	h := New(Config{
+	h := New(withPage(Config{
 		Store:   gated,
 		Gate:    g,
 		State:   s.State(),
 		Files:   recs,
 		Digests: k,
 		Writes:  ingest.New(ingest.Config{Store: gated, Files: recs, Server: asServer}),
-	})
+	}))
 	return h, dir, k
 }
 
@@ -93,13 +95,13 @@ func TestReprDigest(t *testing.T) {
 	}
 
 	form := []string{"Authorization", "Bearer " + token, "Content-Type", "application/x-www-form-urlencoded"}
-	if rec := send(h, "POST", MovePath, strings.NewReader(moveForm("/d/f.txt", "/d/g.txt")), -1, form...); rec.Code != http.StatusCreated {
+	if rec := send(h, "POST", pageapi.MovePath, strings.NewReader("from=/d/f.txt&to=/d/g.txt"), -1, form...); rec.Code != http.StatusCreated {
 		t.Fatalf("move: %d %s", rec.Code, rec.Body)
 	}
 	if got := do(h, "HEAD", "/d/g.txt").Header().Get("Repr-Digest"); got != digest("hello") {
 		t.Errorf("after a rename: %q", got)
 	}
-	if rec := send(h, "POST", MovePath, strings.NewReader(moveForm("/d", "/e")), -1, form...); rec.Code != http.StatusCreated {
+	if rec := send(h, "POST", pageapi.MovePath, strings.NewReader("from=/d&to=/e"), -1, form...); rec.Code != http.StatusCreated {
 		t.Fatalf("move: %d %s", rec.Code, rec.Body)
 	}
 	if got := do(h, "HEAD", "/e/g.txt").Header().Get("Repr-Digest"); got != digest("hello") {

@@ -26,14 +26,14 @@ const maxRanges = 64
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error {
 	f, err := h.cfg.Store.Open(r.Context(), name)
 	if errors.Is(err, largo.ErrNotFound) && isSums(name) && !strings.HasSuffix(r.URL.Path, "/") {
-		if done, err := h.serveSums(w, r, parent(name)); done {
+		if done, err := h.serveSums(w, r, largo.Parent(name)); done {
 			return err
 		}
 	}
-	if r.URL.Query().Has("login") && (errors.Is(err, largo.ErrIsDir) || errors.Is(err, largo.ErrUnauthorized)) {
+	if h.cfg.Page != nil && r.URL.Query().Has("login") && (errors.Is(err, largo.ErrIsDir) || errors.Is(err, largo.ErrUnauthorized)) {
 		// Signing in from a folder, or from one its visitor may not see
 		// yet: the challenge, then back.
-		return h.login(w, r)
+		return h.cfg.Page.Login(w, r)
 	}
 	if errors.Is(err, largo.ErrIsDir) {
 		if !strings.HasSuffix(r.URL.Path, "/") {

@@ -49,10 +49,10 @@ func FuzzHandler(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	h := New(Config{
+	h := New(withPage(Config{
 		Store: gated, Gate: g, Writes: writes, Resumable: rh, Compress: newEncoders(f, 2),
 		Access: g.Access(), Hosts: LoopbackHosts,
-	})
+	}))
 
 	seeds := []struct{ method, path, header, body string }{
 		{"GET", "/a.txt", "Range: bytes=0-2", ""},

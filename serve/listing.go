@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"largo"
 	"largo/archive"
 	"largo/auth"
-	"largo/encode"
 	"largo/gate"
 	"largo/limit"
 	"largo/listing"
@@ -42,10 +40,6 @@ type Listing struct {
 	Path    string  `json:"path"`
 	Entries []Entry `json:"entries"`
 }
-
-// DefaultListingMemory is the memory all listings together may hold when
-// Config.Listing.Budget is nil.
-const DefaultListingMemory = 32 << 20
 
 // list answers a folder: JSON for clients that ask for it (an Accept
 // header naming application/json, or ?format=json), HTML otherwise.
@@ -148,26 +142,11 @@ func (h *Handler) expiresIn(dir string) func(*largo.Info) time.Time {
 
 // listingFor returns the listings' bounds for r: what its listings,
 // archives and SHA256SUMS take from the budget counts against the shares
-// of r's client (clientKeys).
+// of r's client (gate.ClientKeys).
 func (h *Handler) listingFor(r *http.Request) listing.Config {
 	c := h.cfg.Listing
-	c.Client = clientKeys(r)
+	c.Client = gate.ClientKeys(r.Context(), r.RemoteAddr)
 	return c
-}
-
-// clientKeys returns the keys r's client is counted by in the listings'
-// budget (limit.Budget), each holding at most its share: its address (an
-// IPv6 /64 counts as one, as for the bandwidth caps), and the user it
-// signed in as or the share link it came through. A client with many
-// addresses is still one user; many users behind one address are still
-// one address.
-func clientKeys(r *http.Request) []string {
-	keys := make([]string, 1, 2)
-	keys[0] = largo.ClientOf(r.RemoteAddr)
-	if p := principal(r); !p.IsAnonymous() && !p.IsServer() {
-		keys = append(keys, p.String()) // user:NAME or link:ID, never an address
-	}
-	return keys
 }
 
 // busy turns a listing refused for want of memory into a 503 with a
@@ -189,7 +168,8 @@ func viewOrder(v ui.View) listing.Compare {
 }
 
 // folderPage is what the HTML page of a folder shows besides its rows:
-// its controls, each shown where the gate would let its request through.
+// its controls, each shown where the gate would let its request through:
+// the upload area, and what the page's API offers (Config.Page).
 func (h *Handler) folderPage(r *http.Request, name string) ui.Folder {
 	f := ui.Folder{Name: name, View: ui.ParseView(r.URL.Query())}
 	if v := viewOf(r); v != nil {
@@ -202,89 +182,17 @@ func (h *Handler) folderPage(r *http.Request, name string) ui.Folder {
 	if h.cfg.Writes != nil && h.cfg.Resumable != nil && h.gate.Check(ctx, auth.Write, largo.Join(name, gate.NewName), false) == nil {
 		f.Upload = &ui.Upload{Endpoint: ResumablePrefix}
 	}
-	f.User, f.May, f.SignIn = h.signedIn(r, name)
-	if f.User != "" && h.gate.Links() != nil && h.gate.Check(ctx, auth.Read|auth.List, name, false) == nil {
-		f.Share = &ui.Share{Endpoint: SharePath, Write: f.Upload != nil}
-	}
-	if viewOf(r) == nil {
-		// The file manager, on the server's own pages (a share link's
-		// reaches no route of the reserved prefix): what may be done
-		// with each entry is asked when needed (MayPath).
-		m := &ui.Manage{May: MayPath, Archive: SelectionPath, Search: SearchPath}
-		if h.cfg.Writes != nil {
-			m.Move = MovePath
-			if h.gate.Check(ctx, auth.Write, largo.Join(name, gate.NewName), false) == nil {
-				m.Mkdir = MkdirPath
-			}
-		}
-		if f.User != "" && h.gate.Links() != nil {
-			m.Share, m.Links = SharePath, LinksPath
-		}
-		f.Manage = m
+	if h.cfg.Page != nil {
+		h.cfg.Page.Controls(r, &f)
 	}
 	return f
 }
 
-// signedIn is what a page says of its requester: who they are and what
-// they may do on name, or, for an anonymous visitor of a server with
-// users, the link that signs in and comes back to name's folder. A share
-// link's visitor gets neither.
-func (h *Handler) signedIn(r *http.Request, name string) (user string, may []string, signIn string) {
-	p := principal(r)
-	switch {
-	case p.LinkID() != "":
-	case p.UserName() != "":
-		for _, perm := range []auth.Perm{auth.Read, auth.List, auth.Write, auth.Delete} {
-			if h.gate.Check(r.Context(), perm, name, false) == nil {
-				may = append(may, perm.String())
-			}
-		}
-		return p.UserName(), may, ""
-	case h.cfg.Access.Policy().Users() > 0:
-		back := "/"
-		if name != "" {
-			back += name + "/"
-		}
-		return "", nil, "/?login=" + url.QueryEscape(back)
-	}
-	return "", nil, ""
-}
-
-// sidecarFilter returns a test that hides the precompressed sidecars of
-// the folder dir: NAME.zst, NAME.br or NAME.gz is a sidecar when NAME is
-// a file in the same folder that the compression policy would send it
-// for (sidecar.Policy.Offered), and the file is one of largo's
-// (ownSidecar: recorded, stale or not, or with --sidecars any fresh). A lone backup.tar.gz, one beside a folder
-// named backup.tar, and a data.csv.gz someone put beside data.csv stay. A
-// file whose type is only known from its first bytes (no extension) may
-// be text, so its sidecars are hidden too.
-//
-// The test is given the folder's entries with the files in name order
-// (byte by byte; folders anywhere among them), as listings and archives
-// come out of their sort. Every name between NAME and NAME.gz in that
-// order begins with NAME, so the test only keeps the chain of files seen
-// whose names begin the current one: its memory is bounded by the length
-// of a name, not by the size of the folder.
+// sidecarFilter returns the test of which entries of the folder dir
+// listings and archives show: all but the precompressed sidecars that
+// stand for a file beside them (sidecar.Policy.Shows).
 func (h *Handler) sidecarFilter(ctx context.Context, dir string) func(largo.Info) bool {
-	var chain []largo.Info
-	return func(in largo.Info) bool {
-		if in.IsDir {
-			return true
-		}
-		for len(chain) > 0 && !strings.HasPrefix(in.Name, chain[len(chain)-1].Name) {
-			chain = chain[:len(chain)-1]
-		}
-		show := true
-		if base, _, ok := encode.SidecarBase(in.Name); ok {
-			for _, orig := range chain {
-				if orig.Name == base && h.sidecars.Offered(orig) && h.ownSidecar(ctx, largo.Join(dir, in.Name), in, orig) {
-					show = false
-				}
-			}
-		}
-		chain = append(chain, in)
-		return show
-	}
+	return h.sidecars.Shows(ctx, dir, h.log)
 }
 
 // wantsJSON reports whether the client asked for the JSON listing.

@@ -6,10 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"largo/auth"
-	"largo/links"
 	"largo/ui"
 )
 
@@ -102,54 +100,4 @@ func doQuery(h http.Handler, path, query string) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
-}
-
-// TestPageSignedIn: the page says who is signed in and what they may do
-// in its folder; an anonymous visitor of a server with users is offered
-// to sign in and come back; a share link's visitor, or anyone on a server
-// without users, is offered nothing.
-func TestPageSignedIn(t *testing.T) {
-	f := newAccessFixture(t)
-	for _, c := range []struct {
-		path, user string
-		want       []string
-		absent     []string
-	}{
-		{"/pub/", "alice", []string{`Signed in as <strong>alice</strong><span class="may"> · here you may read and list</span>`}, []string{"Sign in", `id="upload"`}},
-		{"/private/", "alice", []string{`Signed in as <strong>alice</strong><span class="may"> · here you may read, list, write and delete</span>`}, []string{"Sign in"}},
-		{"/", "bob", []string{`Signed in as <strong>bob</strong><span class="may"> · here you may read and list</span>`}, nil},
-		{"/pub/", "", []string{`<a href="/?login=%2Fpub%2F">Sign in</a>`}, []string{"Signed in", `id="upload"`}},
-		{"/", "", []string{`<a href="/?login=%2F">Sign in</a>`}, []string{"Signed in"}},
-	} {
-		page := f.req("GET", c.path, c.user, "Accept", "text/html").Body.String()
-		for _, w := range c.want {
-			if !strings.Contains(page, w) {
-				t.Errorf("%s as %q: page lacks %s", c.path, c.user, w)
-			}
-		}
-		for _, a := range c.absent {
-			if strings.Contains(page, a) {
-				t.Errorf("%s as %q: page shows %s", c.path, c.user, a)
-			}
-		}
-	}
-
-	shared := f.req("GET", f.link(t, links.Link{Kind: links.Folder, Path: "pub", Expires: f.now.Add(time.Hour)}, ""), "").Body.String()
-	if !strings.Contains(shared, "a.txt") || strings.Contains(shared, "Sign in") || strings.Contains(shared, "Signed in") {
-		t.Errorf("share link's page:\n%s", shared)
-	}
-	open, _, _ := newWriteHandler(t, nil, Config{Resumable: http.NotFoundHandler(), Access: auth.New(auth.OneUser("", true), nil)})
-	plain, _ := newTestHandler(t, nil)
-	for what, h := range map[string]http.Handler{"open uploads": open, "no policy": plain} {
-		if p := do(h, "GET", "/").Body.String(); strings.Contains(p, "Sign in") || strings.Contains(p, "Signed in") {
-			t.Errorf("%s: the page offers to sign in", what)
-		}
-	}
-	withToken, _, _ := newWriteHandler(t, nil, Config{Resumable: http.NotFoundHandler()})
-	if p := do(withToken, "GET", "/").Body.String(); !strings.Contains(p, `<a href="/?login=%2F">Sign in</a>`) {
-		t.Error("a server with a token offers no sign-in")
-	}
-	if p := do(withToken, "GET", "/", "Authorization", basic("anyone", token)).Body.String(); !strings.Contains(p, "Signed in as") || !strings.Contains(p, `id="upload"`) {
-		t.Error("the token as a basic-auth password does not sign in to the upload area")
-	}
 }

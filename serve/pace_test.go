@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -159,31 +158,5 @@ func TestPacedRoutes(t *testing.T) {
 	}
 	if took := time.Since(start); took < least {
 		t.Errorf("a 512 KiB upload under 1 MiB/s took %s; at least %s", took, least)
-	}
-}
-
-// TestShareMaxRate: the share form's max_rate is kept with the link.
-func TestShareMaxRate(t *testing.T) {
-	h := newPaceHandler(t, pace.Config{}, map[string]string{"f": "x"})
-	post := func(form string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest("POST", SharePath, strings.NewReader(form))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Authorization", "Bearer alice-token-0123456789")
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec
-	}
-	rec := post("path=/f&expires=1h&max_rate=5MB")
-	var info LinkInfo
-	if err := json.Unmarshal(rec.Body.Bytes(), &info); rec.Code != 201 || err != nil || info.MaxRate != 5e6 {
-		t.Fatalf("max_rate=5MB: %d %s", rec.Code, rec.Body)
-	}
-	if l, err := h.gate.Links().Get(context.Background(), info.ID); err != nil || l.MaxRate != 5e6 {
-		t.Errorf("the record's MaxRate: %v, %v", l, err)
-	}
-	for _, bad := range []string{"fast", "0", "-1MB"} {
-		if rec := post("path=/f&expires=1h&max_rate=" + bad); rec.Code != 400 || !strings.Contains(rec.Body.String(), "max_rate") {
-			t.Errorf("max_rate=%s: %d %s; want 400 naming max_rate", bad, rec.Code, rec.Body)
-		}
 	}
 }

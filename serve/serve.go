@@ -3,7 +3,10 @@
 // compressed where package encode's policy says so, folder listings as JSON
 // or as the HTML page of package ui, folders as archives) and largo's own
 // endpoints under the reserved prefix /_largo/ (health, readiness, metrics,
-// the page's assets under UIPrefix).
+// the page's assets under UIPrefix). The folder page's own API (moves,
+// new folders, searches, selections as archives, share links, signing
+// in: package pageapi) is mounted behind the same front door
+// (Config.Page); this package keeps the file protocol.
 //
 // Compression (compress.go) is a decision per response, not a wrapper
 // around every one: a precompressed sidecar is found through the Store
@@ -64,13 +67,12 @@
 // DELETE stay this package's, and Finder's companion files are taken and
 // dropped.
 //
-// Handlers return errors; one table (wire.Status, shared by every write
-// protocol) turns them into statuses, and the client sees a one-line
-// reason while the log sees the cause.
+// Handlers return errors; one adapter (package reply) answers them with
+// the one table (wire.Status, shared by every write protocol), and the
+// client sees a one-line reason while the log sees the cause.
 package serve
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -81,13 +83,13 @@ import (
 	"time"
 
 	"largo"
-	"largo/archive"
 	"largo/auth"
 	"largo/digests"
 	"largo/encode"
 	"largo/expiry"
 	"largo/gate"
 	"largo/ingest"
+	"largo/internal/reply"
 	"largo/limit"
 	"largo/links"
 	"largo/listing"
@@ -96,7 +98,6 @@ import (
 	"largo/sidecar"
 	"largo/transfer"
 	"largo/ui"
-	"largo/wire"
 )
 
 // Prefix is the reserved path prefix of largo's own endpoints. It can never
@@ -165,22 +166,22 @@ type Config struct {
 	Rates *pace.Limits
 	// Listing bounds the memory of folder listings: each holds at most
 	// Listing.Max (listing.DefaultMax when zero) and all together at most
-	// Listing.Budget, one client at most the budget's share (clientKeys),
-	// beyond which a listing is answered 503 with a Retry-After; what does
-	// not fit spills to Listing.Dir (os.TempDir() when empty). A nil
-	// Budget means one of DefaultListingMemory, a quarter of it a client.
+	// Listing.Budget, one client at most the budget's share
+	// (gate.ClientKeys), beyond which a listing is answered 503 with a
+	// Retry-After; what does not fit spills to Listing.Dir (os.TempDir()
+	// when empty). A nil Budget means one of listing.DefaultBudget, a
+	// quarter of it a client.
 	Listing listing.Config
 	// Compress compresses compressible files on the fly for clients that
 	// accept it. Nil turns dynamic compression off; precompressed
 	// sidecars are served either way. Its slots also bound tar.zst
-	// archives (without it, encoders of the handler's own, with the
-	// default bound, make them).
+	// archives: give it to NewArchives too.
 	Compress *encode.Encoders
-	// ArchiveCRC32 tells the CRC-32 kept for a file's version, if any, so
-	// that a zip archive of a folder can answer ranges (a resumed
-	// download) and send its files by sendfile. Nil: a zip computes the
-	// CRC-32s as the bytes pass and is always sent whole.
-	ArchiveCRC32 archive.CRC32Func
+	// Archives answers folders as archives (?archive=FORMAT); give the
+	// page's API (Page) the same one. Nil means one of the handler's own
+	// (NewArchives), spilling to Listing.Dir and compressing tar.zst with
+	// Compress.
+	Archives *Archives
 	// Sidecars says which NAME.zst, NAME.br or NAME.gz stand for NAME as
 	// its encoding (package sidecar); the write pipeline's Derived should
 	// follow the same policy. Nil takes only the sidecars largo precompress
@@ -231,10 +232,35 @@ type Config struct {
 	// OPTIONS then announces DAV: 1, 2. Writes of Finder's companion files
 	// it Discards are taken and dropped. Nil answers the DAV methods 405.
 	DAV WebDAV
+	// Page is the folder page's own API (package pageapi), served behind
+	// the same front door as the file tree: its routes under Prefix, the
+	// sign-in (GET folder/?login=PATH) and the controls of the folder
+	// page. Nil serves none of them: the page then only lists, uploads
+	// and downloads.
+	Page Page
 	// Uploads receives upload metrics events. Nil ignores them.
 	Uploads UploadObserver
 	// Compression receives compression metrics events. Nil ignores them.
 	Compression CompressionObserver
+}
+
+// Page is the folder page's own API (package pageapi), which the handler
+// mounts behind its front door: every request reaches it with its host
+// name checked, its principal in the context (package gate), its pacing
+// and CORS applied, and, under Prefix, its path parsed. Implementations
+// must be safe for concurrent use.
+type Page interface {
+	// Register adds the page's routes, all under Prefix, to mux, the
+	// mux of the reserved prefix.
+	Register(mux *http.ServeMux)
+	// Login answers a GET or HEAD of a folder with ?login=PATH, or of
+	// one its visitor may not see yet.
+	Login(w http.ResponseWriter, r *http.Request) error
+	// Controls sets what the page of the folder f.Name offers its
+	// visitor besides its rows and its upload area (f.Upload, set
+	// first): who is signed in or how to sign in, the share form, the
+	// file manager.
+	Controls(r *http.Request, f *ui.Folder)
 }
 
 // CompressionObserver receives the events that compression metrics are
@@ -262,6 +288,7 @@ type UploadObserver interface {
 type Handler struct {
 	cfg      Config
 	log      *slog.Logger
+	errs     reply.Errors // answers what handlers return
 	obs      Observer
 	sent     func(int64) // obs.BytesSent, made once: a method value per request is an allocation
 	lines    linePool    // buffers of the access lines (Config.AccessLog)
@@ -270,9 +297,6 @@ type Handler struct {
 	own      *http.ServeMux // the reserved prefix
 	ui       *ui.UI
 	draining atomic.Bool
-	// archiveEnc compresses tar.zst archives: Config.Compress, or with
-	// dynamic compression off encoders of the handler's own.
-	archiveEnc *encode.Encoders
 	// sidecars is Config.Sidecars, or the policy of the records of
 	// Config.State.
 	sidecars *sidecar.Policy
@@ -288,6 +312,7 @@ func New(cfg Config) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	h.errs = reply.Errors{Log: h.log}
 	if h.obs == nil {
 		h.obs = nopObserver{}
 	}
@@ -303,12 +328,11 @@ func New(cfg Config) *Handler {
 	if h.cfg.Now == nil {
 		h.cfg.Now = time.Now
 	}
-	h.archiveEnc = cfg.Compress
-	if h.archiveEnc == nil {
-		h.archiveEnc, _ = encode.NewEncoders(encode.Config{}) // the defaults are valid
+	if h.cfg.Archives == nil {
+		h.cfg.Archives = NewArchives(h.cfg.Listing.Dir, nil, cfg.Compress)
 	}
 	if h.cfg.Listing.Budget == nil {
-		h.cfg.Listing.Budget = limit.NewBudget(DefaultListingMemory, 0)
+		h.cfg.Listing.Budget = limit.NewBudget(listing.DefaultBudget, 0)
 	}
 	if h.cfg.State == nil {
 		if sk, ok := cfg.Store.(largo.StateKeeper); ok {
@@ -348,7 +372,7 @@ func New(cfg Config) *Handler {
 	}
 	h.ui = ui.New(UIPrefix)
 	h.own = http.NewServeMux()
-	h.own.Handle("GET "+UIPrefix, h.adapt(h.ui.Asset))
+	h.own.Handle("GET "+UIPrefix, h.errs.Handler(h.ui.Asset))
 	h.own.HandleFunc("GET "+Prefix+"healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		fmt.Fprintln(w, "ok")
@@ -362,7 +386,7 @@ func New(cfg Config) *Handler {
 		fmt.Fprintln(w, "ready")
 	})
 	if cfg.Metrics != nil {
-		h.own.Handle("GET "+MetricsPath, h.adapt(h.metrics))
+		h.own.Handle("GET "+MetricsPath, h.errs.Handler(h.metrics))
 	}
 	if cfg.Writes != nil && cfg.Resumable != nil {
 		h.own.Handle(ResumablePrefix, h.resumable(cfg.Resumable))
@@ -370,13 +394,11 @@ func New(cfg Config) *Handler {
 	if cfg.Writes != nil && cfg.Resumer != nil {
 		h.own.Handle(ResumerPrefix, h.resumable(cfg.Resumer))
 	}
-	h.own.Handle("POST "+SharePath, h.adapt(h.newShare))
-	h.own.Handle("GET "+LinksPath, h.adapt(h.listLinks))
-	h.own.Handle("POST "+LinksPath+"{id}", h.adapt(h.changeLink))
-	h.own.Handle("DELETE "+LinksPath+"{id}", h.adapt(h.revokeLink))
-	h.manageRoutes()
-	h.own.Handle(Prefix, h.adapt(func(http.ResponseWriter, *http.Request) error {
-		return errNoEndpoint
+	if cfg.Page != nil {
+		cfg.Page.Register(h.own)
+	}
+	h.own.Handle(Prefix, h.errs.Handler(func(http.ResponseWriter, *http.Request) error {
+		return reply.ErrNoEndpoint
 	}))
 	return h
 }
@@ -472,12 +494,12 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 			abort = true
 			return
 		}
-		writeError(tw, http.StatusInternalServerError, "internal error")
+		reply.Text(tw, http.StatusInternalServerError, "internal error")
 	}()
 	own := strings.HasPrefix(r.URL.Path, Prefix) && !strings.HasPrefix(r.URL.Path, links.URLPrefix)
 	r, err := h.guard(r)
 	if err != nil {
-		h.fail(tw, r, err)
+		h.errs.Fail(tw, r, err)
 		return
 	}
 	defer h.pace(tw, r)()
@@ -486,71 +508,22 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 	}
 	if own { // a share link's request, rewritten, never reaches these
 		if _, err := largo.ParseName(r.URL.Path); err != nil {
-			h.fail(tw, r, err)
+			h.errs.Fail(tw, r, err)
 			return
 		}
 		if r.URL.RawPath != "" {
 			// An escape the routes do not spell (/_largo%2fmetrics): no
 			// route has it, and the answer is this server's own.
-			h.fail(tw, r, errNoEndpoint)
+			h.errs.Fail(tw, r, reply.ErrNoEndpoint)
 			return
 		}
 		h.own.ServeHTTP(tw, r)
 		return
 	}
-	h.adapt(h.files)(tw, r)
+	if err := h.files(tw, r); err != nil {
+		h.errs.Fail(tw, r, err)
+	}
 	return
-}
-
-// handlerFunc is an HTTP handler that returns its error instead of
-// writing it.
-type handlerFunc func(http.ResponseWriter, *http.Request) error
-
-// adapt turns a handlerFunc into an http.HandlerFunc: an error becomes a
-// response through the status table, unless the response had begun.
-func (h *Handler) adapt(f handlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := f(w, r); err != nil {
-			h.fail(w, r, err)
-		}
-	}
-}
-
-// fail answers err. When the response has already begun, the status is
-// out and the only honest signal left is to cut the connection (by the
-// http.ErrAbortHandler panic that serve recovers), so that the client sees
-// a short body instead of a complete-looking wrong one; the log says why.
-func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if tw, ok := w.(*transfer.Response); ok && tw.Status() != 0 {
-		if tw.Err() != nil || r.Context().Err() != nil {
-			return // the connection failed or the client left: nothing to cut
-		}
-		h.log.Warn("response cut", "method", r.Method, "path", r.URL.Path, "sent", tw.Written(), "err", err)
-		panic(http.ErrAbortHandler)
-	}
-	code, msg := status(err)
-	var qe *largo.QuotaError
-	switch {
-	case errors.As(err, &qe):
-		h.log.Info("write refused by a quota", "method", r.Method, "path", r.URL.Path, "err", err) // the client's doing, not a failure
-	case code >= 500:
-		h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	}
-	var de *largo.DigestError
-	if errors.As(err, &de) {
-		w.Header().Set("Repr-Digest", wire.FormatDigest(de.SHA256))
-	}
-	switch code {
-	case http.StatusMethodNotAllowed:
-		w.Header().Set("Allow", allowed(err))
-	case http.StatusUnauthorized:
-		auth.Challenge(w.Header(), r)
-	case http.StatusTooManyRequests:
-		w.Header().Set("Retry-After", auth.RetryAfter)
-	case http.StatusServiceUnavailable:
-		w.Header().Set("Retry-After", "1")
-	}
-	writeError(w, code, msg)
 }
 
 // files serves the file tree.
@@ -567,7 +540,7 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 		if h.cfg.DAV != nil && h.cfg.Writes != nil && h.cfg.DAV.Discards(name) {
 			// A hidden name, which the gate never lets through: the
 			// folder's rule is what is asked.
-			if err := h.gate.Check(r.Context(), auth.Write, largo.Join(parent(name), gate.NewName), false); err != nil {
+			if err := h.gate.Check(r.Context(), auth.Write, largo.Join(largo.Parent(name), gate.NewName), false); err != nil {
 				return err
 			}
 			return h.discard(w, r)
@@ -587,7 +560,7 @@ func (h *Handler) files(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	return &methodError{allow: h.allow()}
+	return &reply.MethodError{Allow: h.allow()}
 }
 
 // accessLog writes the request's line.
@@ -633,5 +606,3 @@ var (
 	nosniff = []string{"nosniff"}
 	sandbox = []string{"sandbox"}
 )
-
-var errNoEndpoint = fmt.Errorf("no such endpoint: %w", largo.ErrNotFound)

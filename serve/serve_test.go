@@ -17,6 +17,9 @@ import (
 
 	"largo"
 	"largo/disk"
+	"largo/limit"
+	"largo/listing"
+	"largo/pageapi"
 	"largo/resumable"
 )
 
@@ -37,6 +40,32 @@ func newTestHandler(t testing.TB, files map[string]string) (*Handler, string) {
 	}
 	t.Cleanup(func() { s.Close() })
 	return New(Config{Store: s}), dir
+}
+
+// withPage mounts the page's API (package pageapi) in cfg, over its gate,
+// store, pipeline and listings' budget, as largo serve does.
+func withPage(cfg Config) Config {
+	if cfg.Listing.Budget == nil {
+		cfg.Listing.Budget = limit.NewBudget(listing.DefaultBudget, 0)
+	}
+	if cfg.Archives == nil {
+		cfg.Archives = NewArchives("", nil, cfg.Compress)
+	}
+	cfg.Page = pageapi.New(pageapi.Config{
+		Gate: cfg.Gate, Store: cfg.Store, Writes: cfg.Writes, Listing: cfg.Listing,
+		Archives: cfg.Archives, CORSOrigins: cfg.CORSOrigins, Now: cfg.Now,
+	})
+	return cfg
+}
+
+// newPageHandler serves a temporary folder holding files, open to
+// everyone, with the page's API mounted.
+func newPageHandler(t testing.TB, files map[string]string) *Handler {
+	t.Helper()
+	h, _ := newTestHandler(t, files)
+	cfg := h.cfg // its store already behind the handler's own gate
+	cfg.Gate = h.gate
+	return New(withPage(cfg))
 }
 
 func do(h http.Handler, method, target string, hdr ...string) *httptest.ResponseRecorder {

@@ -8,6 +8,7 @@ import (
 	"largo"
 	"largo/auth"
 	"largo/gate"
+	"largo/internal/reply"
 	"largo/links"
 	"largo/transfer"
 	"largo/wire"
@@ -97,7 +98,7 @@ func (h *Handler) options(hdr http.Header, l *links.Link) {
 // Continue on the first read).
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, name string) error {
 	if h.cfg.Writes == nil {
-		return &methodError{allow: readMethods}
+		return &reply.MethodError{Allow: readMethods}
 	}
 	if err := h.sameOrigin(r); err != nil {
 		return err
@@ -173,10 +174,10 @@ func (w noInterim) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // decided by the gate at its admission; who may go on with one, by the
 // handler, which keeps each upload's creator.
 func (h *Handler) resumable(next http.Handler) http.Handler {
-	return h.adapt(func(w http.ResponseWriter, r *http.Request) error {
+	return h.errs.Handler(func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
-			if !h.corsAllowed(r.Header.Get("Origin")) {
-				return errCrossSite // no preflight passes unless its origin is listed
+			if !wire.OriginListed(h.cfg.CORSOrigins, r.Header.Get("Origin")) {
+				return wire.ErrCrossSite // no preflight passes unless its origin is listed
 			}
 			next.ServeHTTP(w, r)
 			return nil

@@ -21,8 +21,9 @@
 // Policy (policy.go) is the one definition of which files stand for
 // another as its encoding, under --sidecars recorded (the records) or any
 // (any regular file not older than its original, as nginx's
-// gzip_static): serving, listings and archives (package serve) and the
-// Follower share it.
+// gzip_static), and of which sidecars listings hide (Shows, Hides):
+// serving, listings and archives (package serve), the page's searches
+// and selections (package pageapi) and the Follower share it.
 //
 // Follower (follow.go) keeps sidecars following their file through every
 // change the write pipeline makes or is told of (ingest.Derived): a file

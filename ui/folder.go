@@ -51,19 +51,19 @@ type Share struct {
 // page is rendered. Endpoints are URL paths; "" leaves their actions
 // out.
 type Manage struct {
-	// May answers what may be done with entries (see serve.MayPath).
+	// May answers what may be done with entries (see pageapi.MayPath).
 	May string
-	// Archive answers a selection as one archive (serve.SelectionPath).
+	// Archive answers a selection as one archive (pageapi.SelectionPath).
 	Archive string
-	// Move moves and renames (serve.MovePath); "" when writes are off.
+	// Move moves and renames (pageapi.MovePath); "" when writes are off.
 	Move string
-	// Mkdir makes folders (serve.MkdirPath); "" when the visitor may
+	// Mkdir makes folders (pageapi.MkdirPath); "" when the visitor may
 	// make none here.
 	Mkdir string
-	// Search finds names below the folder (serve.SearchPath).
+	// Search finds names below the folder (pageapi.SearchPath).
 	Search string
 	// Share makes share links of entries, and Links lists and revokes
-	// the visitor's (serve.SharePath, serve.LinksPath); "" when links
+	// the visitor's (pageapi.SharePath, pageapi.LinksPath); "" when links
 	// are off or nobody is signed in.
 	Share, Links string
 }

@@ -182,7 +182,7 @@ func newServe(e *env) *cobra.Command {
 		compressLevel: choiceValue{value: "fast", choices: encode.Levels},
 		sidecars:      sidecarsChoice(),
 		listingMemory: listing.DefaultMax,
-		listingBudget: serve.DefaultListingMemory,
+		listingBudget: listing.DefaultBudget,
 		s3PartSize:    s3.DefaultPartSize,
 		minRate:       defaultMinRate,
 		symlinks:      choiceValue{choices: []string{"follow", "within", "none"}},

@@ -22,6 +22,7 @@ import (
 	"largo/ingest"
 	"largo/limit"
 	"largo/metrics"
+	"largo/pageapi"
 	"largo/quota"
 	"largo/resumable"
 	"largo/serve"
@@ -197,6 +198,9 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 	}
 	exp := newExpiry(logger, st, g, m)
 	sidecars := sidecarPolicy(files, cfg.sidecars.value == "any")
+	// One sender of archives for the file tree and the page, so that
+	// their tar.zst archives take the same compression slots.
+	archives := serve.NewArchives(lcfg.Dir, nil, enc)
 	hcfg := serve.Config{
 		Store:       gated,
 		Gate:        g,
@@ -207,6 +211,7 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 		CORSOrigins: cfg.access.corsOrigins,
 		Listing:     lcfg,
 		Compress:    enc,
+		Archives:    archives,
 		Sidecars:    sidecars,
 		Digests:     digests,
 		Expiry:      exp,
@@ -240,6 +245,16 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 	if locks != nil {
 		hcfg.DAV = dav.New(dav.Config{Store: gated, Writes: hcfg.Writes, Locks: locks, Logger: logger})
 	}
+	hcfg.Page = pageapi.New(pageapi.Config{
+		Gate:        g,
+		Store:       gated,
+		Writes:      hcfg.Writes,
+		Listing:     lcfg,
+		Sidecars:    sidecars,
+		Archives:    archives,
+		CORSOrigins: cfg.access.corsOrigins,
+		Logger:      logger,
+	})
 	return serve.New(hcfg), nil
 }
 

@@ -1,10 +1,9 @@
-package serve
+package pageapi
 
 import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"largo"
@@ -32,12 +31,12 @@ import (
 // bucket, each file is copied then removed (ingest.Pipeline.MoveByCopy).
 // The answer is 201 with the new URL path in Location and in the JSON
 // body {"path": ...}.
-const MovePath = Prefix + "move"
+const MovePath = prefix + "move"
 
 // MkdirPath is where a folder is made: POST with the form field path, the
 // folder's URL path. 201 with its URL path, as MovePath answers; 409
 // when something is there, or when its parent folder is missing.
-const MkdirPath = Prefix + "mkdir"
+const MkdirPath = prefix + "mkdir"
 
 // MayPath answers what the requester may do with some names: GET or POST
 // with the field path, repeated (URL paths; a folder's ends with a
@@ -48,7 +47,7 @@ const MkdirPath = Prefix + "mkdir"
 // for a folder "write" (new files or folders in it) and "drop" (a
 // drop-box link to it, which needs write alone). It asks nothing of the
 // store: a name that does not exist answers what its rules allow.
-const MayPath = Prefix + "may"
+const MayPath = prefix + "may"
 
 // maxManageForm bounds the form of a move or a new folder: two names of
 // at most largo.MaxNameLen bytes, percent-encoded.
@@ -61,36 +60,6 @@ const (
 	maxMayForm  = 1 << 20
 )
 
-// manageRoutes registers the routes of this file, and of search and of
-// archives of a selection, on the reserved prefix.
-func (h *Handler) manageRoutes() {
-	if h.cfg.Writes != nil {
-		h.own.Handle("POST "+MovePath, h.adapt(h.move))
-		h.own.Handle("POST "+MkdirPath, h.adapt(h.makeDir))
-	}
-	h.own.Handle("GET "+MayPath, h.adapt(h.may))
-	h.own.Handle("POST "+MayPath, h.adapt(h.may))
-	h.own.Handle("GET "+SearchPath, h.adapt(h.search))
-	h.own.Handle("GET "+SelectionPath, h.adapt(h.selection))
-	h.own.Handle("POST "+SelectionPath, h.adapt(h.selection))
-}
-
-// readForm reads a small URL-encoded form, of at most limit bytes, into
-// r.Form (the query's fields too).
-func readForm(w http.ResponseWriter, r *http.Request, limit int64) error {
-	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, limit)
-	}
-	if err := r.ParseForm(); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return wire.Refuse(http.StatusBadRequest, "bad form")
-	}
-	return nil
-}
-
 // formName reads the form field key as a URL path and returns its store
 // name; a path under the reserved prefix or a hidden one is refused.
 func formName(r *http.Request, key string) (string, error) {
@@ -98,21 +67,7 @@ func formName(r *http.Request, key string) (string, error) {
 	if v == "" {
 		return "", wire.Refuse(http.StatusBadRequest, key+": missing")
 	}
-	name, err := largo.ParseName("/" + strings.TrimPrefix(v, "/"))
-	if err != nil || largo.Reserved(name) {
-		return "", wire.Refuse(http.StatusBadRequest, key+": not a path this server serves")
-	}
-	return name, nil
-}
-
-// urlPath is the URL path of a store name, escaped, with a slash after a
-// folder's.
-func urlPath(name string, dir bool) string {
-	p := (&url.URL{Path: "/" + name}).EscapedPath()
-	if dir && name != "" {
-		p += "/"
-	}
-	return p
+	return pathName(v, key)
 }
 
 // made answers a move or a new folder: 201, and where the name is now.
@@ -133,8 +88,8 @@ var (
 // the destination and all below it (write), so that a move by copies
 // never stops half-way for want of a permission; the store's calls are
 // decided again, one by one.
-func (h *Handler) move(w http.ResponseWriter, r *http.Request) error {
-	if err := h.sameOrigin(r); err != nil {
+func (a *API) move(w http.ResponseWriter, r *http.Request) error {
+	if err := a.sameOrigin(r); err != nil {
 		return err
 	}
 	cond, err := wire.Condition(r.Header)
@@ -167,21 +122,21 @@ func (h *Handler) move(w http.ResponseWriter, r *http.Request) error {
 		return errMoveInto
 	}
 	ctx := r.Context()
-	store, pl := h.cfg.Store, h.cfg.Writes
+	store, pl := a.cfg.Store, a.cfg.Writes
 	in, err := store.Stat(ctx, from)
 	if err != nil {
 		return err
 	}
-	if err := h.gate.Check(ctx, h.moveNeeds(in.IsDir), from, in.IsDir); err != nil {
+	if err := a.gate.Check(ctx, gate.MoveNeeds(store, in.IsDir), from, in.IsDir); err != nil {
 		return err
 	}
-	if err := h.gate.Check(ctx, auth.Write, to, in.IsDir); err != nil {
+	if err := a.gate.Check(ctx, auth.Write, to, in.IsDir); err != nil {
 		return err
 	}
 	if err := cond.Check(from, in, true); err != nil {
 		return err
 	}
-	if err := h.freeName(r, to); err != nil {
+	if err := a.freeName(r, to); err != nil {
 		return err
 	}
 	if _, err := pl.CheckRemove(ctx, from, largo.Condition{}, nil); err != nil {
@@ -209,34 +164,23 @@ func (h *Handler) move(w http.ResponseWriter, r *http.Request) error {
 
 // freeName checks that nothing is at name and that its folder is one: a
 // move or a new folder replaces nothing, and makes no folders on the way.
-func (h *Handler) freeName(r *http.Request, name string) error {
+func (a *API) freeName(r *http.Request, name string) error {
 	ctx := r.Context()
-	switch _, err := h.cfg.Store.Stat(ctx, name); {
+	switch _, err := a.cfg.Store.Stat(ctx, name); {
 	case err == nil:
 		return fmt.Errorf("%s: %w", name, largo.ErrExist)
 	case !errors.Is(err, largo.ErrNotFound):
 		return err
 	}
-	dir := parent(name)
-	if dir == "" {
-		return nil
-	}
-	in, err := h.cfg.Store.Stat(ctx, dir)
-	switch {
-	case errors.Is(err, largo.ErrNotFound):
-		return fmt.Errorf("%s: %w: %w", dir, largo.ErrMissingFolder, err)
-	case errors.Is(err, largo.ErrNotDir) || err == nil && !in.IsDir:
-		return fmt.Errorf("%s: %w", dir, largo.ErrParentNotDir)
-	}
-	return err
+	return largo.CheckParent(ctx, a.cfg.Store, name)
 }
 
 // makeDir makes a folder (MkdirPath) through the gated store: write on
 // its name, which must be free, in a folder that exists, with room for
 // one file in the files quotas it falls under (a folder made counts as
 // one).
-func (h *Handler) makeDir(w http.ResponseWriter, r *http.Request) error {
-	if err := h.sameOrigin(r); err != nil {
+func (a *API) makeDir(w http.ResponseWriter, r *http.Request) error {
+	if err := a.sameOrigin(r); err != nil {
 		return err
 	}
 	if err := readForm(w, r, maxManageForm); err != nil {
@@ -250,29 +194,29 @@ func (h *Handler) makeDir(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	if err := h.gate.Check(ctx, auth.Write, name, false); err != nil {
+	if err := a.gate.Check(ctx, auth.Write, name, false); err != nil {
 		return err
 	}
-	if err := h.freeName(r, name); err != nil {
+	if err := a.freeName(r, name); err != nil {
 		return err
 	}
-	if err := h.cfg.Writes.CheckLock(ctx, name, false, nil); err != nil {
+	if err := a.cfg.Writes.CheckLock(ctx, name, false, nil); err != nil {
 		return err
 	}
-	if err := h.cfg.Writes.CheckFolder(ctx, name); err != nil {
+	if err := a.cfg.Writes.CheckFolder(ctx, name); err != nil {
 		return err
 	}
-	if err := h.cfg.Store.(largo.DirMaker).MakeDir(ctx, name); err != nil {
+	if err := a.cfg.Store.(largo.DirMaker).MakeDir(ctx, name); err != nil {
 		return err
 	}
-	h.cfg.Writes.FolderMade(ctx, name)
+	a.cfg.Writes.FolderMade(ctx, name)
 	return made(w, name, true)
 }
 
 // may answers MayPath: the actions the gate lets the requester do on
 // each name, asking it exactly what the action's request will need
 // (the tree below a folder included), never the store.
-func (h *Handler) may(w http.ResponseWriter, r *http.Request) error {
+func (a *API) may(w http.ResponseWriter, r *http.Request) error {
 	if err := readForm(w, r, maxMayForm); err != nil {
 		return err
 	}
@@ -287,34 +231,34 @@ func (h *Handler) may(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return wire.Refuse(http.StatusBadRequest, "path: not a path this server serves")
 		}
-		out[p] = h.actions(r, name, dir || name == "")
+		out[p] = a.actions(r, name, dir || name == "")
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
 
 // actions lists what the requester may do on name (see MayPath).
-func (h *Handler) actions(r *http.Request, name string, dir bool) []string {
+func (a *API) actions(r *http.Request, name string, dir bool) []string {
 	ctx := r.Context()
 	allows := func(perm auth.Perm, name string, tree bool) bool {
-		return h.gate.Check(ctx, perm, name, tree) == nil
+		return a.gate.Check(ctx, perm, name, tree) == nil
 	}
 	acts := []string{}
 	p := principal(r)
 	if p.LinkID() != "" || largo.Reserved(name) {
 		return acts // the page of a share link manages nothing
 	}
-	writes := h.cfg.Writes != nil
+	writes := a.cfg.Writes != nil
 	movable := writes && name != "" && ingest.CheckName(name) == nil
 	if writes && name != "" && allows(auth.Delete, name, dir) {
 		acts = append(acts, "delete")
 	}
 	if movable && allows(auth.Read|auth.Delete, name, dir) {
 		acts = append(acts, "move")
-		if allows(auth.Write, largo.Join(parent(name), gate.NewName), false) {
+		if allows(auth.Write, largo.Join(largo.Parent(name), gate.NewName), false) {
 			acts = append(acts, "rename")
 		}
 	}
-	share := h.gate.Links() != nil && p.UserName() != ""
+	share := a.gate.Links() != nil && p.UserName() != ""
 	if share && (dir && allows(auth.Read|auth.List, name, true) || !dir && allows(auth.Read, name, false)) {
 		acts = append(acts, "share")
 	}

@@ -1,9 +1,8 @@
-package serve
+package pageapi
 
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,32 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"largo/auth"
+	"largo"
 	"largo/disk"
-	"largo/gate"
-	"largo/ingest"
 )
-
-// post sends a URL-encoded form as user ("" anonymous), with header pairs.
-func (f *accessFixture) post(target, user, form string, hdr ...string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest("POST", target, strings.NewReader(form))
-	req.RemoteAddr, req.Host = "127.0.0.1:5555", "127.0.0.1"
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if user != "" {
-		req.Header.Set("Authorization", "Bearer "+user+"-token-0123456789")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	rec := httptest.NewRecorder()
-	f.h.ServeHTTP(rec, req)
-	return rec
-}
-
-func (f *accessFixture) exists(name string) bool {
-	_, err := os.Stat(filepath.Join(f.dir, filepath.FromSlash(name)))
-	return err == nil
-}
 
 func moveForm(from, to string) string {
 	return url.Values{"from": {from}, "to": {to}}.Encode()
@@ -46,7 +22,7 @@ func moveForm(from, to string) string {
 // decide, replaces nothing, and moves a file only as the page listed it.
 func TestMove(t *testing.T) {
 	f := newAccessFixture(t)
-	etag := f.req("GET", "/private/s.txt", "alice").Header().Get("ETag")
+	etag := f.get("/private/s.txt", "alice").Header().Get("ETag")
 	for _, tt := range []struct {
 		what, user, from, to string
 		hdr                  []string
@@ -94,16 +70,10 @@ func (noRename) Rename() {} // hides disk.Store's Rename
 // TestMoveWithoutRename: on a store without rename, a folder moves by
 // copies and removals, whole.
 func TestMoveWithoutRename(t *testing.T) {
-	_, dir := newTestHandler(t, map[string]string{"a/x.txt": "x", "a/sub/y.txt": "yy", "b.txt": "b"})
-	s, err := disk.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	g := gate.New(gate.Config{Access: auth.New(auth.OneUser(token, false), nil)})
-	st := g.Store(noRename{s})
-	h := New(Config{Store: st, Gate: g, Writes: ingest.New(ingest.Config{Store: st})})
-	f := &accessFixture{h: h, dir: dir}
+	f := newFixture(t, map[string]string{"a/x.txt": "x", "a/sub/y.txt": "yy", "b.txt": "b"}, setup{
+		token: token, writes: true,
+		store: func(s *disk.Store) largo.Store { return noRename{s} },
+	})
 	for _, m := range [][2]string{{"/a", "/c"}, {"/b.txt", "/c/b.txt"}} {
 		rec := f.post(MovePath, "", moveForm(m[0], m[1]), "Authorization", "Bearer "+token)
 		if rec.Code != 201 {

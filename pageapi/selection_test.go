@@ -1,4 +1,4 @@
-package serve
+package pageapi
 
 import (
 	"archive/tar"
@@ -33,7 +33,7 @@ func TestSelection(t *testing.T) {
 	}
 
 	// GET, a tar of the root, as anonymous.
-	rec = f.req("GET", SelectionPath+"?"+url.Values{"dir": {"/"}, "format": {"tar"}, "name": {"pub"}}.Encode(), "")
+	rec = f.get(SelectionPath+"?"+url.Values{"dir": {"/"}, "format": {"tar"}, "name": {"pub"}}.Encode(), "")
 	if rec.Code != 200 {
 		t.Fatalf("tar: %d %s", rec.Code, rec.Body.String())
 	}

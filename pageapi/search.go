@@ -1,4 +1,4 @@
-package serve
+package pageapi
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 
 	"largo"
 	"largo/auth"
-	"largo/encode"
+	"largo/internal/reply"
 	"largo/limit"
 	"largo/ui"
 	"largo/wire"
@@ -49,7 +49,7 @@ import (
 // when the budget, or the client's share of it, has none left).
 // Folders reached through a symbolic link are not searched (they could
 // lead back up), nor are precompressed sidecars found.
-const SearchPath = Prefix + "search"
+const SearchPath = prefix + "search"
 
 // Bounds of a search: the matches it sends, the folders it goes down.
 const (
@@ -90,11 +90,11 @@ type searchEnd struct {
 }
 
 // search answers SearchPath.
-func (h *Handler) search(w http.ResponseWriter, r *http.Request) error {
+func (a *API) search(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	name, err := largo.ParseName("/" + strings.TrimPrefix(q.Get("path"), "/"))
-	if err != nil || largo.Reserved(name) {
-		return wire.Refuse(http.StatusBadRequest, "path: not a path this server serves")
+	name, err := pathName(q.Get("path"), "path")
+	if err != nil {
+		return err
 	}
 	text := strings.TrimSpace(q.Get("q"))
 	if len(text) > maxSearchText {
@@ -107,17 +107,18 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	ctx := r.Context()
-	if err := h.gate.Check(ctx, auth.List, name, false); err != nil {
+	if err := a.gate.Check(ctx, auth.List, name, false); err != nil {
 		return err
 	}
-	in, err := h.cfg.Store.Stat(ctx, name)
+	in, err := a.cfg.Store.Stat(ctx, name)
 	if err != nil {
 		return err
 	}
 	if !in.IsDir {
 		return wire.Refuse(http.StatusBadRequest, "path: not a folder")
 	}
-	budget, client := h.cfg.Listing.Budget, clientKeys(r)
+	lc := a.listingFor(r)
+	budget, client := lc.Budget, lc.Client
 	if !budget.TryTake(searchMemory, client...) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(limit.RetryAfter.Seconds())))
 		return wire.Refuse(http.StatusServiceUnavailable, "busy: too many searches and listings at once; retry later")
@@ -128,16 +129,16 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) error {
 	hdr.Set("Content-Type", "application/x-ndjson")
 	hdr.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	f := &finder{h: h, ctx: ctx, out: bufio.NewWriterSize(w, 8<<10), rc: http.NewResponseController(w), limit: max}
+	f := &finder{a: a, ctx: ctx, out: bufio.NewWriterSize(w, 8<<10), rc: http.NewResponseController(w), limit: max}
 	if text != "" {
 		f.match = ui.View{Filter: text}.Matcher()
 	}
-	f.next = h.cfg.Now().Add(searchProgress)
-	err = largo.WalkDir(ctx, h.cfg.Store, name, f.visit(name))
+	f.next = a.cfg.Now().Add(searchProgress)
+	err = largo.WalkDir(ctx, a.cfg.Store, name, f.visit(name))
 	end := f.end
 	end.Done = true
 	if err != nil {
-		_, end.Error = status(err)
+		_, end.Error = reply.Status(err)
 	}
 	f.line(&end)
 	return nil // an error is told in the last line
@@ -145,7 +146,7 @@ func (h *Handler) search(w http.ResponseWriter, r *http.Request) error {
 
 // finder is one search's walk.
 type finder struct {
-	h     *Handler
+	a     *API
 	ctx   context.Context
 	out   *bufio.Writer
 	rc    *http.ResponseController
@@ -171,7 +172,7 @@ func (f *finder) visit(root string) largo.WalkDirFunc {
 			return nil
 		}
 		f.seen++
-		if !in.IsDir && f.h.hiddenSidecar(f.ctx, parent(name), in) {
+		if f.a.cfg.Sidecars.Hides(f.ctx, f.a.cfg.Store, largo.Parent(name), in, f.a.log) {
 			return nil
 		}
 		rel := strings.TrimPrefix(name[len(root):], "/")
@@ -193,7 +194,7 @@ func (f *finder) visit(root string) largo.WalkDirFunc {
 			}
 		}
 		if f.seen%256 == 0 {
-			if now := f.h.cfg.Now(); now.After(f.next) {
+			if now := f.a.cfg.Now(); now.After(f.next) {
 				f.next = now.Add(searchProgress)
 				if err := f.line(map[string]int64{"searched": f.seen}); err != nil {
 					return err
@@ -220,16 +221,4 @@ func (f *finder) line(v any) error {
 		return err
 	}
 	return f.rc.Flush()
-}
-
-// hiddenSidecar reports whether the file in of the folder dir is a
-// precompressed sidecar that listings hide (see sidecarFilter), looking
-// its original up by name.
-func (h *Handler) hiddenSidecar(ctx context.Context, dir string, in largo.Info) bool {
-	base, _, ok := encode.SidecarBase(in.Name)
-	if !ok {
-		return false
-	}
-	orig, err := h.cfg.Store.Stat(ctx, largo.Join(dir, base))
-	return err == nil && h.sidecars.Offered(orig) && h.ownSidecar(ctx, largo.Join(dir, in.Name), in, orig)
 }

@@ -1,43 +1,25 @@
-package serve
+package pageapi
 
 import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"largo/auth"
-	"largo/disk"
 	"largo/links"
 )
 
 // loginFixture serves a folder under a policy with a password user (carol,
 // whose hash is made once per test binary) and the token users of
 // accessFile.
-func loginFixture(t *testing.T) *Handler {
+func loginFixture(t *testing.T) http.Handler {
 	t.Helper()
-	_, dir := newTestHandler(t, map[string]string{"docs/a.txt": "a", "a b/c.txt": "c"})
-	p := filepath.Join(t.TempDir(), "access.toml")
-	file := accessFile + "\n[[user]]\nname = \"carol\"\npassword = \"" + carolHash() + "\"\n"
-	if err := os.WriteFile(p, []byte(file), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pol, err := auth.LoadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := disk.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	g, gated := gatedStore(s, auth.New(pol, nil), nil)
-	return New(Config{Store: gated, Gate: g, Access: g.Access()})
+	policy := accessFile + "\n[[user]]\nname = \"carol\"\npassword = \"" + carolHash() + "\"\n"
+	return newFixture(t, map[string]string{"docs/a.txt": "a", "a b/c.txt": "c"}, setup{policy: policy}).h
 }
 
 var carolHash = sync.OnceValue(func() string { return auth.HashPassword("carol's password") })
@@ -145,9 +127,9 @@ func TestLoginOpenRedirect(t *testing.T) {
 // than asking for a password that nothing accepts; a share link does not
 // sign in either.
 func TestLoginWithoutUsers(t *testing.T) {
-	h, _ := newTestHandler(t, map[string]string{"docs/a.txt": "a"})
-	open, _, _ := newWriteHandler(t, nil, Config{Access: auth.New(auth.OneUser("", true), nil)})
-	for what, h := range map[string]http.Handler{"no policy": h, "open uploads": open} {
+	plain := newFixture(t, map[string]string{"docs/a.txt": "a"}, setup{}).h
+	open := newFixture(t, nil, setup{writes: true, uploads: true}).h
+	for what, h := range map[string]http.Handler{"no policy": plain, "open uploads": open} {
 		if rec := login(h, "GET", "/", "/", ""); rec.Code != http.StatusNotFound || rec.Header().Get("WWW-Authenticate") != "" {
 			t.Errorf("%s: %d %v", what, rec.Code, rec.Header())
 		}

@@ -1,8 +1,7 @@
-package serve
+package pageapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,13 +27,13 @@ import (
 // through it is kept, such as 7d) and max_downloads (a file link: how
 // many complete downloads it gives). The answer is the link, as
 // LinksPath lists it.
-const SharePath = Prefix + "share"
+const SharePath = prefix + "share"
 
 // LinksPath is where a signed-in user manages the links they made: GET
 // lists them (JSON, newest first), POST LinksPath+ID with the form field
 // expires (a duration from now, at most maxShareLife) extends one, DELETE
 // LinksPath+ID revokes one.
-const LinksPath = Prefix + "links/"
+const LinksPath = prefix + "links/"
 
 // maxShareLife bounds how long a link made through the page may last.
 const maxShareLife = 90 * 24 * time.Hour
@@ -64,15 +63,15 @@ type LinkInfo struct {
 }
 
 // linkInfo describes the link l for the page.
-func (h *Handler) linkInfo(ctx context.Context, l *links.Link) (LinkInfo, error) {
-	ls := h.gate.Links()
+func (a *API) linkInfo(ctx context.Context, l *links.Link) (LinkInfo, error) {
+	ls := a.gate.Links()
 	token, err := ls.Token(ctx, l)
 	if err != nil {
 		return LinkInfo{}, err
 	}
 	li := LinkInfo{
 		ID: l.ID, URL: l.URLPath(token), Kind: string(l.Kind), Path: "/" + l.Path,
-		Created: l.Created, Expires: l.Expires, Expired: !h.cfg.Now().Before(l.Expires),
+		Created: l.Created, Expires: l.Expires, Expired: !a.cfg.Now().Before(l.Expires),
 		Password: l.Password != "", MaxUpload: l.MaxUpload, MaxRate: l.MaxRate,
 		MaxDownloads: l.MaxDownloads,
 	}
@@ -113,13 +112,17 @@ func linkLimits(r *http.Request, l *links.Link) error {
 	return nil
 }
 
+// errNoShares answers the routes of links on a server whose links are
+// off, in the words the file tree answers a link with.
+var errNoShares = wire.Refuse(http.StatusNotFound, links.ErrOff.Error())
+
 var errSignInFirst = fmt.Errorf("share links are made by signed-in users: %w", largo.ErrUnauthorized)
 
 // maker returns the signed-in user who manages links, after the checks
 // every such request passes: links on, a user, not through a link, and
 // for a change, a request from the server's own pages.
-func (h *Handler) maker(r *http.Request, change bool) (string, error) {
-	if h.gate.Links() == nil {
+func (a *API) maker(r *http.Request, change bool) (string, error) {
+	if a.gate.Links() == nil {
 		return "", errNoShares
 	}
 	user := principal(r).UserName()
@@ -127,7 +130,7 @@ func (h *Handler) maker(r *http.Request, change bool) (string, error) {
 		return "", errSignInFirst
 	}
 	if change {
-		if err := h.sameOrigin(r); err != nil {
+		if err := a.sameOrigin(r); err != nil {
 			return "", err
 		}
 	}
@@ -164,23 +167,23 @@ func shareLife(r *http.Request) (time.Duration, error) {
 // it: a rule below that hides something from them refuses the link), a
 // drop box where they may write. The link answers to them: it grants
 // only what they may still do when it is used.
-func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
-	user, err := h.maker(r, true)
+func (a *API) newShare(w http.ResponseWriter, r *http.Request) error {
+	user, err := a.maker(r, true)
 	if err != nil {
 		return err
 	}
 	if err := parseShareForm(w, r); err != nil {
 		return err
 	}
-	name, err := largo.ParseName("/" + strings.TrimPrefix(r.PostForm.Get("path"), "/"))
-	if err != nil || largo.Reserved(name) {
-		return wire.Refuse(http.StatusBadRequest, "path: not a path this server serves")
+	name, err := pathName(r.PostForm.Get("path"), "path")
+	if err != nil {
+		return err
 	}
 	life, err := shareLife(r)
 	if err != nil {
 		return err
 	}
-	l := links.Link{Path: name, Maker: user, Expires: h.cfg.Now().Add(life)}
+	l := links.Link{Path: name, Maker: user, Expires: a.cfg.Now().Add(life)}
 	if v := r.PostForm.Get("max_upload"); v != "" {
 		if l.MaxUpload, err = largo.ParseSize(v); err != nil || l.MaxUpload <= 0 {
 			return wire.Refuse(http.StatusBadRequest, "max_upload: a size such as 100MB")
@@ -192,7 +195,7 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	ctx := r.Context()
-	in, err := h.cfg.Store.Stat(ctx, name)
+	in, err := a.cfg.Store.Stat(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -201,15 +204,15 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 		return wire.Refuse(http.StatusBadRequest, "a drop box is a folder")
 	case r.PostForm.Get("write") != "":
 		l.Kind = links.Drop
-		err = h.gate.Check(ctx, auth.Write, largo.Join(name, gate.NewName), false)
+		err = a.gate.Check(ctx, auth.Write, largo.Join(name, gate.NewName), false)
 	case !in.IsDir:
 		l.Kind = links.File
-		err = h.gate.Check(ctx, auth.Read, name, false)
+		err = a.gate.Check(ctx, auth.Read, name, false)
 	default:
 		// The link reaches everything below the folder: the maker must
 		// read and list all of it.
 		l.Kind = links.Folder
-		err = h.gate.Check(ctx, auth.Read|auth.List, name, true)
+		err = a.gate.Check(ctx, auth.Read|auth.List, name, true)
 	}
 	if errors.Is(err, largo.ErrPermission) || errors.Is(err, largo.ErrUnauthorized) {
 		return wire.Refuse(http.StatusForbidden, "you may only share what you may do yourself")
@@ -223,14 +226,14 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 	if err := linkLimits(r, &l); err != nil {
 		return err
 	}
-	_, made, err := h.gate.Links().Make(ctx, l, r.PostForm.Get("password"))
+	_, made, err := a.gate.Links().Make(ctx, l, r.PostForm.Get("password"))
 	if errors.Is(err, links.ErrShortPassword) {
 		return wire.Refuse(http.StatusBadRequest, err.Error())
 	}
 	if err != nil {
 		return err
 	}
-	li, err := h.linkInfo(ctx, &made)
+	li, err := a.linkInfo(ctx, &made)
 	if err != nil {
 		return err
 	}
@@ -238,18 +241,18 @@ func (h *Handler) newShare(w http.ResponseWriter, r *http.Request) error {
 }
 
 // listLinks answers the links the requester made.
-func (h *Handler) listLinks(w http.ResponseWriter, r *http.Request) error {
-	user, err := h.maker(r, false)
+func (a *API) listLinks(w http.ResponseWriter, r *http.Request) error {
+	user, err := a.maker(r, false)
 	if err != nil {
 		return err
 	}
-	list, err := h.gate.Links().List(r.Context(), user, false)
+	list, err := a.gate.Links().List(r.Context(), user, false)
 	if err != nil {
 		return err
 	}
 	out := make([]LinkInfo, len(list))
 	for i := range list {
-		if out[i], err = h.linkInfo(r.Context(), &list[i]); err != nil {
+		if out[i], err = a.linkInfo(r.Context(), &list[i]); err != nil {
 			return err
 		}
 	}
@@ -257,8 +260,8 @@ func (h *Handler) listLinks(w http.ResponseWriter, r *http.Request) error {
 }
 
 // changeLink extends a link the requester made.
-func (h *Handler) changeLink(w http.ResponseWriter, r *http.Request) error {
-	user, err := h.maker(r, true)
+func (a *API) changeLink(w http.ResponseWriter, r *http.Request) error {
+	user, err := a.maker(r, true)
 	if err != nil {
 		return err
 	}
@@ -269,11 +272,11 @@ func (h *Handler) changeLink(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := h.gate.Links().Extend(r.Context(), r.PathValue("id"), user, false, h.cfg.Now().Add(life))
+	l, err := a.gate.Links().Extend(r.Context(), r.PathValue("id"), user, false, a.cfg.Now().Add(life))
 	if err != nil {
 		return err
 	}
-	li, err := h.linkInfo(r.Context(), &l)
+	li, err := a.linkInfo(r.Context(), &l)
 	if err != nil {
 		return err
 	}
@@ -281,22 +284,14 @@ func (h *Handler) changeLink(w http.ResponseWriter, r *http.Request) error {
 }
 
 // revokeLink revokes a link the requester made: 204.
-func (h *Handler) revokeLink(w http.ResponseWriter, r *http.Request) error {
-	user, err := h.maker(r, true)
+func (a *API) revokeLink(w http.ResponseWriter, r *http.Request) error {
+	user, err := a.maker(r, true)
 	if err != nil {
 		return err
 	}
-	if err := h.gate.Links().Revoke(r.Context(), r.PathValue("id"), user, false); err != nil {
+	if err := a.gate.Links().Revoke(r.Context(), r.PathValue("id"), user, false); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-// writeJSON answers v as JSON, never cached.
-func writeJSON(w http.ResponseWriter, code int, v any) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	return json.NewEncoder(w).Encode(v)
 }

@@ -1,10 +1,9 @@
-package serve
+package pageapi
 
 import (
 	"fmt"
 	"iter"
 	"net/http"
-	"path"
 	"slices"
 	"strings"
 
@@ -22,7 +21,7 @@ import (
 // all they hold, in name order; every entry is read through the gated
 // store, and an entry the requester may not see is a 404 before the
 // first byte. Reading needs no same-origin check: a read changes nothing.
-const SelectionPath = Prefix + "archive"
+const SelectionPath = prefix + "archive"
 
 // Bounds of a selection: its entries, and the form that names them.
 const (
@@ -31,13 +30,13 @@ const (
 )
 
 // selection answers SelectionPath.
-func (h *Handler) selection(w http.ResponseWriter, r *http.Request) error {
+func (a *API) selection(w http.ResponseWriter, r *http.Request) error {
 	if err := readForm(w, r, maxSelectionForm); err != nil {
 		return err
 	}
-	dir, err := largo.ParseName("/" + strings.TrimPrefix(r.Form.Get("dir"), "/"))
-	if err != nil || largo.Reserved(dir) {
-		return wire.Refuse(http.StatusBadRequest, "dir: not a path this server serves")
+	dir, err := pathName(r.Form.Get("dir"), "dir")
+	if err != nil {
+		return err
 	}
 	f, err := archive.ParseFormat(r.Form.Get("format"))
 	if err != nil {
@@ -57,20 +56,17 @@ func (h *Handler) selection(w http.ResponseWriter, r *http.Request) error {
 	}
 	slices.Sort(names) // the order of a folder's archive: by name, byte by byte
 	names = slices.Compact(names)
-	top := rootArchiveName
-	if dir != "" {
-		top = path.Base(dir)
-	}
-	return h.sendArchive(w, r, f, top, h.selected(r, dir, top, names))
+	top := archive.Top(dir)
+	return a.cfg.Archives.Serve(w, r, a.cfg.Store, f, top, a.selected(r, dir, top, names))
 }
 
 // selected yields the entries of the archive of names, entries of the
 // folder dir, under a folder named top.
-func (h *Handler) selected(r *http.Request, dir, top string, names []string) iter.Seq2[archive.Entry, error] {
+func (a *API) selected(r *http.Request, dir, top string, names []string) iter.Seq2[archive.Entry, error] {
 	ctx := r.Context()
-	store := h.cfg.Store
-	keep := func(d string) func(largo.Info) bool { return h.sidecarFilter(ctx, d) }
-	lc := h.listingFor(r)
+	store := a.cfg.Store
+	keep := func(d string) func(largo.Info) bool { return a.cfg.Sidecars.Shows(ctx, d, a.log) }
+	lc := a.listingFor(r)
 	return func(yield func(archive.Entry, error) bool) {
 		in, err := store.Stat(ctx, dir)
 		if err == nil && !in.IsDir {

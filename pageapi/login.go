@@ -1,21 +1,20 @@
-package serve
+package pageapi
 
 import (
 	"net/http"
 	"net/url"
 	"strings"
 
-	"largo/wire"
-
 	"largo"
+	"largo/wire"
 )
 
 // Signing in from a browser uses the browser's own Basic auth: a page's
 // "Sign in" link names the root with ?login=PATH. While that request
 // carries no credential the answer is 401 with the challenge, so the
 // browser asks for a user name and a password in its own dialog; once it
-// carries a valid one (checked by the guard, like every credential), the
-// answer is 303 to PATH.
+// carries a valid one (checked at the front door, package serve, like
+// every credential), the answer is 303 to PATH.
 //
 // The challenge is made at "/" on purpose: a browser takes the folder of
 // the URL that was challenged as the protection space, so it then sends
@@ -31,10 +30,11 @@ var (
 	errLoginTarget = wire.Refuse(http.StatusBadRequest, "login: the page to return to must be a path on this server")
 )
 
-// login answers a GET or HEAD of a folder with ?login=PATH: 401 with the
-// challenge until the request carries a user's credential, then 303 to
-// PATH ("" means the folder itself).
-func (h *Handler) login(w http.ResponseWriter, r *http.Request) error {
+// Login answers a GET or HEAD of a folder with ?login=PATH (or of one its
+// visitor may not see yet), which the file tree hands over
+// (serve.Config.Page): 401 with the challenge until the request carries a
+// user's credential, then 303 to PATH ("" means the folder itself).
+func (a *API) Login(w http.ResponseWriter, r *http.Request) error {
 	target, err := loginTarget(r.URL.Query().Get("login"), r.URL.Path)
 	if err != nil {
 		return err
@@ -43,7 +43,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case p.LinkID() != "":
 		return errShareLogin
-	case h.cfg.Access.Policy().Users() == 0:
+	case a.gate.Access().Policy().Users() == 0:
 		return errNoUsers
 	case p.UserName() == "":
 		return errSignIn

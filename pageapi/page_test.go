@@ -1,0 +1,91 @@
+package pageapi
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"largo/links"
+)
+
+// TestPageManages: the page offers the file manager on the server's own
+// pages, its new-folder button only where the gate lets its visitor make
+// one, its links only to who is signed in; a share link's page offers
+// none of it.
+func TestPageManages(t *testing.T) {
+	f := newAccessFixture(t)
+	page := func(target, user string) string { return f.get(target, user).Body.String() }
+	alice := page("/private/", "alice")
+	for _, want := range []string{`data-may="/_largo/may"`, `data-move="/_largo/move"`, `data-mkdir="/_largo/mkdir"`, `data-search="/_largo/search"`, `data-links="/_largo/links/"`, `id="new-folder"`, `id="pick-all"`, `data-etag="`} {
+		if !strings.Contains(alice, want) {
+			t.Errorf("alice's page lacks %s", want)
+		}
+	}
+	anon := page("/pub/", "")
+	for _, absent := range []string{`id="new-folder"`, `data-mkdir="/`, `data-links="/`, `id="share-dialog"`} {
+		if strings.Contains(anon, absent) {
+			t.Errorf("an anonymous visitor's page has %s", absent)
+		}
+	}
+	if !strings.Contains(anon, `id="pick-all"`) || !strings.Contains(anon, `data-archive="/_largo/archive"`) {
+		t.Error("an anonymous reader cannot select files to download")
+	}
+	if strings.Contains(page("/pub/", "bob"), `id="new-folder"`) {
+		t.Error("bob is offered a new folder in /pub")
+	}
+	link := f.link(t, links.Link{Path: "pub", Kind: links.Folder, Expires: f.now.Add(3600e9)}, "")
+	shared := page(link, "")
+	if strings.Contains(shared, `data-may=`) || strings.Contains(shared, `id="pick-all"`) || !strings.Contains(shared, `id="preview"`) {
+		t.Error("a share link's page offers the file manager, or no preview")
+	}
+}
+
+// TestPageSignedIn: the page says who is signed in and what they may do
+// in its folder; an anonymous visitor of a server with users is offered
+// to sign in and come back; a share link's visitor, or anyone on a server
+// without users, is offered nothing.
+func TestPageSignedIn(t *testing.T) {
+	f := newAccessFixture(t)
+	for _, c := range []struct {
+		path, user string
+		want       []string
+		absent     []string
+	}{
+		{"/pub/", "alice", []string{`Signed in as <strong>alice</strong><span class="may"> · here you may read and list</span>`}, []string{"Sign in", `id="upload"`}},
+		{"/private/", "alice", []string{`Signed in as <strong>alice</strong><span class="may"> · here you may read, list, write and delete</span>`}, []string{"Sign in"}},
+		{"/", "bob", []string{`Signed in as <strong>bob</strong><span class="may"> · here you may read and list</span>`}, nil},
+		{"/pub/", "", []string{`<a href="/?login=%2Fpub%2F">Sign in</a>`}, []string{"Signed in", `id="upload"`}},
+		{"/", "", []string{`<a href="/?login=%2F">Sign in</a>`}, []string{"Signed in"}},
+	} {
+		page := f.get(c.path, c.user, "Accept", "text/html").Body.String()
+		for _, w := range c.want {
+			if !strings.Contains(page, w) {
+				t.Errorf("%s as %q: page lacks %s", c.path, c.user, w)
+			}
+		}
+		for _, a := range c.absent {
+			if strings.Contains(page, a) {
+				t.Errorf("%s as %q: page shows %s", c.path, c.user, a)
+			}
+		}
+	}
+
+	shared := f.get(f.link(t, links.Link{Kind: links.Folder, Path: "pub", Expires: f.now.Add(time.Hour)}, ""), "").Body.String()
+	if !strings.Contains(shared, "a.txt") || strings.Contains(shared, "Sign in") || strings.Contains(shared, "Signed in") {
+		t.Errorf("share link's page:\n%s", shared)
+	}
+	open := newFixture(t, nil, setup{writes: true, uploads: true})
+	plain := newFixture(t, nil, setup{})
+	for what, f := range map[string]*fixture{"open uploads": open, "no policy": plain} {
+		if p := f.get("/", "").Body.String(); strings.Contains(p, "Sign in") || strings.Contains(p, "Signed in") {
+			t.Errorf("%s: the page offers to sign in", what)
+		}
+	}
+	withToken := newFixture(t, nil, setup{token: token, writes: true, uploads: true})
+	if p := withToken.get("/", "").Body.String(); !strings.Contains(p, `<a href="/?login=%2F">Sign in</a>`) {
+		t.Error("a server with a token offers no sign-in")
+	}
+	if p := withToken.get("/", "", "Authorization", basic("anyone", token)).Body.String(); !strings.Contains(p, "Signed in as") || !strings.Contains(p, `id="upload"`) {
+		t.Error("the token as a basic-auth password does not sign in to the upload area")
+	}
+}
