@@ -109,8 +109,13 @@ func (rc *hookReceiver) up() {
 }
 
 func (rc *hookReceiver) check(r *http.Request, body []byte) {
-	if !hooks.Verify([]byte(hookSecret), body, r.Header.Get(hooks.SignatureHeader)) {
-		rc.bad = append(rc.bad, "bad signature on "+string(body))
+	if err := hooks.Verify([]byte(hookSecret), r.Header, body, time.Now(), 0); err != nil {
+		rc.bad = append(rc.bad, fmt.Sprintf("%v: %s", err, body))
+	}
+	// The signature of the body alone, kept one release for receivers
+	// that check it.
+	if !hooks.VerifyLegacy([]byte(hookSecret), body, r.Header.Get(hooks.LegacySignatureHeader)) {
+		rc.bad = append(rc.bad, "bad legacy signature on "+string(body))
 	}
 }
 
@@ -123,7 +128,7 @@ func (rc *hookReceiver) notify(w http.ResponseWriter, r *http.Request) {
 	if err := json.Unmarshal(body, &e); err != nil {
 		rc.bad = append(rc.bad, "not JSON: "+string(body))
 	}
-	if r.Header.Get(hooks.EventIDHeader) != e.ID || e.ID == "" {
+	if r.Header.Get(hooks.EventIDHeader) != e.ID || r.Header.Get(hooks.IDHeader) != e.ID || e.ID == "" {
 		rc.bad = append(rc.bad, "event id field "+r.Header.Get(hooks.EventIDHeader)+" for "+e.ID)
 	}
 	if prev, ok := rc.bodies[e.ID]; ok && prev != string(body) {
