@@ -136,7 +136,10 @@ func (h *Hooks) reserve(now time.Time, id string, body []byte) (string, *pending
 	var p *pending
 	var q *queued
 	switch {
-	case h.lease == nil || !h.lease.Holding():
+	case h.lease == nil:
+		// Another server sends (or none yet). Whether the lease still
+		// holds is the sender's to find (Lease.Holding waits for a
+		// renewal in flight): one that lost it forgets its memory.
 		q = &queued{at: time.Unix(0, t), n: n}
 	case len(h.mem) >= memMax:
 	default:

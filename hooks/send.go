@@ -195,8 +195,9 @@ func (h *Hooks) hold(ctx context.Context, tick bool) error {
 // holding reports whether this server still holds the lease.
 func (h *Hooks) holding() bool {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.lease != nil && h.lease.Holding()
+	l := h.lease
+	h.mu.Unlock()
+	return l != nil && l.Holding()
 }
 
 // readOutbox sends the outbox's events in key order, a page of keys at a

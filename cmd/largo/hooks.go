@@ -203,30 +203,30 @@ no longer count toward the outbox's bound.`
 	return cmd
 }
 
-// openDead opens the store cfg names and returns its dead letters, and
-// what closes the store.
-func openDead(ctx context.Context, e *env, cfg *deadConfig) (*hooks.DeadLetters, string, func() error, error) {
+// openDead opens the store cfg names and returns its dead letters, the
+// store as the user is told of it, a context done at a signal, and what
+// closes them.
+func openDead(ctx context.Context, e *env, cfg *deadConfig) (*hooks.DeadLetters, string, context.Context, func(), error) {
 	st, where, err := openStore(ctx, e, &cfg.where)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, nil, err
 	}
 	sk, ok := st.(largo.StateKeeper)
 	if !ok {
 		st.Close()
-		return nil, "", nil, usageErr(fmt.Errorf("%s keeps no state: it has no outbox", where))
+		return nil, "", nil, nil, usageErr(fmt.Errorf("%s keeps no state: it has no outbox", where))
 	}
-	return hooks.NewDeadLetters(sk.State()), where, st.Close, nil
+	ctx, stop := untilSignal(ctx, e)
+	return hooks.NewDeadLetters(sk.State()), where, ctx, func() { stop(); st.Close() }, nil
 }
 
 // runHooksDead prints the dead letters of the store cfg names.
 func runHooksDead(ctx context.Context, e *env, cfg *deadConfig) error {
-	dl, where, closeStore, err := openDead(ctx, e, cfg)
+	dl, where, ctx, done, err := openDead(ctx, e, cfg)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	ctx, stop := untilSignal(ctx, e)
-	defer stop()
+	defer done()
 	var enc *json.Encoder
 	var tw *tabwriter.Writer
 	if cfg.json {
@@ -275,19 +275,17 @@ func runHooksDead(ctx context.Context, e *env, cfg *deadConfig) error {
 
 // runHooksChange retries or drops dead letters of the store cfg names.
 func runHooksChange(ctx context.Context, e *env, cfg *deadConfig, verb string) error {
-	dl, where, closeStore, err := openDead(ctx, e, cfg)
+	dl, where, ctx, done, err := openDead(ctx, e, cfg)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	ctx, stop := untilSignal(ctx, e)
-	defer stop()
-	change, done := dl.Retry, "put back into the outbox"
+	defer done()
+	change, what := dl.Retry, "put back into the outbox"
 	if verb == "drop" {
-		change, done = dl.Drop, "dropped"
+		change, what = dl.Drop, "dropped"
 	}
 	n, err := change(ctx, cfg.ids, cfg.all)
-	fmt.Fprintf(e.stdout, "%d dead letters %s\n", n, done)
+	fmt.Fprintf(e.stdout, "%d dead letters %s\n", n, what)
 	switch {
 	case errors.Is(err, hooks.ErrNoDeadLetter):
 		return usageErr(err)
