@@ -34,7 +34,9 @@ type sendState struct {
 	// refusals (4xx) it got.
 	head            string
 	tries, refusals int
-	// The size last recorded for the others.
+	// When the outbox was last counted, and the size last recorded
+	// for the others.
+	counted      time.Time
 	published    outboxSize
 	publishedAny bool
 }

@@ -118,14 +118,17 @@ func (h *Hooks) depth() int {
 }
 
 // needCount reports whether the sender should count the outbox on this
-// tick: it is backed up, or near its bounds, or events were dropped (the
-// dead letters may have been retried or dropped beside it).
+// tick: it has not since it took the lease; events were dropped (the
+// dead letters may have been retried or dropped beside it); or, at most
+// every three polls, it is backed up or near its bounds (others may
+// queue).
 func (h *Hooks) needCount() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.size
 	near := 2*(s.Events+s.DeadEvents) >= int64(h.cfg.MaxEvents) || 2*(s.Bytes+s.DeadBytes) >= h.cfg.MaxBytes
-	return h.recount || !h.s.clear || near
+	due := h.cfg.Now().Sub(h.s.counted) >= 3*h.cfg.Poll
+	return h.recount || h.s.counted.IsZero() || due && (!h.s.clear || near)
 }
 
 // count lists the outbox's and the dead letters' keys (without reading
@@ -157,6 +160,7 @@ func (h *Hooks) count(ctx context.Context) error {
 	s.Bytes += flying.bytes + h.reserved.bytes - reserved.bytes
 	h.size, h.recount = s, false
 	h.mu.Unlock()
+	h.s.counted = s.At
 	h.obs.HookOutbox(int(s.Events))
 	h.obs.HookDead(int(s.DeadEvents))
 	h.publish(ctx)
