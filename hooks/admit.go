@@ -69,7 +69,7 @@ func (h *Hooks) Admit(ctx context.Context, u ingest.Upload) (map[string]string, 
 	}
 	cctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	resp, err := h.post(cctx, h.cfg.PreUpload, body, nil)
+	resp, err := h.post(cctx, h.cfg.PreUpload, newID(), body, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // the client went away
@@ -127,17 +127,16 @@ func (h *Hooks) Admit(ctx context.Context, u ingest.Upload) (map[string]string, 
 	}
 }
 
-// post sends body to url, signed, with the extra fields hdr.
-func (h *Hooks) post(ctx context.Context, url string, body []byte, hdr map[string]string) (*http.Response, error) {
+// post sends body to url, the message id, signed at this time, with the
+// extra fields hdr.
+func (h *Hooks) post(ctx context.Context, url, id string, body []byte, hdr map[string]string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "largo")
-	if h.cfg.Secret != nil {
-		req.Header.Set(SignatureHeader, Sign(h.cfg.Secret, body))
-	}
+	signHeaders(req.Header, h.cfg.Secret, id, h.cfg.Now(), body)
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}

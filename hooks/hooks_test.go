@@ -43,7 +43,7 @@ func TestAdmit(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		sigOK = Verify(secret, b, r.Header.Get(SignatureHeader))
+		sigOK = Verify(secret, r.Header, b, time.Now(), 0) == nil && VerifyLegacy(secret, b, r.Header.Get(LegacySignatureHeader))
 		got = uploadRequest{}
 		json.Unmarshal(b, &got)
 		a := answer
@@ -149,12 +149,12 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "down", http.StatusServiceUnavailable)
 		return
 	}
-	if !Verify(secret, b, r.Header.Get(SignatureHeader)) {
+	if Verify(secret, r.Header, b, time.Now(), 0) != nil || !VerifyLegacy(secret, b, r.Header.Get(LegacySignatureHeader)) {
 		rc.bad++
 	}
 	var e event
 	json.Unmarshal(b, &e)
-	if r.Header.Get(EventIDHeader) != e.ID || r.Header.Get(EventTypeHeader) != e.Type {
+	if r.Header.Get(EventIDHeader) != e.ID || r.Header.Get(IDHeader) != e.ID || r.Header.Get(EventTypeHeader) != e.Type {
 		rc.bad++
 	}
 	rc.got = append(rc.got, e)
@@ -245,26 +245,29 @@ func TestLease(t *testing.T) {
 	a, _ := New(Config{Notify: "http://127.0.0.1:1/", State: st, Lease: time.Minute, Now: clock})
 	b, _ := New(Config{Notify: "http://127.0.0.1:1/", State: st, Lease: time.Minute, Now: clock})
 	ctx := context.Background()
-	if !a.hold(ctx) {
+	holds := func(h *Hooks) bool { return h.hold(ctx, true) == nil }
+	if !holds(a) {
 		t.Fatal("a did not take a free lease")
 	}
-	if b.hold(ctx) {
+	if holds(b) {
 		t.Fatal("b took a's lease")
 	}
 	now = now.Add(45 * time.Second)
-	if !a.hold(ctx) || b.hold(ctx) {
-		t.Fatal("a did not renew its lease, or b took it")
+	if !holds(a) || holds(b) {
+		t.Fatal("a did not keep its lease, or b took it")
 	}
 	if err := a.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !b.hold(ctx) {
+	if !holds(b) {
 		t.Fatal("b did not take the lease a gave up")
 	}
 	now = now.Add(2 * time.Minute)
-	if !a.hold(ctx) {
+	if !holds(a) {
 		t.Fatal("a did not take the lease b let expire")
 	}
+	b.Close(ctx)
+	a.Close(ctx)
 }
 
 // TestCloseReleases: a sender stopped gives its lease up with Close,
@@ -296,9 +299,10 @@ func TestCloseReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !next.hold(context.Background()) {
-		t.Fatal("the next sender did not take the outbox at once")
+	if err := next.hold(context.Background(), true); err != nil {
+		t.Fatalf("the next sender did not take the outbox at once: %v", err)
 	}
+	next.Close(context.Background())
 }
 
 func TestNewRefuses(t *testing.T) {

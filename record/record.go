@@ -52,6 +52,9 @@ import (
 // through all of its tries.
 var ErrConflict = errors.New("the record kept changing under other writers")
 
+// ErrDamaged is a record that is not the JSON of its table's type.
+var ErrDamaged = errors.New("damaged")
+
 // Options tune a Store; the zero value means the defaults.
 type Options struct {
 	// Now is the clock; nil means time.Now.
@@ -262,7 +265,7 @@ type Entry[T any] struct {
 func (t *Table[T]) decode(key string, b []byte) (T, error) {
 	var v T
 	if err := json.Unmarshal(b, &v); err != nil {
-		return v, fmt.Errorf("record %s%s: damaged: %v", t.prefix, key, err)
+		return v, fmt.Errorf("record %s%s: %w: %v", t.prefix, key, ErrDamaged, err)
 	}
 	return v, nil
 }
@@ -568,6 +571,13 @@ func (t *Table[T]) Page(ctx context.Context, after string, limit int) ([]Entry[T
 		out = append(out, e)
 	}
 	return out, errors.Join(errs...)
+}
+
+// PageKeys is Page without reading the records: at most limit keys
+// (with their times) after after, in key order; fewer than limit means
+// the end was reached.
+func (t *Table[T]) PageKeys(ctx context.Context, after string, limit int) ([]largo.Record, error) {
+	return t.pageKeys(ctx, after, limit)
 }
 
 // pageKeys returns a page of keys after after.

@@ -62,7 +62,7 @@ func TestTable(t *testing.T) {
 		}
 		// A damaged record is an error, not a zero value.
 		st.Put(ctx, "t/bad", []byte("{not json"))
-		if _, err := other.Get(ctx, "bad"); err == nil || errors.Is(err, largo.ErrNotFound) {
+		if _, err := other.Get(ctx, "bad"); !errors.Is(err, ErrDamaged) || errors.Is(err, largo.ErrNotFound) {
 			t.Errorf("Get of a damaged record: %v", err)
 		}
 	})
