@@ -107,7 +107,7 @@ func (f *readFile) Readdir(int) ([]os.FileInfo, error) {
 func (f *readFile) DeadProps() (map[xml.Name]webdav.Property, error) {
 	fsys := f.fsys
 	var m map[xml.Name]webdav.Property
-	if !fsys.listed || f.name == "" || parent(f.name) != fsys.dir || fsys.withProps[path.Base(f.name)] {
+	if !fsys.listed || f.name == "" || largo.Parent(f.name) != fsys.dir || fsys.withProps[path.Base(f.name)] {
 		var err error
 		if m, err = loadProps(f.ctx, fsys.h.cfg.Locks.st, f.name); err != nil {
 			return nil, err
@@ -128,7 +128,7 @@ func (f *readFile) DeadProps() (map[xml.Name]webdav.Property, error) {
 }
 
 func (f *readFile) Patch(patches []webdav.Proppatch) ([]webdav.Propstat, error) {
-	if fsys := f.fsys; fsys.listed && parent(f.name) == fsys.dir {
+	if fsys := f.fsys; fsys.listed && largo.Parent(f.name) == fsys.dir {
 		fsys.withProps[path.Base(f.name)] = true
 	}
 	return patchProps(f.ctx, f.fsys.h.cfg.Locks.st, f.fsys.keeper(f.ctx, f.name), f.name, patches)

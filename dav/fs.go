@@ -147,7 +147,7 @@ func (fsys *fileSystem) writes() (*ingest.Pipeline, error) {
 // lookup returns the metadata of name: from the listing read in step
 // with the walk when name is the walk's next entry, else from the store.
 func (fsys *fileSystem) lookup(ctx context.Context, name string) (*fileInfo, error) {
-	if fsys.listed && name != "" && parent(name) == fsys.dir {
+	if fsys.listed && name != "" && largo.Parent(name) == fsys.dir {
 		if fi := fsys.step(ctx, path.Base(name)); fi != nil {
 			return fi, nil
 		}

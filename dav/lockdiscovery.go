@@ -12,6 +12,8 @@ import (
 	"golang.org/x/net/webdav"
 
 	"largo/gate"
+
+	"largo"
 )
 
 // A PROPFIND answers DAV:lockdiscovery (RFC 4918, 15.8) with the live
@@ -66,7 +68,7 @@ func (fsys *fileSystem) locksOn(ctx context.Context, name string) ([]*lock, erro
 	if fsys.anyLocks == 1 {
 		return nil, nil
 	}
-	if !fsys.listed || name == "" || parent(name) != fsys.dir {
+	if !fsys.listed || name == "" || largo.Parent(name) != fsys.dir {
 		return ls.covering(ctx, name)
 	}
 	if fsys.locksAt == nil {
@@ -102,7 +104,7 @@ func (fsys *fileSystem) readFolderLocks(ctx context.Context, dir string) (*folde
 			return nil, err
 		}
 		name, err := unescape(strings.TrimPrefix(rec.Key, lockPrefix))
-		if err != nil || name == dir || parent(name) != dir {
+		if err != nil || name == dir || largo.Parent(name) != dir {
 			continue
 		}
 		names = append(names, name)

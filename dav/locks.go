@@ -222,7 +222,7 @@ func (ls *Locks) any(ctx context.Context) (bool, error) {
 // of its folders that hold their whole tree.
 func (ls *Locks) covering(ctx context.Context, name string) ([]*lock, error) {
 	var out []*lock
-	for n := name; ; n = parent(n) {
+	for n := name; ; n = largo.Parent(n) {
 		l, err := ls.get(ctx, n)
 		if err != nil {
 			return nil, err
@@ -236,13 +236,6 @@ func (ls *Locks) covering(ctx context.Context, name string) ([]*lock, error) {
 	}
 }
 
-func parent(name string) string {
-	i := strings.LastIndexByte(name, '/')
-	if i < 0 {
-		return ""
-	}
-	return name[:i]
-}
 
 // Locked implements ingest.Guard. Of tokens, only those of live locks
 // that ctx's principal took unlock anything; those of another's locks
@@ -352,7 +345,7 @@ func (ls *Locks) create(ctx context.Context, now time.Time, name string, d webda
 		return "", errNoHolder
 	}
 	for n := name; n != ""; {
-		n = parent(n)
+		n = largo.Parent(n)
 		l, err := ls.get(ctx, n)
 		if err != nil {
 			return "", err

@@ -186,7 +186,7 @@ func propNames(ctx context.Context, st largo.State, dir string) (map[string]bool
 			return nil, err
 		}
 		child, err := unescape(strings.TrimPrefix(rec.Key, propPrefix))
-		if err != nil || child == dir || parent(child) != dir {
+		if err != nil || child == dir || largo.Parent(child) != dir {
 			continue
 		}
 		elem := path.Base(child)

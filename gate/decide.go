@@ -171,7 +171,7 @@ func (g *Gate) follows(hops []largo.Hop) error {
 		return fmt.Errorf("symbolic links are not followed: %w", largo.ErrNotFound)
 	case Within:
 		for _, h := range hops {
-			if !largo.Within(parent(h.Link), h.Target) {
+			if !largo.Within(largo.Parent(h.Link), h.Target) {
 				return fmt.Errorf("a symbolic link leads outside its folder: %w", largo.ErrNotFound)
 			}
 		}

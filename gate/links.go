@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"strings"
 
 	"largo"
 	"largo/auth"
@@ -27,18 +26,10 @@ func grants(l *links.Link, name string) auth.Perm {
 			return auth.Read
 		}
 	case links.Drop:
-		if name != l.Path && parent(name) == l.Path {
+		if name != l.Path && largo.Parent(name) == l.Path {
 			return auth.Write
 		}
 	}
 	return 0
 }
 
-// parent returns the folder of a name: "a/b" for "a/b/c", "" for "c".
-func parent(name string) string {
-	i := strings.LastIndexByte(name, '/')
-	if i < 0 {
-		return ""
-	}
-	return name[:i]
-}
