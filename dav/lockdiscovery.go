@@ -11,9 +11,8 @@ import (
 
 	"golang.org/x/net/webdav"
 
-	"largo/gate"
-
 	"largo"
+	"largo/gate"
 )
 
 // A PROPFIND answers DAV:lockdiscovery (RFC 4918, 15.8) with the live
