@@ -236,7 +236,6 @@ func (ls *Locks) covering(ctx context.Context, name string) ([]*lock, error) {
 	}
 }
 
-
 // Locked implements ingest.Guard. Of tokens, only those of live locks
 // that ctx's principal took unlock anything; those of another's locks
 // count as none. A request that presents tokens, none of which is a live
