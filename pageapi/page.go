@@ -13,7 +13,7 @@ import (
 // Controls sets what the page of the folder f.Name offers its visitor
 // besides its rows and its upload area (f.Upload, set by the file tree):
 // who is signed in and what they may do there, or the link that signs
-// in (SignIn, the Login route); the share form; and the file manager,
+// in (SignIn, the Login route); who may see the folder; the share form; and the file manager,
 // whose routes are this package's, each offered where the gate would let
 // its request through. A share link's page offers none of these: its
 // visitor reaches no route of the reserved prefix.
@@ -27,6 +27,7 @@ func (a *API) Controls(r *http.Request, f *ui.Folder) {
 	if principal(r).LinkID() != "" {
 		return
 	}
+	f.Visible = a.visible(name)
 	// What may be done with each entry is asked when needed (MayPath).
 	m := &ui.Manage{May: MayPath, Search: SearchPath}
 	if a.cfg.Archives != nil {
@@ -42,6 +43,13 @@ func (a *API) Controls(r *http.Request, f *ui.Folder) {
 		m.Share, m.Links = SharePath, LinksPath
 	}
 	f.Manage = m
+}
+
+// visible is who may see the folder name (list it, or read its files),
+// as the access rules in force say (auth.Policy.Explain).
+func (a *API) visible(name string) *ui.Visible {
+	w := a.gate.Access().Policy().Explain(name).Who(auth.Read | auth.List)
+	return &ui.Visible{Anonymous: w.Anonymous, SignedIn: w.SignedIn, Names: w.Names, Except: w.Except}
 }
 
 // signedIn is what a page says of its requester: who they are and what

@@ -1,6 +1,8 @@
 package pageapi
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +89,25 @@ func TestPageSignedIn(t *testing.T) {
 	}
 	if p := withToken.get("/", "", "Authorization", basic("anyone", token)).Body.String(); !strings.Contains(p, "Signed in as") || !strings.Contains(p, `id="upload"`) {
 		t.Error("the token as a basic-auth password does not sign in to the upload area")
+	}
+}
+
+// TestPageVisibleTo: the page says who may see its folder, by the rules
+// in force; a share link's page does not.
+func TestPageVisibleTo(t *testing.T) {
+	f := newAccessFixture(t)
+	os.MkdirAll(filepath.Join(f.dir, "pub", "sealed"), 0o755)
+	for path, want := range map[string]string{
+		"/pub/":        "Visible to everyone<",
+		"/private/":    "Visible to alice<",
+		"/pub/sealed/": "Visible to everyone but bob<",
+	} {
+		if page := f.get(path, "alice").Body.String(); !strings.Contains(page, want) {
+			t.Errorf("%s: the page does not say %q", path, want)
+		}
+	}
+	shared := f.get(f.link(t, links.Link{Kind: links.Folder, Path: "pub", Expires: f.now.Add(time.Hour)}, ""), "").Body.String()
+	if strings.Contains(shared, "Visible to") {
+		t.Error("a share link's page says who may see the folder")
 	}
 }

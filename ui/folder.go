@@ -100,9 +100,58 @@ type Folder struct {
 	// Archives are the formats the folder can be downloaded as, by their
 	// ?archive= values ("zip", "tar"...), in the order to show them.
 	Archives []string
+	// Visible, when set, is who may see the folder (list it or read its
+	// files), as the page says it under its heading.
+	Visible *Visible
 	// Nonce is the nonce of the policy the page is sent with (CSP, with
 	// a new Nonce for each response); required.
 	Nonce string
+}
+
+// Visible is who may see a folder, by the access rules.
+type Visible struct {
+	// Anonymous: a visitor without a credential may.
+	Anonymous bool
+	// SignedIn: every signed-in user may, but those in Except.
+	SignedIn bool
+	// Names are the users and groups ("group:NAME") who may, when
+	// SignedIn is false; Except those who may not, when it is true.
+	Names, Except []string
+}
+
+// String says who in a few words: "everyone", "every signed-in user but
+// bob", "alice and the group admins".
+func (v *Visible) String() string {
+	var who string
+	switch {
+	case v.Anonymous && v.SignedIn:
+		who = "everyone"
+	case v.SignedIn:
+		who = "every signed-in user"
+	case v.Anonymous:
+		who = sentence(append([]string{"visitors who are not signed in"}, people(v.Names)...))
+	case len(v.Names) == 0:
+		return "no user (only through share links)"
+	default:
+		return sentence(people(v.Names))
+	}
+	if len(v.Except) > 0 {
+		who += " but " + sentence(people(v.Except))
+	}
+	return who
+}
+
+// people writes users and groups as a sentence names them: "alice",
+// "the group admins".
+func people(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		if g, ok := strings.CutPrefix(n, "group:"); ok {
+			n = "the group " + g
+		}
+		out[i] = n
+	}
+	return out
 }
 
 // Folder writes the HTML page of f to w. It fails, writing nothing, when
@@ -175,6 +224,7 @@ type page struct {
 	SignIn   string
 	Share    *Share
 	Manage   *Manage
+	Visible  string // who may see the folder; "" says nothing
 	Nonce    string
 }
 
@@ -228,6 +278,9 @@ func newPage(f Folder) page {
 	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != f.Root, User: f.User, May: sentence(f.May), Nonce: f.Nonce, Share: f.Share, Manage: f.Manage}
 	if f.User == "" {
 		p.SignIn = f.SignIn
+	}
+	if f.Visible != nil {
+		p.Visible = f.Visible.String()
 	}
 	if f.Name != "" {
 		p.Path = "/" + f.Name + "/"
