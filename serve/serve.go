@@ -502,6 +502,9 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 		h.errs.Fail(tw, r, err)
 		return
 	}
+	if v := viewOf(r); v != nil && v.Uploads {
+		own = true // a drop box's tus creation (dropupload.go)
+	}
 	defer h.pace(tw, r)()
 	if !strings.HasPrefix(r.URL.Path, ResumablePrefix) && h.cors(tw, r) {
 		return // a preflight, answered (tusd answers its own)
