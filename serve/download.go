@@ -35,6 +35,14 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 		// yet: the challenge, then back.
 		return h.cfg.Page.Login(w, r)
 	}
+	if err != nil && h.uploadsOnly(r, name, err) {
+		// A folder its visitor may put files in and not see.
+		if !strings.HasSuffix(r.URL.Path, "/") {
+			redirectSlash(w, r)
+			return nil
+		}
+		return h.uploadPage(w, r, name, http.StatusOK, nil)
+	}
 	if errors.Is(err, largo.ErrIsDir) {
 		if !strings.HasSuffix(r.URL.Path, "/") {
 			redirectSlash(w, r)

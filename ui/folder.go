@@ -33,6 +33,18 @@ type Entry struct {
 type Upload struct {
 	// Endpoint is the URL path of the tus 1.0 endpoint.
 	Endpoint string
+	// Heading is the area's heading; "" means "Upload".
+	Heading string
+	// Scope keeps apart, in the browser's storage, the uploads of pages
+	// that must not see each other's (a drop box's: its link's ID); ""
+	// is the server's own pages'.
+	Scope string
+	// FilesOnly takes files and no folders: a drop box writes directly
+	// in its folder.
+	FilesOnly bool
+	// CreateOnly: a name already taken is refused (a drop box), which
+	// the page says in words when the server answers so.
+	CreateOnly bool
 }
 
 // Share describes the share form of a page.
