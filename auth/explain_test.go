@@ -101,6 +101,12 @@ func TestExplain(t *testing.T) {
 
 // TestExplainOneUser: the one-user flags' policies.
 func TestExplainOneUser(t *testing.T) {
+	if p := OneUser("a-token", false); !p.Nameless("token") || p.Nameless("alice") {
+		t.Error("the one-user token's holder is not told apart")
+	}
+	if p, err := LoadFile(writeFile(t, explainFile)); err != nil || p.Nameless("alice") || p.Nameless("token") {
+		t.Errorf("an access file's user is nameless (%v)", err)
+	}
 	if w := OneUser("a-token", false).Explain("x").Who(Read | List); !w.Anonymous || !w.SignedIn || len(w.Except) != 0 {
 		t.Errorf("--token: who sees: %+v", w)
 	}

@@ -35,6 +35,9 @@ type Policy struct {
 	expires []Expire
 	// quotas are the [[quota]] tables: limits per path prefix.
 	quotas []Quota
+	// nameless is the user of the one-user token (--token), who has no
+	// name of its own; "" for none.
+	nameless string
 }
 
 type user struct {
@@ -284,11 +287,17 @@ func OneUser(token string, open bool) *Policy {
 	case token != "":
 		const name = "token"
 		p.users[name] = user{name: name}
+		p.nameless = name
 		p.tokens[sha256.Sum256([]byte(token))] = name
 		p.rules = append(p.rules, Rule{Path: "", Users: []string{name}, Allow: All})
 	}
 	return p
 }
+
+// Nameless reports whether user is the holder of the one-user flags'
+// token (--token), who has no name of its own: whoever sends the token
+// is that user, under any user name.
+func (p *Policy) Nameless(user string) bool { return p.nameless != "" && user == p.nameless }
 
 // Allowed returns what user ("" for no credential) may do on name, by
 // the rules that name the user, their groups, or everyone.

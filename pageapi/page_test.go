@@ -87,8 +87,23 @@ func TestPageSignedIn(t *testing.T) {
 	if p := withToken.get("/", "").Body.String(); !strings.Contains(p, `<a href="/?login=%2F">Sign in</a>`) {
 		t.Error("a server with a token offers no sign-in")
 	}
-	if p := withToken.get("/", "", "Authorization", basic("anyone", token)).Body.String(); !strings.Contains(p, "Signed in as") || !strings.Contains(p, `id="upload"`) {
-		t.Error("the token as a basic-auth password does not sign in to the upload area")
+	p := withToken.get("/", "", "Authorization", basic("anyone", token)).Body.String()
+	if !strings.Contains(p, `Signed in as <strong>anyone</strong><span class="by"> with the server's token</span>`) || !strings.Contains(p, `id="upload"`) {
+		t.Error("the token as a basic-auth password does not sign in, by the name given, to the upload area")
+	}
+	if !strings.Contains(p, `<a class="button small" id="sign-out" href="/?logout=%2F">Sign out</a>`) {
+		t.Error("a browser signed in with a basic credential cannot sign out")
+	}
+	if p := withToken.get("/", "", "Authorization", "Bearer "+token).Body.String(); !strings.Contains(p, "Signed in with the server's token") || strings.Contains(p, "Sign out") || strings.Contains(p, ">Sign in<") {
+		t.Error("a bearer token's page does not say it is signed in, or offers to sign out what no browser keeps")
+	}
+	// Signing out of a folder anonymous visitors may not see goes to the
+	// root.
+	if p := f.get("/private/", "", "Authorization", basic("x", "alice-token-0123456789")).Body.String(); !strings.Contains(p, `href="/?logout=%2F"`) {
+		t.Error("signing out of /private/ does not go to the root")
+	}
+	if p := f.get("/pub/", "", "Authorization", basic("x", "alice-token-0123456789")).Body.String(); !strings.Contains(p, `href="/?logout=%2Fpub%2F"`) {
+		t.Error("signing out of /pub/ does not come back to it")
 	}
 }
 

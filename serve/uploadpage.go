@@ -74,9 +74,9 @@ func (h *Handler) uploadPage(w http.ResponseWriter, r *http.Request, name string
 		if h.cfg.Page != nil {
 			f := ui.Folder{Name: name, Upload: up}
 			h.cfg.Page.Controls(r, &f)
-			p.User, p.May, p.SignIn = f.User, f.May, f.SignIn
+			p.User, p.ByToken, p.May, p.SignIn, p.SignOut = f.User, f.ByToken, f.May, f.SignIn, f.SignOut
 		}
-		p.SentKey = "user " + p.User + " /" + name
+		p.SentKey = "user " + principal(r).UserName() + " /" + name
 	}
 	p.Upload = up
 	for _, s := range stored {

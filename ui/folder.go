@@ -95,8 +95,15 @@ type Folder struct {
 	View View
 	// Upload is the upload area; nil where the requester may not write.
 	Upload *Upload
-	// User is who is signed in; "" for an anonymous visitor.
+	// User is who is signed in, by the name the page shows; "" for an
+	// anonymous visitor, or for the holder of the server's one token
+	// who gave no name (ByToken).
 	User string
+	// ByToken: the visitor signed in with the server's one token
+	// (--token), which is no user's; User is the name they gave, if any.
+	ByToken bool
+	// SignOut is the URL that signs the visitor out; "" shows none.
+	SignOut string
 	// May is what User may do in this folder, by permission name
 	// ("read", "list", "write", "delete"), in that order.
 	May []string
@@ -232,8 +239,10 @@ type page struct {
 	Upload   *Upload
 	Archives []archiveLink
 	User     string
+	ByToken  bool
 	May      string // "read, list and write"
 	SignIn   string
+	SignOut  string
 	Share    *Share
 	Manage   *Manage
 	Visible  string // who may see the folder; "" says nothing
@@ -287,8 +296,8 @@ type archiveLink struct{ Format, Href string }
 
 // newPage prepares what f shows above and below the rows.
 func newPage(f Folder) page {
-	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != f.Root, User: f.User, May: sentence(f.May), Nonce: f.Nonce, Share: f.Share, Manage: f.Manage}
-	if f.User == "" {
+	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != f.Root, User: f.User, ByToken: f.ByToken, May: sentence(f.May), SignOut: f.SignOut, Nonce: f.Nonce, Share: f.Share, Manage: f.Manage}
+	if f.User == "" && !f.ByToken {
 		p.SignIn = f.SignIn
 	}
 	if f.Visible != nil {

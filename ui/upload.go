@@ -43,10 +43,12 @@ type UploadPage struct {
 	// Link: the page is a share link's (search engines are asked not
 	// to index it).
 	Link bool
-	// User, May and SignIn are as a folder page's (Folder).
-	User   string
-	May    []string
-	SignIn string
+	// User, ByToken, May, SignIn and SignOut are as a folder page's
+	// (Folder).
+	User            string
+	ByToken         bool
+	May             []string
+	SignIn, SignOut string
 	// Received are the files a form just stored, listed as sent.
 	Received []Received
 	// Nonce is the nonce of the policy the page is sent with; required.
@@ -67,7 +69,8 @@ type uploadPage struct {
 	Upload                          *Upload
 	Link                            bool
 	Back                            bool // the visitor may see the folder: a link to it
-	User, May, SignIn               string
+	User, May, SignIn, SignOut      string
+	ByToken                         bool
 	Received                        []received
 	Nonce                           string
 }
@@ -81,8 +84,8 @@ func (u *UI) UploadPage(w io.Writer, p UploadPage) error {
 		return errors.New("ui: an upload page needs the nonce of its policy")
 	}
 	d := uploadPage{Title: p.Heading, Heading: p.Heading, Folder: p.Folder, SentKey: p.SentKey, Upload: p.Upload, Link: p.Link,
-		User: p.User, May: sentence(p.May), SignIn: p.SignIn, Nonce: p.Nonce, Terms: terms(p), Back: !p.Blind && !p.Link}
-	if d.User != "" {
+		User: p.User, ByToken: p.ByToken, May: sentence(p.May), SignIn: p.SignIn, SignOut: p.SignOut, Nonce: p.Nonce, Terms: terms(p), Back: !p.Blind && !p.Link}
+	if d.User != "" || d.ByToken {
 		d.SignIn = ""
 	}
 	for _, r := range p.Received {

@@ -9,6 +9,7 @@
 
 import { Uploader } from "./upload.js";
 import { formatSize, formatTime } from "./format.js";
+import { signOut } from "./http.js";
 
 const SENT_PREFIX = "largo.sent ";
 // MAX_SENT bounds the list kept for one page.
@@ -75,6 +76,7 @@ class Sent {
 }
 
 document.documentElement.classList.add("js");
+signOut(document.getElementById("sign-out"));
 const main = document.getElementById("main");
 const sent = new Sent(main.dataset.sent || "");
 sent.init();
