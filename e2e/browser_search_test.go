@@ -157,7 +157,7 @@ func TestBrowserSearch(t *testing.T) {
 	s := startServer(t, dir)
 	b := newBrowser(t)
 	b.open(s.URL)
-	b.waitJS("the search box", `!document.getElementById("tools").hidden`, 10*time.Second)
+	b.waitJS("the search box", `getComputedStyle(document.getElementById("find")).display !== "none"`, 10*time.Second)
 
 	// The folder big matches as the walk meets it, before it goes
 	// through the 100,000 files in it: the match reaches the page in a

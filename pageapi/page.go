@@ -39,11 +39,15 @@ func (a *API) Controls(r *http.Request, f *ui.Folder) {
 	}
 	if a.cfg.Writes != nil {
 		m.Move = MovePath
-		if a.gate.Check(ctx, auth.Write, largo.Join(name, gate.NewName), false) == nil {
+		entry := largo.Join(name, gate.NewName) // what the folder's rules say of its entries
+		write := a.gate.Check(ctx, auth.Write, entry, false) == nil
+		if write {
 			m.Mkdir = MkdirPath
 		}
+		m.Delete = a.gate.Check(ctx, auth.Delete, entry, false) == nil
+		m.Rename = write && m.Delete && a.gate.Check(ctx, auth.Read, name, false) == nil
 	}
-	if f.User != "" && links {
+	if signedIn && links {
 		m.Share, m.Links = SharePath, LinksPath
 	}
 	f.Manage = m

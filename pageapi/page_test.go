@@ -107,6 +107,33 @@ func TestPageSignedIn(t *testing.T) {
 	}
 }
 
+// TestPageKeys: the page's help names the keys that rename and delete
+// only to who may do it in the folder, and the keys that select only
+// where entries can be selected.
+func TestPageKeys(t *testing.T) {
+	f := newAccessFixture(t)
+	keys := func(path, user string) string {
+		page := f.get(path, user).Body.String()
+		i := strings.Index(page, `<p id="keys"`)
+		if i < 0 {
+			t.Fatalf("%s as %q: no keys on the page:\n%s", path, user, page)
+		}
+		return page[i : i+strings.Index(page[i:], "</p>")]
+	}
+	if k := keys("/private/", "alice"); !strings.Contains(k, "<kbd>F2</kbd> renames") || !strings.Contains(k, "<kbd>Delete</kbd> deletes") || !strings.Contains(k, "selects") {
+		t.Errorf("alice's keys in /private/: %s", k)
+	}
+	for _, c := range []struct{ path, user string }{{"/pub/", ""}, {"/pub/", "bob"}, {"/", "bob"}} {
+		if k := keys(c.path, c.user); strings.Contains(k, "renames") || strings.Contains(k, "deletes") {
+			t.Errorf("%s as %q: the keys offer renames or deletes: %s", c.path, c.user, k)
+		}
+	}
+	link := f.link(t, links.Link{Kind: links.Folder, Path: "pub", Expires: f.now.Add(time.Hour)}, "")
+	if k := keys(link, ""); strings.Contains(k, "selects") || strings.Contains(k, "renames") || !strings.Contains(k, "previews") {
+		t.Errorf("a share link's keys: %s", k)
+	}
+}
+
 // TestPageVisibleTo: the page says who may see its folder, by the rules
 // in force; a share link's page does not.
 func TestPageVisibleTo(t *testing.T) {

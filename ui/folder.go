@@ -78,6 +78,10 @@ type Manage struct {
 	// the visitor's (pageapi.SharePath, pageapi.LinksPath); "" when links
 	// are off or nobody is signed in.
 	Share, Links string
+	// Rename and Delete: the folder's rules let the visitor rename and
+	// delete its entries (the page's help names their keys only then;
+	// each entry is asked again, May).
+	Rename, Delete bool
 }
 
 // Folder is what a folder page shows.
