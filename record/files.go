@@ -130,7 +130,7 @@ func checked(name string, rec File, err error) (File, error) {
 func (f *Files) Get(ctx context.Context, name string) (File, error) {
 	rec, err := f.t.Get(ctx, NameKey(name))
 	rec, err = checked(name, rec, err)
-	if errors.Is(err, largo.ErrNotFound) && f.old.pending() {
+	if errors.Is(err, largo.ErrNotFound) && f.old.pending(ctx) {
 		return f.old.migrateOne(ctx, f, name)
 	}
 	return rec, err
@@ -168,7 +168,7 @@ func (f *Files) Of(ctx context.Context, name, etag string) (File, error) {
 func (f *Files) Peek(ctx context.Context, name string) (File, error) {
 	rec, err := f.t.Peek(ctx, NameKey(name))
 	rec, err = checked(name, rec, err)
-	if errors.Is(err, largo.ErrNotFound) && f.old.pending() {
+	if errors.Is(err, largo.ErrNotFound) && f.old.pending(ctx) {
 		return f.old.migrateOne(ctx, f, name)
 	}
 	return rec, err
@@ -186,7 +186,7 @@ func (f *Files) Put(ctx context.Context, rec File) error {
 // (Table.Update); fn is given the zero File, with its Name set, when
 // there is none.
 func (f *Files) Update(ctx context.Context, name string, fn func(rec *File, exists bool) (Change, error)) (File, error) {
-	if f.old.pending() {
+	if f.old.pending(ctx) {
 		f.Get(ctx, name) // an earlier release's records first
 	}
 	return f.t.Update(ctx, NameKey(name), func(rec *File, exists bool) (Change, error) {
@@ -201,7 +201,7 @@ func (f *Files) Update(ctx context.Context, name string, fn func(rec *File, exis
 // Delete removes the record of the file name; a missing one is no
 // error.
 func (f *Files) Delete(ctx context.Context, name string) error {
-	if f.old.pending() {
+	if f.old.pending(ctx) {
 		f.old.drop(ctx, name)
 	}
 	return f.t.Delete(ctx, NameKey(name))
