@@ -95,7 +95,9 @@ func (h *Handler) metaFor(ctx context.Context, name string, in largo.Info) map[s
 func setMeta(hdr http.Header, name string, in largo.Info, m map[string]string) {
 	for k, v := range m {
 		if strings.HasPrefix(k, "x-amz-meta-") {
-			hdr[http.CanonicalHeaderKey(k)] = []string{v}
+			// In lower case, as S3 sends them: clients (botocore) take
+			// the name as the header spells it.
+			hdr[k] = []string{v}
 		}
 	}
 	for _, k := range reprHeaders {

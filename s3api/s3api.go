@@ -205,6 +205,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if w.Header().Get(requestIDHeader) == "" {
 		w.Header().Set(requestIDHeader, newID())
 	}
+	if r.ContentLength == 0 && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		// botocore (the aws CLI, boto3) asks for a 100 Continue before an
+		// empty body too, which net/http never sends for one, and takes
+		// a final answer that comes without it for the answer to the
+		// next request on its connection too, which then waits for its
+		// read timeout. S3 sends it: so does this.
+		w.WriteHeader(http.StatusContinue)
+	}
 	if err := h.route(w, r); err != nil {
 		h.fail(w, r, err)
 	}
