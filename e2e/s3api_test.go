@@ -53,6 +53,11 @@ allow = ["all"]
 path = "/pub"
 users = ["*"]
 allow = ["read", "list"]
+
+[[rule]]
+path = "/pub"
+users = ["alice"]
+allow = ["all"]
 `, aliceKey.id, aliceKey.secret, bobKey.id, bobKey.secret)
 
 // startS3API runs largo on g with the S3 API on a listener of its own,
