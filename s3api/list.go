@@ -174,7 +174,7 @@ func (h *Handler) entries(ctx context.Context, prefix string, delim bool, after 
 			}
 		}
 		w := walker{h: h, ctx: ctx, after: after, delim: delim, yield: yield}
-		w.folder(dir, first)
+		w.folder(dir, first, true)
 	}
 }
 
@@ -188,9 +188,11 @@ type walker struct {
 }
 
 // folder yields the keys of the folder dir whose entries start with
-// first, and with a walk those below its folders. It reports false when
-// the walk is to end.
-func (w *walker) folder(dir, first string) bool {
+// first, and with a walk those below its folders: a folder below top
+// that the principal may see but not list is passed over, as S3 passes
+// over what a principal may not list. It reports false when the walk is
+// to end.
+func (w *walker) folder(dir, first string, top bool) bool {
 	base := dir
 	if base != "" {
 		base += "/"
@@ -210,6 +212,8 @@ func (w *walker) folder(dir, first string) bool {
 	switch {
 	case errors.Is(err, largo.ErrNotFound) || errors.Is(err, largo.ErrNotDir):
 		return true // nothing there
+	case !top && (errors.Is(err, largo.ErrPermission) || errors.Is(err, largo.ErrUnauthorized)):
+		return true
 	case err != nil:
 		w.yield(entry{}, err)
 		return false
@@ -231,7 +235,7 @@ func (w *walker) folder(dir, first string) bool {
 				return false
 			}
 		default:
-			if !w.folder(k, "") {
+			if !w.folder(k, "", false) {
 				return false
 			}
 		}
