@@ -119,14 +119,14 @@ type checked struct {
 
 // newChecked returns body checked against e. With ownSHA the payload's
 // SHA-256 is left to the caller, who computes it anyway (the write
-// pipeline): see SHA256Mismatch. With etag the MD5 is computed even
-// without a Content-MD5, for ETag.
+// pipeline): see SHA256Mismatch. With etag the SHA-256 is computed even
+// when the request states none, for ETag.
 func newChecked(body io.Reader, e expect, chunks *chunked, ownSHA, etag bool) *checked {
 	c := &checked{r: body, e: e, chunks: chunks}
-	if e.md5 != nil || etag {
+	if e.md5 != nil {
 		c.md5 = md5.New()
 	}
-	if e.sha256 != nil && !ownSHA {
+	if e.sha256 != nil && !ownSHA || etag {
 		c.sha256 = sha256.New()
 	}
 	if e.alg != "" {
@@ -168,7 +168,7 @@ func (c *checked) finish() error {
 	if c.e.md5 != nil && string(c.md5.Sum(nil)) != string(c.e.md5) {
 		return errBadDigest
 	}
-	if c.sha256 != nil && string(c.sha256.Sum(nil)) != string(c.e.sha256) {
+	if c.e.sha256 != nil && c.sha256 != nil && string(c.sha256.Sum(nil)) != string(c.e.sha256) {
 		return errContentSHA
 	}
 	if c.sum == nil {
@@ -189,9 +189,13 @@ func (c *checked) finish() error {
 	return nil
 }
 
-// ETag returns the MD5 of the body read, quoted: S3's ETag of a part
-// (newChecked with etag).
-func (c *checked) ETag() string { return `"` + hex.EncodeToString(c.md5.Sum(nil)) + `"` }
+// ETag returns the ETag of a part, the body read (newChecked with etag):
+// the first 160 bits of its SHA-256, in hex, quoted. Not S3's MD5, which
+// would cost a second digest of every byte on the server's cores; no
+// client takes a part's ETag for anything but a token to send back, and
+// one that compares an ETag with its own MD5 does so only when it has an
+// MD5's length.
+func (c *checked) ETag() string { return `"` + hex.EncodeToString(c.sha256.Sum(nil)[:20]) + `"` }
 
 // SHA256Mismatch reports whether sum, the payload's SHA-256 computed by
 // the caller, differs from x-amz-content-sha256.

@@ -58,7 +58,7 @@ func (d *diskStaging) data(id string) string { return d.dir(id) + "/data" }
 func (d *diskStaging) slots() bool { return true }
 
 func (d *diskStaging) begin(_ context.Context, id string, _ *upload) error {
-	if err := d.root.Mkdir(d.dir(id), 0o700); err != nil {
+	if err := d.root.MkdirAll(d.dir(id), 0o700); err != nil {
 		return err
 	}
 	f, err := d.root.OpenFile(d.data(id), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
