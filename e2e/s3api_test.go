@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -331,4 +332,80 @@ func unescapeKey(t testing.TB, k string) string {
 		t.Fatalf("key %q: %v", k, err)
 	}
 	return u
+}
+
+// TestS3APIUploadsListedAndExpired: multipart uploads in progress are
+// listed with their parts, a part may be a range of another object
+// (UploadPartCopy), and an upload that receives nothing for
+// --upload-expiry goes, with what it staged.
+func TestS3APIUploadsListedAndExpired(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, g *target) {
+		s := startS3API(t, g, "--upload-expiry", "3s")
+		c := s3Client(s.S3, aliceKey, nil)
+		ctx := context.Background()
+		bucket := aws.String("largo")
+		src := randomBytes(6<<20, 8)
+		if _, err := c.PutObject(ctx, &awss3.PutObjectInput{Bucket: bucket, Key: aws.String("src.bin"), Body: bytes.NewReader(src)}); err != nil {
+			t.Fatal(err)
+		}
+		key := aws.String("up/copied.bin")
+		mp, err := c.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: bucket, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, err := c.UploadPartCopy(ctx, &awss3.UploadPartCopyInput{Bucket: bucket, Key: key, UploadId: mp.UploadId, PartNumber: aws.Int32(1),
+			CopySource: aws.String("largo/src.bin"), CopySourceRange: aws.String(fmt.Sprintf("bytes=0-%d", 5<<20-1))})
+		if err != nil {
+			t.Fatalf("UploadPartCopy: %v", err)
+		}
+		tail := []byte("the tail")
+		up2, err := c.UploadPart(ctx, &awss3.UploadPartInput{Bucket: bucket, Key: key, UploadId: mp.UploadId, PartNumber: aws.Int32(2), Body: bytes.NewReader(tail)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts, err := c.ListParts(ctx, &awss3.ListPartsInput{Bucket: bucket, Key: key, UploadId: mp.UploadId})
+		if err != nil || len(parts.Parts) != 2 || aws.ToInt64(parts.Parts[0].Size) != 5<<20 || aws.ToInt64(parts.Parts[1].Size) != int64(len(tail)) {
+			t.Fatalf("ListParts: %+v, %v", parts, err)
+		}
+		ups, err := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: bucket})
+		if err != nil || len(ups.Uploads) != 1 || aws.ToString(ups.Uploads[0].UploadId) != aws.ToString(mp.UploadId) || aws.ToString(ups.Uploads[0].Key) != *key {
+			t.Fatalf("ListMultipartUploads: %+v, %v", ups, err)
+		}
+		_, err = c.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{Bucket: bucket, Key: key, UploadId: mp.UploadId,
+			MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{
+				{PartNumber: aws.Int32(1), ETag: cp.CopyPartResult.ETag}, {PartNumber: aws.Int32(2), ETag: up2.ETag}}}})
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		if got := getObject(t, c, *key); !bytes.Equal(got, append(append([]byte(nil), src[:5<<20]...), tail...)) {
+			t.Errorf("the file of a copied part and a sent one: %d bytes", len(got))
+		}
+
+		// An upload left alone expires.
+		left, err := c.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: bucket, Key: aws.String("up/left.bin")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.UploadPart(ctx, &awss3.UploadPartInput{Bucket: bucket, Key: aws.String("up/left.bin"), UploadId: left.UploadId, PartNumber: aws.Int32(1), Body: bytes.NewReader(tail)}); err != nil {
+			t.Fatal(err)
+		}
+		staged := filepath.Join(g.dir, ".largo", "s3api", "staged", aws.ToString(left.UploadId))
+		if _, err := os.Stat(staged); g.srv == nil && err != nil {
+			t.Fatalf("the upload's staging: %v", err)
+		}
+		if !waitFor(20*time.Second, func() bool {
+			ups, err := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: bucket})
+			return err == nil && len(ups.Uploads) == 0
+		}) {
+			t.Fatal("the upload left alone did not expire")
+		}
+		_, err = c.UploadPart(ctx, &awss3.UploadPartInput{Bucket: bucket, Key: aws.String("up/left.bin"), UploadId: left.UploadId, PartNumber: aws.Int32(2), Body: bytes.NewReader(tail)})
+		if apiCode(err) != "NoSuchUpload" {
+			t.Errorf("a part of the expired upload: %v", err)
+		}
+		if _, err := os.Stat(staged); !os.IsNotExist(err) {
+			t.Errorf("the expired upload's staging is still there: %v", err)
+		}
+		g.clean(t)
+	})
 }

@@ -156,11 +156,7 @@ func (h *Handler) storePart(ctx context.Context, u *Uploads, wr *ingest.Pipeline
 	if err != nil && !errors.Is(err, largo.ErrNotFound) {
 		return part{}, err
 	}
-	staged, err := u.stagedBytes(ctx, id)
-	if err != nil {
-		return part{}, err
-	}
-	held, err := u.hold(ctx, wr, id, up.Name, staged)
+	held, staged, err := u.hold(ctx, wr, id, up.Name)
 	if err != nil {
 		return part{}, err
 	}
@@ -193,9 +189,14 @@ func (h *Handler) storePart(ctx context.Context, u *Uploads, wr *ingest.Pipeline
 		u.staging.drop(ctx, id, p)
 		return part{}, err
 	}
-	if exists && old.Side != p.Side {
-		u.staging.drop(ctx, id, old)
+	grown := p.Size
+	if exists {
+		grown -= old.Size
+		if old.Side != p.Side {
+			u.staging.drop(ctx, id, old)
+		}
 	}
+	u.grew(id, grown)
 	return p, nil
 }
 
@@ -210,16 +211,6 @@ func (r chunkReader) Read(p []byte) (int, error) {
 		if cerr := r.c.Err(); cerr != nil {
 			return n, cerr
 		}
-	}
-	return n, err
-}
-
-// stagedBytes returns the bytes of the parts of the upload id in.
-func (u *Uploads) stagedBytes(ctx context.Context, id string) (int64, error) {
-	parts, err := u.allParts(ctx, id)
-	var n int64
-	for _, p := range parts {
-		n += p.Size
 	}
 	return n, err
 }
@@ -259,7 +250,6 @@ func (u *Uploads) advance(ctx context.Context, id string) {
 	}
 	unlock := u.locks.Lock(id)
 	defer unlock()
-	var prev []part
 	for {
 		up, err := u.uploads.Get(ctx, id)
 		if err != nil || up.Done != "" {
@@ -269,20 +259,17 @@ func (u *Uploads) advance(ctx context.Context, id string) {
 		if up.Hashed != nil {
 			done = up.Hashed.N
 		}
-		if len(prev) != done {
-			if prev, err = u.firstParts(ctx, id, done); err != nil {
-				return
-			}
-		}
+		// A part before sent again since is found by Complete, whose
+		// parts' ETags then chain to another digest: it hashes them all.
 		next, err := u.parts.Get(ctx, partKey(id, done+1))
-		if err != nil || up.Hashed != nil && up.Hashed.ETags != etagChain(prev) {
-			return // not in yet, or one before was sent again
+		if err != nil {
+			return // not in yet
 		}
 		rc, err := d.open(id, &up, next)
 		if err != nil {
 			return
 		}
-		ph, err := extend(up.Hashed, prev, next, ctxReader{ctx, rc})
+		ph, err := extend(up.Hashed, next, ctxReader{ctx, rc})
 		rc.Close()
 		if err != nil {
 			return
@@ -298,20 +285,7 @@ func (u *Uploads) advance(ctx context.Context, id string) {
 			u.log.Debug("s3: hashing the parts of an upload", "upload", id, "err", err)
 			return
 		}
-		prev = append(prev, next)
 	}
-}
-
-// firstParts returns the records of parts 1 to n of the upload id.
-func (u *Uploads) firstParts(ctx context.Context, id string, n int) ([]part, error) {
-	parts, err := u.allParts(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if len(parts) < n {
-		return nil, errInvalidPart
-	}
-	return parts[:n], nil
 }
 
 // uploadPartCopy answers UploadPartCopy: the part is a range of a file

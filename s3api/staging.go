@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -281,19 +282,25 @@ func (d *diskStaging) remove(_ context.Context, id string, _ *upload) error {
 }
 
 // etagChain is the digest of the ETags of parts, in order: what tells
-// that the hash of an upload's first parts is the hash of these.
+// that the hash of an upload's first parts is the hash of these. It is a
+// chain (chainETag), so that one more part extends it.
 func etagChain(parts []part) string {
-	h := sha256.New()
+	c := ""
 	for _, p := range parts {
-		h.Write([]byte(p.ETag))
-		h.Write([]byte{0})
+		c = chainETag(c, p.ETag)
 	}
-	return fmt.Sprintf("%x", h.Sum(nil))
+	return c
+}
+
+// chainETag extends the digest of the ETags of parts, c, by one more.
+func chainETag(c, etag string) string {
+	sum := sha256.Sum256([]byte(c + "\x00" + etag))
+	return hex.EncodeToString(sum[:])
 }
 
 // extend returns the hash of an upload's first parts extended by the
 // bytes of next, read from r.
-func extend(ph *prefixHash, prev []part, next part, r io.Reader) (*prefixHash, error) {
+func extend(ph *prefixHash, next part, r io.Reader) (*prefixHash, error) {
 	h := sha256.New()
 	if ph != nil {
 		if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(ph.State); err != nil {
@@ -307,11 +314,11 @@ func extend(ph *prefixHash, prev []part, next part, r io.Reader) (*prefixHash, e
 	if err != nil {
 		return nil, err
 	}
-	size := next.Size
+	size, chain := next.Size, ""
 	if ph != nil {
-		size += ph.Size
+		size, chain = size+ph.Size, ph.ETags
 	}
-	return &prefixHash{N: next.N, ETags: etagChain(append(prev[:len(prev):len(prev)], next)), Size: size, State: state}, nil
+	return &prefixHash{N: next.N, ETags: chainETag(chain, next.ETag), Size: size, State: state}, nil
 }
 
 // bucketStaging stages the parts of an upload in a multipart upload of

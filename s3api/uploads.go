@@ -33,10 +33,12 @@ type Uploads struct {
 	now     func() time.Time
 	log     *slog.Logger
 
-	mu    sync.Mutex
-	held  map[string]*ingest.Held // by upload ID: the quotas' holds of parts staged
-	slots map[string]bool         // upload/part slots being written, on a folder
-	locks keylock.Set             // by upload ID: its digest advanced by one at a time
+	mu   sync.Mutex
+	held map[string]*ingest.Held // by upload ID: the quotas' holds of parts staged
+	// staged are the bytes the parts of an upload with a hold hold.
+	staged map[string]int64
+	slots  map[string]bool // upload/part slots being written, on a folder
+	locks  keylock.Set     // by upload ID: its digest advanced by one at a time
 }
 
 // UploadsConfig configures Uploads. Store and Records are required.
@@ -164,6 +166,7 @@ func NewUploads(cfg UploadsConfig) (*Uploads, error) {
 		now:     cfg.Now,
 		log:     cfg.Logger,
 		held:    map[string]*ingest.Held{},
+		staged:  map[string]int64{},
 		slots:   map[string]bool{},
 	}
 	if u.log == nil {
@@ -289,28 +292,45 @@ func (u *Uploads) forget(ctx context.Context, id string, up *upload) error {
 	return u.uploads.Delete(ctx, id)
 }
 
-// hold returns the hold on the quotas of the parts of the upload id,
-// made for ctx's principal (its owner) with staged bytes when it has
-// none yet.
-func (u *Uploads) hold(ctx context.Context, wr *ingest.Pipeline, id, name string, staged int64) (*ingest.Held, error) {
+// hold returns the hold on the quotas of the parts of the upload id and
+// the bytes its parts hold: made for ctx's principal (its owner) when it
+// has none yet in this process, the bytes then counted from its parts'
+// records, once.
+func (u *Uploads) hold(ctx context.Context, wr *ingest.Pipeline, id, name string) (*ingest.Held, int64, error) {
 	u.mu.Lock()
-	h := u.held[id]
+	h, n := u.held[id], u.staged[id]
 	u.mu.Unlock()
 	if h != nil {
-		return h, nil
+		return h, n, nil
 	}
-	h, err := wr.Hold(ctx, name, staged)
+	parts, err := u.allParts(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	n = 0
+	for _, p := range parts {
+		n += p.Size
+	}
+	if h, err = wr.Hold(ctx, name, n); err != nil {
+		return nil, 0, err
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if other := u.held[id]; other != nil {
 		h.Release()
-		return other, nil
+		return other, u.staged[id], nil
 	}
-	u.held[id] = h
-	return h, nil
+	u.held[id], u.staged[id] = h, n
+	return h, n, nil
+}
+
+// grew records that the parts of the upload id hold delta bytes more.
+func (u *Uploads) grew(id string, delta int64) {
+	u.mu.Lock()
+	if _, ok := u.held[id]; ok {
+		u.staged[id] += delta
+	}
+	u.mu.Unlock()
 }
 
 // release ends the hold on the quotas of the upload id, if any.
@@ -318,6 +338,7 @@ func (u *Uploads) release(id string) {
 	u.mu.Lock()
 	h := u.held[id]
 	delete(u.held, id)
+	delete(u.staged, id)
 	u.mu.Unlock()
 	if h != nil {
 		h.Release()
