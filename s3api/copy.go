@@ -68,11 +68,7 @@ func (h *Handler) source(ctx context.Context, r *http.Request) (string, largo.In
 // cannot, the source's bytes stream through the pipeline. The metadata
 // is the source's (COPY) or the request's (REPLACE).
 func (h *Handler) copyObject(w http.ResponseWriter, r *http.Request, key string) error {
-	wr, err := h.write()
-	if err != nil {
-		return err
-	}
-	dst, dir, err := name(key)
+	wr, dst, dir, err := h.writeKey(key)
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,6 @@ var (
 	errInvalidKey    = refuse(http.StatusBadRequest, "InvalidArgument", "The key is not a valid name here: no empty, '.' or '..' segment, no control character or backslash, at most 4096 bytes.")
 	errMetaTooLarge  = refuse(http.StatusBadRequest, "MetadataTooLarge", "Your metadata headers exceed the maximum allowed metadata size (2 KB).")
 	errDelimiter     = refuse(http.StatusNotImplemented, "NotImplemented", "Only '/' is supported as a delimiter.")
-	errMaxKeys       = refuse(http.StatusBadRequest, "InvalidArgument", "max-keys must be an integer from 0 to 2147483647.")
 	errToken         = refuse(http.StatusBadRequest, "InvalidArgument", "The continuation token provided is incorrect.")
 	errEncodingType  = refuse(http.StatusBadRequest, "InvalidArgument", "Invalid Encoding Method specified in Request: only url.")
 	errMalformedXML  = refuse(http.StatusBadRequest, "MalformedXML", "The XML you provided was not well-formed or did not validate against our published schema.")
@@ -200,12 +199,12 @@ type errorBody struct {
 // body its XML document.
 func writeError(w http.ResponseWriter, r *http.Request, e *Error) {
 	hdr := w.Header()
+	if e.Status == http.StatusNotModified {
+		w.WriteHeader(e.Status) // with the validators set
+		return
+	}
 	for _, k := range []string{"ETag", "Last-Modified", "Content-Range", "Accept-Ranges", "Repr-Digest"} {
 		hdr.Del(k)
-	}
-	if e.Status == http.StatusNotModified {
-		w.WriteHeader(e.Status)
-		return
 	}
 	if e.Status == http.StatusServiceUnavailable {
 		hdr.Set("Retry-After", "1")

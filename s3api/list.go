@@ -42,8 +42,8 @@ type entry struct {
 // listBuckets answers ListBuckets: the one bucket.
 func (h *Handler) listBuckets(w http.ResponseWriter, r *http.Request) error {
 	created := time.Unix(0, 0)
-	if in, err := h.cfg.Store.Stat(gate.With(r.Context(), gate.Server()), ""); err == nil && !in.ModTime.IsZero() {
-		created = in.ModTime
+	if in, err := h.cfg.Store.Stat(r.Context(), ""); err == nil && !in.ModTime.IsZero() {
+		created = in.ModTime // the root's, when the principal may look at it
 	}
 	p, _ := gate.From(r.Context())
 	return writeXML(w, http.StatusOK, listAllMyBucketsResult{
@@ -70,13 +70,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
 	if delim != "" && delim != "/" {
 		return errDelimiter
 	}
-	max := maxKeys
-	if v := q.Get("max-keys"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return errMaxKeys
-		}
-		max = min(n, maxKeys)
+	max, err := count(q, "max-keys", maxKeys, maxKeys)
+	if err != nil {
+		return err
 	}
 	enc := q.Get("encoding-type")
 	if enc != "" && enc != "url" {
@@ -141,6 +137,20 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
 		res.Marker = &m
 	}
 	return writeXML(w, http.StatusOK, res)
+}
+
+// count reads the number param of q, from 0 on: def when q has none,
+// limit when it is larger.
+func count(q url.Values, param string, def, limit int) (int, error) {
+	v := q.Get(param)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, refuse(http.StatusBadRequest, "InvalidArgument", param+" must be an integer from 0 on.")
+	}
+	return min(n, limit), nil
 }
 
 func max2(a, b string) string {

@@ -52,11 +52,11 @@ func principalOf(r *http.Request) string {
 // the write of its file (the gate, the name, the pre-upload hook, asked
 // once for the whole file), and recorded with its metadata.
 func (h *Handler) createUpload(w http.ResponseWriter, r *http.Request, key string) error {
-	u, wr, err := h.uploadsOf()
+	u, _, err := h.uploadsOf()
 	if err != nil {
 		return err
 	}
-	n, dir, err := name(key)
+	wr, n, dir, err := h.writeKey(key)
 	if err != nil {
 		return err
 	}
@@ -351,11 +351,7 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *http.Request, key str
 	}
 	ctx := r.Context()
 	id := r.URL.Query().Get("uploadId")
-	up, err := u.get(ctx, id, principalOf(r))
-	if err == nil && up.Key != key {
-		err = errNoSuchUpload
-	}
-	if err != nil {
+	if _, err := u.get(ctx, id, principalOf(r)); err != nil {
 		return err
 	}
 	cond, err := condOf(r.Header)
@@ -363,6 +359,17 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *http.Request, key str
 		return err
 	}
 	listed, err := readComplete(r)
+	if err != nil {
+		return err
+	}
+	// One Complete of an upload at a time: one sent again while the
+	// first is at work is answered as the first is.
+	unlock := u.locks.Lock(id)
+	defer unlock()
+	up, err := u.get(ctx, id, principalOf(r))
+	if err == nil && up.Key != key {
+		err = errNoSuchUpload
+	}
 	if err != nil {
 		return err
 	}
@@ -374,8 +381,6 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *http.Request, key str
 		res.ETag = up.Done // a Complete sent again: the answer of the first
 		return writeXML(w, http.StatusOK, res)
 	}
-	unlock := u.locks.Lock(id)
-	defer unlock()
 	parts, err := u.chosen(ctx, id, &up, listed)
 	if err != nil {
 		return err
@@ -539,20 +544,15 @@ func (h *Handler) listParts(w http.ResponseWriter, r *http.Request, key string) 
 	if err != nil {
 		return err
 	}
-	max := 1000
-	if v := q.Get("max-parts"); v != "" {
-		if max, err = strconv.Atoi(v); err != nil || max < 0 {
-			return refuse(http.StatusBadRequest, "InvalidArgument", "max-parts must be a non-negative integer.")
-		}
-		max = min(max, 1000)
+	max, err := count(q, "max-parts", 1000, 1000)
+	if err != nil {
+		return err
 	}
-	marker := 0
-	if v := q.Get("part-number-marker"); v != "" {
-		if marker, err = strconv.Atoi(v); err != nil || marker < 0 {
-			return refuse(http.StatusBadRequest, "InvalidArgument", "part-number-marker must be a non-negative integer.")
-		}
+	marker, err := count(q, "part-number-marker", 0, maxPartCount)
+	if err != nil {
+		return err
 	}
-	page, err := u.pageParts(ctx, id, min(marker, maxPartCount), max+1)
+	page, err := u.pageParts(ctx, id, marker, max+1)
 	if err != nil {
 		return err
 	}
@@ -582,12 +582,9 @@ func (h *Handler) listUploads(w http.ResponseWriter, r *http.Request) error {
 	if d := q.Get("delimiter"); d != "" && d != "/" {
 		return errDelimiter
 	}
-	max := 1000
-	if v := q.Get("max-uploads"); v != "" {
-		if max, err = strconv.Atoi(v); err != nil || max < 0 {
-			return refuse(http.StatusBadRequest, "InvalidArgument", "max-uploads must be a non-negative integer.")
-		}
-		max = min(max, 1000)
+	max, err := count(q, "max-uploads", 1000, 1000)
+	if err != nil {
+		return err
 	}
 	prefix, keyMarker, idMarker := q.Get("prefix"), q.Get("key-marker"), q.Get("upload-id-marker")
 	owner := principalOf(r)

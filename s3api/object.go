@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"largo"
 	"largo/ingest"
+	"largo/transfer"
 )
 
 // protocol names S3 writes to the pre-upload hook and in notifications.
@@ -41,15 +41,18 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, key string) error 
 	}
 	defer f.Close()
 	in := f.Info()
-	if err := checkConditions(r.Header, in, false); err != nil {
-		return err
-	}
 	hdr := w.Header()
-	setMeta(hdr, n, in, h.metaFor(ctx, n, in))
-	overrides(hdr, r.URL.Query())
 	if in.ETag != "" {
 		hdr.Set("ETag", in.ETag)
 	}
+	if !in.ModTime.IsZero() {
+		hdr.Set("Last-Modified", in.ModTime.UTC().Format(http.TimeFormat))
+	}
+	if err := checkConditions(r.Header, in, false); err != nil {
+		return err
+	}
+	setMeta(hdr, n, in, h.metaFor(ctx, n, in))
+	overrides(hdr, r.URL.Query())
 	rg := r.Header.Get("Range")
 	if strings.Contains(rg, ",") {
 		// S3 sends one range at most; of several, the whole.
@@ -76,25 +79,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, key string) error 
 		http.ServeContent(w, r, "", in.ModTime, of.OSFile())
 		return nil
 	}
-	body := &readErr{ReadSeeker: f}
+	body := &transfer.ReadErr{ReadSeeker: f}
 	http.ServeContent(w, r, "", in.ModTime, body)
-	return body.err
-}
-
-// readErr keeps the first error other than io.EOF its reader returns:
-// http.ServeContent drops the error of a read that fails mid-body, which
-// must cut the response rather than end it as if complete.
-type readErr struct {
-	io.ReadSeeker
-	err error
-}
-
-func (r *readErr) Read(p []byte) (int, error) {
-	n, err := r.ReadSeeker.Read(p)
-	if err != nil && err != io.EOF && r.err == nil {
-		r.err = err
-	}
-	return n, err
+	return body.Err
 }
 
 // satisfiable reports whether a Range of bytes has a part within a file
@@ -193,11 +180,7 @@ func condOf(h http.Header) (largo.Condition, error) {
 // before a byte of it is read, checked against every digest the request
 // states before it is committed.
 func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string) error {
-	wr, err := h.write()
-	if err != nil {
-		return err
-	}
-	n, dir, err := name(key)
+	wr, n, dir, err := h.writeKey(key)
 	if err != nil {
 		return err
 	}

@@ -431,6 +431,17 @@ func name(key string) (n string, dir bool, err error) {
 	return n, strings.HasSuffix(key, "/"), nil
 }
 
+// writeKey returns the pipeline and the name of key, for a write to it:
+// the refusal of a server that takes no writes, or of a key that can be
+// no name; dir reports a folder's key.
+func (h *Handler) writeKey(key string) (wr *ingest.Pipeline, n string, dir bool, err error) {
+	if wr, err = h.write(); err != nil {
+		return nil, "", false, err
+	}
+	n, dir, err = name(key)
+	return wr, n, dir, err
+}
+
 // write returns the pipeline, or the refusal of a server that takes no
 // writes.
 func (h *Handler) write() (*ingest.Pipeline, error) {

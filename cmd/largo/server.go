@@ -415,31 +415,9 @@ func (s *server) start() {
 			return nil
 		})
 	}
-	s.group.Go(func() error {
-		var err error
-		if s.https {
-			err = s.http.ServeTLS(s.lim, "", "")
-		} else {
-			err = s.http.Serve(s.lim)
-		}
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return err // ends the group's context: the server stops
-	})
+	s.group.Go(func() error { return s.serve(s.http, s.lim) })
 	if s.s3http != nil {
-		s.group.Go(func() error {
-			var err error
-			if s.https {
-				err = s.s3http.ServeTLS(s.s3lim, "", "")
-			} else {
-				err = s.s3http.Serve(s.s3lim)
-			}
-			if errors.Is(err, http.ErrServerClosed) {
-				return nil
-			}
-			return err
-		})
+		s.group.Go(func() error { return s.serve(s.s3http, s.s3lim) })
 	}
 	if s.admin != nil {
 		s.group.Go(func() error {
@@ -449,6 +427,21 @@ func (s *server) start() {
 			return nil
 		})
 	}
+}
+
+// serve serves srv on ln until it is shut down; any other end is an
+// error, which ends the group's context: the server stops.
+func (s *server) serve(srv *http.Server, ln net.Listener) error {
+	var err error
+	if s.https {
+		err = srv.ServeTLS(ln, "", "")
+	} else {
+		err = srv.Serve(ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
 }
 
 // Shutdown stops the server Run started. It stops accepting connections
