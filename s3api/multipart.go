@@ -143,7 +143,9 @@ func (h *Handler) uploadPart(w http.ResponseWriter, r *http.Request, key string)
 	}
 	w.Header().Set("ETag", p.ETag)
 	body.Answer(w.Header())
+	w.Header().Set("Content-Length", "0") // the answer is whole once sent
 	w.WriteHeader(http.StatusOK)
+	answered(w)
 	u.advance(context.WithoutCancel(r.Context()), id)
 	return nil
 }
@@ -288,6 +290,12 @@ func (u *Uploads) advance(ctx context.Context, id string) {
 	}
 }
 
+// answered sends what is written of the answer now, so that the client
+// has it while the handler goes on (hashing the parts in order).
+func answered(w http.ResponseWriter) {
+	http.NewResponseController(w).Flush()
+}
+
 // uploadPartCopy answers UploadPartCopy: the part is a range of a file
 // (x-amz-copy-source-range, or the whole), read through the gate and
 // staged as a part sent would be.
@@ -334,6 +342,7 @@ func (h *Handler) uploadPartCopy(w http.ResponseWriter, r *http.Request, key str
 	if err := writeXML(w, http.StatusOK, copyPartResult{Xmlns: xmlns, ETag: p.ETag, LastModified: s3Time(p.Time)}); err != nil {
 		return err
 	}
+	answered(w)
 	u.advance(context.WithoutCancel(ctx), id)
 	return nil
 }
