@@ -282,6 +282,19 @@ func TestS3APISDK(t *testing.T) {
 		if got := getObject(t, c, "big/three.bin"); !bytes.Equal(got, whole) {
 			t.Errorf("GetObject of the multipart file: %d bytes", len(got))
 		}
+		// Its first part is the whole (parts are not kept apart), and
+		// there is no second.
+		p1, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: bucket, Key: aws.String("big/three.bin"), PartNumber: aws.Int32(1)})
+		if err != nil {
+			t.Fatalf("GetObject of part 1: %v", err)
+		}
+		if n, _ := io.Copy(io.Discard, p1.Body); n != int64(len(whole)) {
+			t.Errorf("part 1: %d bytes", n)
+		}
+		p1.Body.Close()
+		if _, err := c.GetObject(ctx, &awss3.GetObjectInput{Bucket: bucket, Key: aws.String("big/three.bin"), PartNumber: aws.Int32(2)}); apiCode(err) != "InvalidPartNumber" {
+			t.Errorf("GetObject of part 2: %v", err)
+		}
 		g.clean(t)
 	})
 }

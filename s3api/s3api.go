@@ -334,6 +334,14 @@ func (h *Handler) object(w http.ResponseWriter, r *http.Request, key string, q m
 		switch {
 		case sub == "uploadId" && r.Method == http.MethodGet:
 			return h.listParts(w, r, key)
+		case sub == "partNumber":
+			// The parts of a completed upload are not kept apart: every
+			// object is one part, its first (what S3 answers for an
+			// object put whole).
+			if n := q["partNumber"]; len(n) != 1 || n[0] != "1" {
+				return errPartNumberRead
+			}
+			r.Header.Del("Range")
 		case sub != "":
 			return notImplemented(r.Method + " ?" + sub)
 		}
