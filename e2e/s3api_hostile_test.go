@@ -145,10 +145,12 @@ func TestS3APIRefusals(t *testing.T) {
 		if code := s3Code(t, resp); code != "XAmzContentSHA256Mismatch" {
 			t.Errorf("a body that differs from its SHA-256: %d %s", resp.StatusCode, code)
 		}
-		// A Content-MD5 that differs.
-		resp = signed(t, s, "PUT", "refused/x.txt", "", body, aliceKey, now, "Content-MD5", "AAAAAAAAAAAAAAAAAAAAAA==")
-		if code := s3Code(t, resp); code != "BadDigest" {
-			t.Errorf("a wrong Content-MD5: %d %s", resp.StatusCode, code)
+		// A Content-MD5, a CRC32, a CRC64NVME that differ.
+		for _, h := range [][2]string{{"Content-MD5", "AAAAAAAAAAAAAAAAAAAAAA=="}, {"X-Amz-Checksum-Crc32", "AAAAAA=="}, {"X-Amz-Checksum-Crc64nvme", "AAAAAAAAAAA="}} {
+			resp = signed(t, s, "PUT", "refused/x.txt", "", body, aliceKey, now, h[0], h[1])
+			if code := s3Code(t, resp); code != "BadDigest" {
+				t.Errorf("a wrong %s: %d %s", h[0], resp.StatusCode, code)
+			}
 		}
 		absent(t, g.dir, "refused")
 

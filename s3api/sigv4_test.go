@@ -2,7 +2,10 @@ package s3api
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -209,4 +212,63 @@ func TestCanonicalQuery(t *testing.T) {
 	if got != want {
 		t.Errorf("got %s\nwant %s", got, want)
 	}
+}
+
+// signChunks frames and signs chunks as STREAMING-AWS4-HMAC-SHA256-
+// PAYLOAD-TRAILER asks, from a request's signature sig: each chunk's
+// signature chained to the one before, then the trailer's.
+func signChunks(sig *signature, chunks []string, trailer string) string {
+	prev := sig.seed
+	var b strings.Builder
+	for _, c := range chunks {
+		sts := "AWS4-HMAC-SHA256-PAYLOAD\n" + sig.date + "\n" + sig.scope + "\n" + prev + "\n" + emptySHA256 + "\n" + sha256Hex(c)
+		prev = hex.EncodeToString(hmacSHA256(sig.key, sts))
+		fmt.Fprintf(&b, "%x;chunk-signature=%s\r\n", len(c), prev)
+		if c != "" {
+			b.WriteString(c + "\r\n") // the last chunk, of no bytes, is followed by the trailer
+		}
+	}
+	sts := "AWS4-HMAC-SHA256-TRAILER\n" + sig.date + "\n" + sig.scope + "\n" + prev + "\n" + sha256Hex(trailer)
+	b.WriteString(trailer + "x-amz-trailer-signature:" + hex.EncodeToString(hmacSHA256(sig.key, sts)) + "\r\n\r\n")
+	return b.String()
+}
+
+// TestSignedTrailer: STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER, its
+// chunks and its trailer signed: taken as signed; a trailer changed after
+// signing, or its checksum wrong, refused.
+func TestSignedTrailer(t *testing.T) {
+	sig := &signature{key: signingKey(exampleSecret, credential{day: "20130524", region: "us-east-1", service: "s3"}),
+		date: "20130524T000000Z", scope: "20130524/us-east-1/s3/aws4_request", seed: strings.Repeat("ab", 32), payload: streamingSignedTrailer}
+	read := func(body string) (string, error) {
+		r := httptest.NewRequest("PUT", "http://h/b/k", strings.NewReader(body))
+		r.Header.Set("Content-Encoding", "aws-chunked")
+		r.Header.Set("X-Amz-Trailer", "x-amz-checksum-crc32c")
+		r.Header.Set("X-Amz-Decoded-Content-Length", "11")
+		p, err := bodyOf(r.WithContext(withSignature(r.Context(), sig)), false, false)
+		if err != nil {
+			return "", err
+		}
+		b, err := io.ReadAll(p)
+		return string(b), err
+	}
+	chunks := []string{"Hello", " world", ""}
+	right := "x-amz-checksum-crc32c:" + crc32cOf("Hello world") + "\n"
+	if got, err := read(signChunks(sig, chunks, right)); err != nil || got != "Hello world" {
+		t.Fatalf("a signed trailer: %q, %v", got, err)
+	}
+	changed := strings.Replace(signChunks(sig, chunks, right), crc32cOf("Hello world"), "AAAAAA==", 1)
+	if _, err := read(changed); !errors.Is(err, errChunkSig) {
+		t.Errorf("a trailer changed after signing: %v", err)
+	}
+	wrong := "x-amz-checksum-crc32c:AAAAAA==\n"
+	if _, err := read(signChunks(sig, chunks, wrong)); !errors.Is(err, errBadDigest) {
+		t.Errorf("a signed trailer with a wrong checksum: %v", err)
+	}
+}
+
+// crc32cOf is the base64 CRC32C of s.
+func crc32cOf(s string) string {
+	h := checksumAlgs["crc32c"]()
+	h.Write([]byte(s))
+	return base64.StdEncoding.EncodeToString(h.Sum(nil))
 }
