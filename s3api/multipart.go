@@ -394,24 +394,35 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *http.Request, key str
 	if err != nil {
 		return err
 	}
-	staged, err := u.staging.assemble(ctx, id, &up, parts)
+	ka := startKeepAlive(w, h.keepAlive)
+	etag, err := h.place(context.WithoutCancel(ctx), u, wr, id, &up, parts, cond)
+	if err == nil {
+		res.ETag = etag
+		u.finish(context.WithoutCancel(ctx), id, &up, etag, listDigest(listed))
+	}
+	return ka.end(r, res, err, func(err error) {
+		h.log.Warn("s3: a long CompleteMultipartUpload failed", "path", r.URL.Path, "err", err)
+	})
+}
+
+// place makes parts, the parts of the upload id a Complete lists, the
+// file, under cond, and returns its ETag. A write the pipeline refuses
+// takes what was staged with it: the upload goes too.
+func (h *Handler) place(ctx context.Context, u *Uploads, wr *ingest.Pipeline, id string, up *upload, parts []part, cond largo.Condition) (string, error) {
+	staged, err := u.staging.assemble(ctx, id, up, parts)
 	if err != nil {
-		return err
+		return "", err
 	}
 	u.release(id) // the file is admitted whole now
 	t := ingest.Target{Name: up.Name, Cond: cond, Protocol: protocol, Hooked: up.Hooked, Meta: up.Meta, Metadata: userMeta(up.Meta)}
-	out, err := wr.Place(context.WithoutCancel(ctx), t, staged)
+	out, err := wr.Place(ctx, t, staged)
 	if err != nil {
-		// What was staged may be gone with the refused write: the upload
-		// goes with it.
-		if ferr := u.forget(context.WithoutCancel(ctx), id, &up); ferr != nil {
+		if ferr := u.forget(ctx, id, up); ferr != nil {
 			h.log.Warn("s3: removing a refused multipart upload", "upload", id, "err", ferr)
 		}
-		return err
+		return "", err
 	}
-	res.ETag = out.Info.ETag
-	u.finish(context.WithoutCancel(ctx), id, &up, out.Info.ETag, listDigest(listed))
-	return writeXML(w, http.StatusOK, res)
+	return out.Info.ETag, nil
 }
 
 // readComplete reads a CompleteMultipartUpload document: at least one

@@ -119,6 +119,9 @@ const DefaultBucket = "largo"
 type Handler struct {
 	cfg Config
 	log *slog.Logger
+	// keepAlive is how often a long Complete sends a space
+	// (keepalive.go).
+	keepAlive time.Duration
 }
 
 // New returns the Handler of cfg.
@@ -132,7 +135,7 @@ func New(cfg Config) *Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	h := &Handler{cfg: cfg, log: cfg.Logger}
+	h := &Handler{cfg: cfg, log: cfg.Logger, keepAlive: keepAliveEvery}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
