@@ -200,7 +200,19 @@ func (h *Handler) Identify(r *http.Request) (*http.Request, error) {
 // Refuse answers err, what Identify refused r with, or any failure
 // before r reached the handler.
 func (h *Handler) Refuse(w http.ResponseWriter, r *http.Request, err error) {
+	continueEmpty(w, r)
 	h.fail(w, r, err)
+}
+
+// continueEmpty sends a 100 Continue to a request with an empty body
+// that asks for one. botocore (the aws CLI, boto3) asks before an empty
+// body too, which net/http never answers, and takes a final answer that
+// comes without it for the answer to the next request on the connection
+// too, which then waits for its read timeout. S3 sends it: so does this.
+func continueEmpty(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		w.WriteHeader(http.StatusContinue)
+	}
 }
 
 // ServeHTTP serves r, which Identify returned.
@@ -208,14 +220,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if w.Header().Get(requestIDHeader) == "" {
 		w.Header().Set(requestIDHeader, newID())
 	}
-	if r.ContentLength == 0 && strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
-		// botocore (the aws CLI, boto3) asks for a 100 Continue before an
-		// empty body too, which net/http never sends for one, and takes
-		// a final answer that comes without it for the answer to the
-		// next request on its connection too, which then waits for its
-		// read timeout. S3 sends it: so does this.
-		w.WriteHeader(http.StatusContinue)
-	}
+	continueEmpty(w, r)
 	if err := h.route(w, r); err != nil {
 		h.fail(w, r, err)
 	}
