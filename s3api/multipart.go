@@ -425,6 +425,17 @@ func (h *Handler) place(ctx context.Context, u *Uploads, wr *ingest.Pipeline, id
 	return out.Info.ETag, nil
 }
 
+// firstUploads returns the first n of ups, by key and then upload ID.
+func firstUploads(ups []uploadInfo, n int) []uploadInfo {
+	slices.SortFunc(ups, func(a, b uploadInfo) int {
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return strings.Compare(a.UploadID, b.UploadID)
+	})
+	return ups[:min(n, len(ups))]
+}
+
 // readComplete reads a CompleteMultipartUpload document: at least one
 // part, at most 10000, in ascending order.
 func readComplete(r *http.Request) ([]completedPart, error) {
@@ -623,13 +634,11 @@ func (h *Handler) listUploads(w http.ResponseWriter, r *http.Request) error {
 			continue
 		}
 		found = append(found, uploadInfo{Key: up.Key, UploadID: e.Key, Initiator: ownerOf(p), Owner: ownerOf(p), StorageClass: "STANDARD", Initiated: s3Time(up.Created)})
-	}
-	slices.SortFunc(found, func(a, b uploadInfo) int {
-		if c := strings.Compare(a.Key, b.Key); c != 0 {
-			return c
+		if len(found) > 4*(max+1)+1000 {
+			found = firstUploads(found, max+1) // memory bounded by the page
 		}
-		return strings.Compare(a.UploadID, b.UploadID)
-	})
+	}
+	found = firstUploads(found, max+1)
 	res := listMultipartUploadsResult{Xmlns: xmlns, Bucket: h.cfg.Bucket, KeyMarker: keyMarker, UploadIDMarker: idMarker, Prefix: prefix, MaxUploads: max}
 	if len(found) > max {
 		found, res.IsTruncated = found[:max], true
