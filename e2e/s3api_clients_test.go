@@ -160,7 +160,7 @@ func TestS3APIAWSCLI(t *testing.T) {
 
 		// A presigned URL: read by a plain HTTP client, refused once
 		// expired; the same request unsigned is refused.
-		url := strings.TrimSpace(runTool(t, env, aws, "--endpoint-url", s.S3, "s3", "presign", "s3://largo/cli/big.bin", "--expires-in", "2"))
+		url := strings.TrimSpace(runTool(t, env, aws, "--endpoint-url", s.S3, "s3", "presign", "s3://largo/cli/big.bin", "--expires-in", "600"))
 		resp := get(t, url)
 		sum, n := bodySHA(t, resp.Body)
 		resp.Body.Close()
@@ -170,8 +170,9 @@ func TestS3APIAWSCLI(t *testing.T) {
 		if resp := get(t, s.S3+"largo/cli/big.bin"); resp.StatusCode != http.StatusForbidden {
 			t.Errorf("the same GET unsigned: %d, want 403", resp.StatusCode)
 		}
+		short := strings.TrimSpace(runTool(t, env, aws, "--endpoint-url", s.S3, "s3", "presign", "s3://largo/cli/big.bin", "--expires-in", "1"))
 		if !waitFor(10*time.Second, func() bool {
-			resp := get(t, url)
+			resp := get(t, short)
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			return resp.StatusCode == http.StatusForbidden

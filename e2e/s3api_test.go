@@ -364,7 +364,7 @@ func unescapeKey(t testing.TB, k string) string {
 // --upload-expiry goes, with what it staged.
 func TestS3APIUploadsListedAndExpired(t *testing.T) {
 	forEachTarget(t, func(t *testing.T, g *target) {
-		s := startS3API(t, g, "--upload-expiry", "3s")
+		s := startS3API(t, g, "--upload-expiry", "8s")
 		c := s3Client(s.S3, aliceKey, nil)
 		ctx := context.Background()
 		bucket := aws.String("largo")
@@ -417,7 +417,7 @@ func TestS3APIUploadsListedAndExpired(t *testing.T) {
 		if _, err := os.Stat(staged); g.srv == nil && err != nil {
 			t.Fatalf("the upload's staging: %v", err)
 		}
-		if !waitFor(20*time.Second, func() bool {
+		if !waitFor(40*time.Second, func() bool {
 			ups, err := c.ListMultipartUploads(ctx, &awss3.ListMultipartUploadsInput{Bucket: bucket})
 			return err == nil && len(ups.Uploads) == 0
 		}) {
