@@ -63,6 +63,7 @@ type server struct {
 	URL    string // base URL, with a trailing slash
 	Addr   string // host:port
 	Admin  string // the admin listener's base URL, if any
+	S3     string // the S3 API's base URL, if any
 	PID    int
 	stdout *lockedBuffer
 	stderr *lockedBuffer
@@ -130,7 +131,7 @@ func startLargo(t testing.TB, args []string, env []string) *server {
 	})
 	select {
 	case l := <-found:
-		s.URL, s.Addr, s.Admin = l.URL, l.Addr, l.Admin
+		s.URL, s.Addr, s.Admin, s.S3 = l.URL, l.Addr, l.Admin, l.S3
 	case <-s.done:
 		t.Fatalf("largo exited before serving: %v\n%s", s.err, s.stderr.String())
 	case <-time.After(20 * time.Second):

@@ -46,6 +46,11 @@ type File struct {
 	// sidecars largo wrote of this version: what follows it when it goes,
 	// without a look at every name a sidecar could have.
 	Sidecars []string `json:"sidecars,omitempty"`
+	// Meta is what the writer said of the version and asked to be kept
+	// with it (an S3 object's Content-Type, its other representation
+	// headers and its x-amz-meta-* user metadata), keys in lower case;
+	// the writer bounds it (package s3api: a few KiB).
+	Meta map[string]string `json:"meta,omitempty"`
 }
 
 // Sum returns the record's digest as bytes, or nil when none is known (or

@@ -86,6 +86,7 @@ type serveConfig struct {
 
 	quota quotaConfig
 	hooks hookConfig
+	s3api s3Config
 }
 
 // defaultLinkMaxUpload is the largest file a write through a share link
@@ -349,6 +350,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
 	f.DurationVar(&cfg.expirySweep, "expiry-sweep", time.Minute, "how often expired files are removed: those under an access file's [[expire]] paths, and those a drop box with a file TTL received")
 	addHookFlags(f, &cfg.hooks)
+	addS3APIFlags(f, &cfg.s3api)
 	documentEnv(f)
 	return cmd
 }
@@ -458,14 +460,18 @@ func httpServer(h http.Handler, cfg *serveConfig, logger *slog.Logger, tlsConf *
 
 // announce says where the server serves: a line for people, and the ready
 // line for programs (package ready).
-func announce(e *env, where string, addr net.Addr, https bool, adminURL string) {
-	scheme := "http"
-	if https {
-		scheme = "https"
-	}
-	url := fmt.Sprintf("%s://%s/", scheme, displayAddr(addr))
+func announce(e *env, where string, addr net.Addr, https bool, adminURL, s3URL string) {
+	url := fmt.Sprintf("%s://%s/", scheme(https), displayAddr(addr))
 	fmt.Fprintf(e.stdout, "largo: serving %s at %s\n", where, url)
-	ready.Write(e.stdout, ready.Line{URL: url, Addr: addr.String(), Admin: adminURL})
+	ready.Write(e.stdout, ready.Line{URL: url, Addr: addr.String(), Admin: adminURL, S3: s3URL})
+}
+
+// scheme is the scheme of the server's URLs.
+func scheme(https bool) string {
+	if https {
+		return "https"
+	}
+	return "http"
 }
 
 // adminMux serves metrics and pprof on the admin listener.
