@@ -108,6 +108,11 @@ type Client struct {
 	// PieceSize is the size of the pieces of a parallel upload; zero
 	// means 16 MiB, or more for a file of more than 128 of them.
 	PieceSize int64
+	// Checksum makes a folder upload (PutTree) skip a file the server
+	// already has only when the server's digest of it matches the local
+	// file's; without, a server that keeps no digest is believed on the
+	// size and date of its copy.
+	Checksum bool
 	// StateDir holds the upload state files; empty means
 	// os.UserCacheDir()/largo/uploads.
 	StateDir string

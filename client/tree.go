@@ -186,7 +186,8 @@ func (c *Client) listingOnce(ctx context.Context, u *url.URL) ([]entry, error) {
 // PutTree uploads the files below the local folder dir to d, keeping their
 // relative paths. Names starting with a dot are skipped (largo never serves
 // them), as are files that are not regular (symlinks are followed when
-// they lead to one). A failed file is reported through Logf and the others
+// they lead to one), and files the server already holds whole (inplace.go),
+// counted in UpToDate. A failed file is reported through Logf and the others
 // go on; a stop ends the tree with an error wrapping ErrResumable.
 func (c *Client) PutTree(ctx context.Context, dir string, d *Destination) (TreeResult, error) {
 	var tr TreeResult
@@ -212,13 +213,22 @@ func (c *Client) PutTree(ctx context.Context, dir string, d *Destination) (TreeR
 		if de.IsDir() {
 			return nil
 		}
-		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
 			c.logf("%s: skipped: not a regular file", p)
 			return nil
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
 			return err
+		}
+		there, err := c.inPlace(ctx, p, fi, d, filepath.ToSlash(rel))
+		if errors.Is(err, ErrResumable) {
+			return err
+		}
+		if there {
+			tr.add(Result{Path: p, Size: fi.Size(), UpToDate: true})
+			return nil
 		}
 		res, err := c.Put(ctx, p, d, rel)
 		switch {
