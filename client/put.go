@@ -64,6 +64,9 @@ func (c *Client) Discover(ctx context.Context, rawURL string, plain bool) (*Dest
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("%q is not an http or https URL", rawURL)
 	}
+	if err := checkURL(u); err != nil {
+		return nil, err
+	}
 	d := &Destination{URL: u, Plain: plain}
 	if !strings.HasSuffix(u.Path, "/") {
 		d.Name = path.Base(u.Path)

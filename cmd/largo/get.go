@@ -43,11 +43,8 @@ file, each segment resumable. -r downloads a folder from largo's JSON
 listing into a local folder (-o DIR, default the folder's name), skipping
 files already in place.
 
-The token, if the server wants one, comes from --token, --token-file or
-LARGO_TOKEN. Ctrl-C stops with the part files kept and prints the command
-that resumes, with the token given the same way: a token typed with --token
-is repeated, one from LARGO_TOKEN or a file is named by its variable or its
-file, never printed.` + exitCodesHelp,
+Ctrl-C stops with the part files kept and prints the command that resumes.
+` + credentialsHelp + exitCodesHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runGet(cmd.Context(), e, cfg, args[0])
@@ -62,16 +59,16 @@ file, never printed.` + exitCodesHelp,
 }
 
 func runGet(ctx context.Context, e *env, cfg *getConfig, rawURL string) error {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return usageErr(fmt.Errorf("%q is not an http or https URL", rawURL))
-	}
 	if cfg.segments < 1 || cfg.segments > 64 {
 		return usageErr(errors.New("--segments must be between 1 and 64"))
 	}
-	c, err := cfg.client(e)
+	c, rawURL, err := cfg.client(e, rawURL)
 	if err != nil {
 		return err
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return usageErr(err)
 	}
 	c.Segments = cfg.segments
 	ctx, stop := untilSignal(ctx, e)
@@ -85,6 +82,9 @@ func runGet(ctx context.Context, e *env, cfg *getConfig, rawURL string) error {
 			}
 		}
 		tr, err := c.GetTree(ctx, rawURL, dir)
+		if cfg.askLinkPassword(e, c, err) {
+			tr, err = c.GetTree(ctx, rawURL, dir)
+		}
 		if !cfg.quiet && !errors.Is(err, client.ErrResumable) {
 			fmt.Fprintln(e.stderr, treeSummary("downloaded into "+dir+":", tr, time.Since(start)))
 		}
@@ -95,6 +95,9 @@ func runGet(ctx context.Context, e *env, cfg *getConfig, rawURL string) error {
 		return usageErr(err)
 	}
 	res, err := c.Get(ctx, rawURL, target)
+	if cfg.askLinkPassword(e, c, err) {
+		res, err = c.Get(ctx, rawURL, target)
+	}
 	if err == nil && !cfg.quiet {
 		fmt.Fprintln(e.stderr, summary("saved", res, time.Since(start)))
 	}

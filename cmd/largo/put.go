@@ -73,10 +73,9 @@ none is believed on the size when its copy is not older than the file.
 --checksum wants the digest: a file whose copy has none is sent again. An
 interrupted -r run, run again, sends only what is missing.
 
-The token comes from --token, --token-file or LARGO_TOKEN. Ctrl-C stops
-with the upload's state kept and prints the command that resumes, with the
-token given the same way: a token typed with --token is repeated, one from
-LARGO_TOKEN or a file is named by its variable or its file, never printed.` + exitCodesHelp,
+Ctrl-C stops with the upload's state kept and prints the command that
+resumes.
+` + credentialsHelp + exitCodesHelp,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPut(cmd.Context(), e, cfg, args[0], args[1])
@@ -117,7 +116,7 @@ func runPut(ctx context.Context, e *env, cfg *putConfig, file, rawURL string) er
 	if cfg.parallel < 1 || cfg.parallel > 64 {
 		return usageErr(errors.New("--parallel must be between 1 and 64"))
 	}
-	c, err := cfg.client(e)
+	c, rawURL, err := cfg.client(e, rawURL)
 	if err != nil {
 		return err
 	}
@@ -160,12 +159,18 @@ func runPut(ctx context.Context, e *env, cfg *putConfig, file, rawURL string) er
 	}
 	if cfg.recursive {
 		tr, err := c.PutTree(ctx, file, dest)
+		if cfg.askLinkPassword(e, c, err) {
+			tr, err = c.PutTree(ctx, file, dest)
+		}
 		if !cfg.quiet && !errors.Is(err, client.ErrResumable) {
 			fmt.Fprintln(e.stderr, treeSummary("uploaded", tr, time.Since(start)))
 		}
 		return cfg.transferErr(err, resume)
 	}
 	res, err := c.Put(ctx, file, dest, "")
+	if cfg.askLinkPassword(e, c, err) {
+		res, err = c.Put(ctx, file, dest, "")
+	}
 	if err == nil && !cfg.quiet {
 		fmt.Fprintln(e.stderr, summary("uploaded", res, time.Since(start)))
 	}

@@ -23,6 +23,7 @@ type shareConfig struct {
 	expires   time.Duration
 	write     bool
 	password  bool
+	passFile  string
 	as        string
 	maxUpload sizeValue
 	maxRate   sizeValue
@@ -56,8 +57,12 @@ bounded by its scope alone.
 
 --write makes a drop box instead: the link uploads new files into the
 folder PATH, at most --max-upload each, and never reads, lists or replaces
-anything. --password asks for a password the link will need too (at least
-8 characters; sent as the password of basic auth, with any user name).
+anything. --password gives the link a password it will need too (at least
+8 characters; sent as the password of basic auth, with any user name;
+largo get and put send it from --link-password-file, $LARGO_LINK_PASSWORD
+or a prompt): read from --link-password-file, else from
+$LARGO_LINK_PASSWORD, else asked for twice on a terminal, else one line of
+standard input.
 --max-rate caps the bandwidth of everyone using the link together.
 
 --file-ttl 7d, with --write, removes each file that lands through the drop
@@ -78,7 +83,8 @@ link, so that a download resumed or made in segments counts once.`,
 	f.StringVar(&cfg.url, "url", "http://127.0.0.1:8080", "the server's address, as clients reach it")
 	f.DurationVar(&cfg.expires, "expires", 24*time.Hour, "how long the link works (with --extend: from now)")
 	f.BoolVar(&cfg.write, "write", false, "a drop box: the link uploads new files into the folder PATH, never reads")
-	f.BoolVar(&cfg.password, "password", false, "ask for a password the link will need too")
+	f.BoolVar(&cfg.password, "password", false, "give the link a password it will need too: from --link-password-file, $"+linkPasswordEnv+", or asked for")
+	f.StringVar(&cfg.passFile, linkPassFileFlag, "", "with --password: read the link's password from this file")
 	f.StringVar(&cfg.as, "as", "", "the user of the access file the link answers to (default: the operator)")
 	f.Var(&cfg.maxUpload, "max-upload", "with --write: the largest file the drop box takes, such as 1GiB (default: the server's --link-max-upload)")
 	f.Var(&cfg.maxRate, "max-rate", "the link's bandwidth cap, shared by every transfer through it, in bytes per second each way, such as 5MB (default: the server's --rate-per-link, which also governs when lower)")
@@ -87,6 +93,7 @@ link, so that a download resumed or made in segments counts once.`,
 	f.BoolVar(&cfg.list, "list", false, "list the links (with --as, those USER made)")
 	f.StringVar(&cfg.revoke, "revoke", "", "revoke the link with this ID")
 	f.StringVar(&cfg.extend, "extend", "", "give the link with this ID --expires more, from now")
+	noEnv(f, "password") // $LARGO_PASSWORD is a user's password, for get and put
 	documentEnv(f)
 	return cmd
 }
@@ -202,7 +209,7 @@ func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, ls 
 	}
 	var password string
 	if cfg.password {
-		if password, err = readSecret(e, "Link password: ", true); err != nil {
+		if password, err = newLinkPassword(e, cfg.passFile); err != nil {
 			return err
 		}
 		if len([]rune(password)) < links.MinPassword {
@@ -215,6 +222,17 @@ func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, ls 
 	}
 	fmt.Fprintln(e.stdout, strings.TrimSuffix(cfg.url, "/")+l.URLPath(token))
 	return nil
+}
+
+// newLinkPassword is the password of a new link: from file, else from
+// $LARGO_LINK_PASSWORD, else asked for (twice on a terminal, else one
+// line of standard input).
+func newLinkPassword(e *env, file string) (string, error) {
+	s, err := fileOrEnv(file, linkPassFileFlag, linkPasswordEnv, e.getenv)
+	if err != nil || s.value != "" {
+		return s.value, err
+	}
+	return readSecret(e, "Link password: ", true)
 }
 
 // printLinks prints list as a table, with their URLs under --url.
