@@ -201,15 +201,7 @@ func servedFolder(p string) (root, name string, err error) {
 	if !fi.IsDir() {
 		start = filepath.Dir(abs)
 	}
-	for dir := start; ; dir = filepath.Dir(dir) {
-		if st, err := os.Stat(filepath.Join(dir, largo.StateDir)); err == nil && st.IsDir() {
-			root = dir
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
-	}
+	root, _ = stateRoot(start)
 	if root == "" {
 		if !fi.IsDir() {
 			return "", "", fmt.Errorf("cannot hash %s: no folder above it holds largo's %s state folder: give the served folder with --store DIR", p, largo.StateDir)
@@ -228,6 +220,20 @@ func servedFolder(p string) (root, name string, err error) {
 		return "", "", fmt.Errorf("cannot hash %s: not a name largo serves", p)
 	}
 	return root, name, nil
+}
+
+// stateRoot returns the nearest folder at or above the folder dir (an
+// absolute path) that holds largo's state folder: the folder a server
+// served, or a command kept records in.
+func stateRoot(dir string) (string, bool) {
+	for ; ; dir = filepath.Dir(dir) {
+		if st, err := os.Stat(filepath.Join(dir, largo.StateDir)); err == nil && st.IsDir() {
+			return dir, true
+		}
+		if filepath.Dir(dir) == dir {
+			return "", false
+		}
+	}
 }
 
 // digestStore hashes the names of one job.

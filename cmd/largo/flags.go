@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"largo"
 )
@@ -77,4 +80,34 @@ func joinInts(ns []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ",")
+}
+
+// durationValue is a flag holding a length of time, written as a Go
+// duration (90m, 36h) or in days or weeks (7d, 2w): every duration flag
+// of largo's reads both, as largo.ParseAge does.
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) Set(s string) error {
+	d, err := largo.ParseAge(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return "0s"
+	}
+	return largo.FormatAge(*v.d)
+}
+
+func (v durationValue) Type() string { return "duration" }
+
+// durationVar defines a duration flag (see durationValue) with the
+// default def.
+func durationVar(f *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+	*p = def
+	f.Var(durationValue{p}, name, usage)
 }

@@ -40,7 +40,7 @@ like largo serve, so a container's HEALTHCHECK needs no address.`,
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address the server listens on, host:port")
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long the answer may take")
+	durationVar(cmd.Flags(), &timeout, "timeout", 5*time.Second, "how long the answer may take")
 	documentEnv(cmd.Flags())
 	return cmd
 }

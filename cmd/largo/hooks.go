@@ -35,9 +35,9 @@ func addHookFlags(f *pflag.FlagSet, c *hookConfig) {
 	f.StringVar(&c.preUpload, "hook-pre-upload", "", "URL asked (a POST of JSON) before every upload is accepted, whatever its protocol: a 2xx accepts it (with metadata), a 4xx refuses it with that status and message (see docs/hooks.md)")
 	f.StringVar(&c.notify, "hook-notify", "", "URL sent a POST of JSON for every file committed, deleted, moved or expired, from a durable outbox in the store's state area, until it answers a 2xx")
 	f.StringVar(&c.secretFile, "hook-secret-file", "", "file holding the secret (16 bytes or more) that signs every hook request with HMAC-SHA256 in the Largo-Signature field (default: unsigned)")
-	f.DurationVar(&c.timeout, "hook-timeout", hooks.DefaultTimeout, "how long the pre-upload hook may take to answer (then the upload is refused with 503, unless --hook-fail-open), and each delivery of a notification")
+	durationVar(f, &c.timeout, "hook-timeout", hooks.DefaultTimeout, "how long the pre-upload hook may take to answer (then the upload is refused with 503, unless --hook-fail-open), and each delivery of a notification")
 	f.BoolVar(&c.failOpen, "hook-fail-open", false, "accept uploads when the pre-upload hook gives no answer in time, instead of refusing them with 503")
-	f.DurationVar(&c.retryMax, "hook-retry-max", hooks.DefaultMaxBackoff, "longest wait between two attempts to deliver a notification (the wait doubles from one second up to it)")
+	durationVar(f, &c.retryMax, "hook-retry-max", hooks.DefaultMaxBackoff, "longest wait between two attempts to deliver a notification (the wait doubles from one second up to it)")
 }
 
 // newHooks returns the hooks the flags ask for; nil without

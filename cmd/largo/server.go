@@ -43,6 +43,8 @@ type server struct {
 	log   *slog.Logger
 	where string // the store, as the user is told of it
 	https bool
+	// url is where clients reach the server, recorded for largo share.
+	url string
 	// drain is how long transfers in flight may finish at a stop, and
 	// shutdown how long the server's own last work may take after them.
 	drain, shutdown time.Duration
@@ -113,6 +115,9 @@ func newServer(ctx context.Context, e *env, cfg *serveConfig, logger *slog.Logge
 	// says so in one line, before it logs anything of what it would do.
 	if s.ln, err = s.handed.listen(cfg.listen); err != nil {
 		return nil, usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.listen, netErrText(err)))
+	}
+	if s.url, err = publicURL(cfg, s.ln.Addr(), s.https); err != nil {
+		return nil, err
 	}
 	proxies, trusted, err := newProxies(logger, &cfg.access)
 	if err != nil {
@@ -347,6 +352,7 @@ func (s *server) Run(ctx context.Context) error {
 		adminURL = fmt.Sprintf("http://%s/", s.adminLn.Addr())
 		fmt.Fprintf(s.e.stdout, "largo: metrics and pprof at %s\n", adminURL)
 	}
+	s.recordAddress(ctx)
 	announce(s.e, s.where, s.ln.Addr(), s.https, adminURL)
 	select {
 	case <-s.failed.Done():
@@ -373,6 +379,20 @@ func (s *server) Run(ctx context.Context) error {
 		return failed(err)
 	}
 	return nil
+}
+
+// recordAddress records where the server is reached in its store's
+// state area, for largo share (address.go); a store without one records
+// nothing, and a failure is only logged: share then says it knows no
+// address.
+func (s *server) recordAddress(ctx context.Context) {
+	sk, ok := s.store.(largo.StateKeeper)
+	if !ok {
+		return
+	}
+	if err := recordAddress(ctx, sk.State(), s.url); err != nil {
+		s.log.Info("this server's address is not recorded: largo share needs --url", "err", err)
+	}
 }
 
 // start runs the workers and the listeners' loops in the server's group.
@@ -457,6 +477,11 @@ func (s *server) Shutdown(ctx context.Context) error {
 	if s.hooks != nil {
 		if err := s.hooks.Close(ctx); err != nil {
 			s.log.Warn("hooks: the outbox's lease was not given up: it runs out by itself", "err", err)
+		}
+	}
+	if sk, ok := s.store.(largo.StateKeeper); ok {
+		if err := forgetAddress(ctx, sk.State()); err != nil {
+			s.log.Warn("removing the record of this server's address", "err", err)
 		}
 	}
 	s.log.Info("stopped")

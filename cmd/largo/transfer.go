@@ -59,7 +59,7 @@ command it prints to resume.`
 func (t *transferConfig) flags(f *pflag.FlagSet) {
 	f.BoolVarP(&t.recursive, "recursive", "r", false, "transfer a whole folder tree")
 	f.IntVar(&t.retries, "retries", 5, "retries in a row after a network error, with exponential backoff (the count restarts whenever bytes move)")
-	f.DurationVar(&t.stallTimeout, "stall-timeout", 60*time.Second, "give up an attempt (and retry) when no byte moves for this long")
+	durationVar(f, &t.stallTimeout, "stall-timeout", 60*time.Second, "give up an attempt (and retry) when no byte moves for this long")
 	f.BoolVarP(&t.quiet, "quiet", "q", false, "print nothing but errors")
 	f.StringVar(&t.creds.token, tokenFlag, "", "send this bearer token (Authorization: Bearer)")
 	f.StringVar(&t.creds.tokenFile, tokenFileFlag, "", "read the bearer token from this file, so that it appears in no process listing")
