@@ -255,12 +255,12 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 // without the writes' own.
 func (s *server) newWrites(ctx context.Context, cfg *serveConfig, g *gate.Gate, m *metrics.Metrics, icfg ingest.Config, exp *expiry.Expiry, locks *dav.Locks, trusted []netip.Prefix, state largo.State, hcfg *serve.Config) error {
 	st, logger := s.store, s.log
-	if err := prepare(ctx, logger, st); err != nil {
+	if err := prepare(ctx, logger, st, s.where); err != nil {
 		return err
 	}
 	staging, err := resumable.StagingFor(st)
 	if err != nil {
-		return usageErr(fmt.Errorf("--upload: %v", pathErrText(err)))
+		return cannotWrite(s.where, err)
 	}
 	if sw, ok := st.(sweeper); ok {
 		// Every quarter of the upload expiry, between a second and a
