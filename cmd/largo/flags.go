@@ -25,13 +25,14 @@ func (s *sizeValue) Set(v string) error {
 }
 
 // String returns the size in the largest binary unit that holds it
-// exactly (16MiB), or in bytes; ParseSize reads it back.
+// exactly (16MiB), else the largest decimal one (20MB), or in bytes;
+// ParseSize reads it back.
 func (s *sizeValue) String() string {
 	n := int64(*s)
 	for _, u := range []struct {
 		name string
 		size int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}} {
 		if n != 0 && n%u.size == 0 {
 			return strconv.FormatInt(n/u.size, 10) + u.name
 		}

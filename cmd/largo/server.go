@@ -224,6 +224,10 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 		MinRate:     int64(cfg.minRate),
 		Rates:       cfg.rates.limits(m),
 	}
+	if digests != nil {
+		// A zip of files whose CRC-32s are all recorded resumes.
+		hcfg.ArchiveCRC32 = digests.CRC32
+	}
 	if s.adminLn != nil {
 		hcfg.Metrics = nil // on the admin listener instead
 	}
