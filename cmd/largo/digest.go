@@ -77,7 +77,7 @@ func newDigest(e *env) *cobra.Command {
 	cfg := &digestConfig{}
 	cmd := &cobra.Command{
 		Use:   "digest PATH... | --store DIR|s3://BUCKET/PREFIX [NAME...]",
-		Short: "Record the SHA-256 of files that arrived without largo, for Repr-Digest and SHA256SUMS",
+		Short: "Record the SHA-256 and CRC-32 of files that arrived without largo, for Repr-Digest, SHA256SUMS and zips that resume",
 		Long: `Hash files that reached a served folder or bucket another way than through
 largo (copied onto the disk, put into the bucket directly, restored from a
 backup) and record each one's SHA-256 in the store's state area

@@ -22,7 +22,8 @@ type putConfig struct {
 	checksum bool
 }
 
-// defaultParallel is how many pieces of a large file go at once.
+// defaultParallel is how many connections one file uses at once, in get
+// (ranged requests) and put (pieces) alike.
 const defaultParallel = 4
 
 func newPut(e *env) *cobra.Command {
@@ -85,7 +86,7 @@ resumes.
 	f.BoolVar(&cfg.plain, "plain", false, "send one PUT instead of a resumable tus upload")
 	f.Var(&cfg.protocol, "protocol", "resumable upload protocol: tus, or ietf (the IETF draft, at the file's own URL)")
 	f.BoolVar(&cfg.cancel, "cancel", false, "terminate the remembered upload of FILE to URL on the server, and forget it")
-	f.IntVarP(&cfg.parallel, "parallel", "j", defaultParallel, "pieces of one file (of 64 MiB or more) to send at once, over as many connections, to a server with tus concatenation; 1 sends one stream")
+	f.IntVarP(&cfg.parallel, "parallel", "j", defaultParallel, "connections at once for one file: pieces sent at once (a file of 64 MiB or more, to a server with tus concatenation); 1 sends one stream")
 	f.BoolVar(&cfg.checksum, "checksum", false, "with -r: skip a file the server holds only when the server's sha-256 of it matches (default: the size, and the digest where the server keeps one)")
 	cfg.flags(f)
 	documentEnv(f)
@@ -114,7 +115,7 @@ func runPut(ctx context.Context, e *env, cfg *putConfig, file, rawURL string) er
 		return usageErr(errors.New("--checksum goes with -r: it decides which files of a folder are already in place"))
 	}
 	if cfg.parallel < 1 || cfg.parallel > 64 {
-		return usageErr(errors.New("--parallel must be between 1 and 64"))
+		return usageErr(errors.New("--parallel (-j) must be between 1 and 64"))
 	}
 	c, rawURL, err := cfg.client(e, rawURL)
 	if err != nil {
@@ -125,8 +126,8 @@ func runPut(ctx context.Context, e *env, cfg *putConfig, file, rawURL string) er
 	ctx, stop := untilSignal(ctx, e)
 	defer stop()
 	jobs := 0
-	if cfg.parallel != defaultParallel && !cfg.plain && !ietf {
-		jobs = cfg.parallel
+	if !cfg.plain && !ietf {
+		jobs = jobsArg(cfg.parallel)
 	}
 	resume := resumeCommand("put", cfg.transferConfig, jobs, file, rawURL)
 	if cfg.plain {

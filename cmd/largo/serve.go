@@ -191,6 +191,7 @@ func newServe(e *env) *cobra.Command {
 		access:        accessConfig{forwarded: choiceValue{value: auth.XForwardedFor, choices: []string{auth.XForwardedFor, auth.Forwarded}}},
 		linkMaxUpload: defaultLinkMaxUpload,
 	}
+	var helpAll bool
 	cmd := &cobra.Command{
 		Use:   "serve [DIR]",
 		Short: "Serve a folder or a bucket over HTTP",
@@ -288,6 +289,9 @@ defaults). Nothing appears at the key before the body is complete and its
 digest checked; If-None-Match and If-Match are applied by the store.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if wantsHelpAll(cmd, helpAll) {
+				return nil
+			}
 			if len(args) == 1 {
 				if cfg.store != "" {
 					return usageErr(errors.New("give a folder or --store ($LARGO_STORE), not both"))
@@ -352,7 +356,9 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	durationVar(f, &cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
 	durationVar(f, &cfg.expirySweep, "expiry-sweep", time.Minute, "how often expired files are removed: those under an access file's [[expire]] paths, and those a drop box with a file TTL received")
 	addHookFlags(f, &cfg.hooks)
+	addHelpAll(f, &helpAll)
 	documentEnv(f)
+	setServeHelp(cmd)
 	return cmd
 }
 
