@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -107,5 +108,25 @@ func TestPutTreeSkipsInPlace(t *testing.T) {
 	c.Checksum = true
 	if tr := put(c, plain.URL+"/up/"); tr.Files != 3 || tr.UpToDate != 0 {
 		t.Fatalf("no digests, --checksum: %+v", tr)
+	}
+}
+
+// TestPutParallelStopped: a parallel upload stopped through its context
+// before its pieces are made stops resumable, whatever step it was at.
+func TestPutParallelStopped(t *testing.T) {
+	srv, _ := recordingServer(t, false)
+	file := filepath.Join(t.TempDir(), "p.bin")
+	writeRandom(t, file, 4<<20, 90)
+	var l logs
+	c := tusClient(t, &l, 0)
+	c.Parallel, c.ParallelMin, c.PieceSize = 4, 1<<20, 1<<20
+	d, err := c.Discover(context.Background(), srv.URL+"/up/", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("stop"))
+	if _, err := c.Put(ctx, file, d, ""); !errors.Is(err, client.ErrResumable) {
+		t.Fatalf("stopped: %v; want it resumable", err)
 	}
 }
