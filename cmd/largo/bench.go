@@ -78,7 +78,7 @@ at 127.0.0.1) and {tmp} (a scratch folder), for example:
 	f.Var(&cfg.size, "size", "size of the file downloaded and uploaded (default 1GiB, 64MiB with --quick)")
 	f.BoolVar(&cfg.quick, "quick", false, "a small run: 64 MiB files, 2 s holds, one repetition (well under a minute without peers)")
 	f.IntSliceVar(&cfg.concurrency, "concurrency", lab.DefaultConcurrency(), "concurrent downloads of the download scenario, and clients listing at once in the listing scenario")
-	f.IntVar(&cfg.files, "files", 0, "files in the listing scenario's folder (default 1000000, 20000 with --quick)")
+	f.IntVar(&cfg.files, "files", 0, "files in the listing scenario's folder (default 1000000, 5000 with --quick)")
 	durationVar(f, &cfg.hold, "hold", 0, "how long the stalled and dripping clients are held (default 20s, 2s with --quick)")
 	f.DurationSliceVar(&cfg.rtts, "rtt", lab.DefaultRTTs(), "round trips of the distance scenario's shaped path, comma-separated")
 	f.Var(&cfg.streamRate, "stream-rate", "cap of each connection over the distance scenario's path, bytes per second each way (default 16MB, 64MB with --quick)")
