@@ -25,28 +25,7 @@ import (
 // HEAD); in front of it, a count of the bytes uploads carry.
 func recordingServer(t testing.TB, digests bool) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
-	st, err := disk.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	g, gated := gate.Open(st)
-	icfg := ingest.Config{Store: gated}
-	cfg := serve.Config{Store: gated, Gate: g}
-	if digests {
-		files := record.NewFiles(record.New(st.State(), record.Options{}), record.FilesOptions{})
-		icfg.Files, cfg.Files = files, files
-	}
-	writes := ingest.New(icfg)
-	staging, err := resumable.StagingFor(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rh, err := resumable.New(resumable.Config{Writes: writes, Staging: staging, State: st.State(), BasePath: serve.ResumablePrefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Writes, cfg.Resumable = writes, rh
+	cfg, _ := writable(t, t.TempDir(), digests)
 	h := serve.New(cfg)
 	var body atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,6 +34,36 @@ func recordingServer(t testing.TB, digests bool) (*httptest.Server, *atomic.Int6
 	}))
 	t.Cleanup(srv.Close)
 	return srv, &body
+}
+
+// writable is the configuration of largo's handler on the folder dir
+// with writes on for everyone (the write pipeline, tus uploads), with
+// the records of files when records is set, and its tus handler.
+func writable(t testing.TB, dir string, records bool) (serve.Config, *resumable.Handler) {
+	t.Helper()
+	st, err := disk.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	g, gated := gate.Open(st)
+	icfg := ingest.Config{Store: gated}
+	cfg := serve.Config{Store: gated, Gate: g}
+	if records {
+		files := record.NewFiles(record.New(st.State(), record.Options{}), record.FilesOptions{})
+		icfg.Files, cfg.Files = files, files
+	}
+	cfg.Writes = ingest.New(icfg)
+	staging, err := resumable.StagingFor(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rh, err := resumable.New(resumable.Config{Writes: cfg.Writes, Staging: staging, State: st.State(), BasePath: serve.ResumablePrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Resumable = rh
+	return cfg, rh
 }
 
 // TestPutTreeSkipsInPlace: a folder sent again sends nothing the server
