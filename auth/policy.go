@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -418,3 +419,17 @@ func (p *Policy) Granting(perm Perm) []string {
 
 // Users returns how many users the policy knows.
 func (p *Policy) Users() int { return len(p.users) }
+
+// UserNames returns the names of the policy's users, sorted.
+func (p *Policy) UserNames() []string {
+	names := make([]string, 0, len(p.users))
+	for n := range p.users {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// RuleList returns a copy of the policy's rules, in the access file's
+// order: what an explanation of the policy walks.
+func (p *Policy) RuleList() Rules { return slices.Clone(p.rules) }

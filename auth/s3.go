@@ -140,14 +140,3 @@ func NewS3Key() (id, secret string) {
 	}
 	return string(idb), string(sb)
 }
-
-// UserNames returns the names of the users the access file lists,
-// sorted.
-func (p *Policy) UserNames() []string {
-	names := make([]string, 0, len(p.users))
-	for n := range p.users {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 	"time"
 
 	"largo"
@@ -31,6 +32,11 @@ type File struct {
 	Size int64 `json:"size"`
 	// SHA256 is the version's digest, in hexadecimal; "" when not known.
 	SHA256 string `json:"sha256,omitempty"`
+	// CRC32 is the version's CRC-32 (IEEE), as eight hexadecimal digits;
+	// "" when not known. A zip of its folder carries it, and knowing it
+	// without reading the file is what lets a zip be sent from any offset
+	// (package archive).
+	CRC32 string `json:"crc32,omitempty"`
 	// Owner is the user whose quota the version counts against; "" for
 	// none (an anonymous writer, the server, a file largo did not write).
 	Owner string `json:"owner,omitempty"`
@@ -62,6 +68,19 @@ func (f File) Sum() []byte {
 	}
 	return b
 }
+
+// CRC returns the record's CRC-32; ok is false when none is known (or
+// the record is damaged).
+func (f File) CRC() (crc uint32, ok bool) {
+	if len(f.CRC32) != 8 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(f.CRC32, 16, 32)
+	return uint32(n), err == nil
+}
+
+// FormatCRC writes a CRC-32 as File.CRC32 holds it.
+func FormatCRC(crc uint32) string { return fmt.Sprintf("%08x", crc) }
 
 // FilesPrefix is where the records of files are, in the state area.
 const FilesPrefix = "files/"

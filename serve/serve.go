@@ -615,7 +615,7 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 		method:   r.Method,
 		path:     r.URL.Path,
 		query:    r.URL.RawQuery,
-		status:   tw.Status(),
+		status:   loggedStatus(tw.Status(), outcome),
 		bytes:    tw.Written(),
 		duration: d,
 		client:   r.RemoteAddr,
@@ -633,6 +633,22 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 	var a [11]slog.Attr
 	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", l.attrs(a[:0])...)
 }
+
+// loggedStatus is the status an access line gives: the one answered, or,
+// for an error answer to a client that went away before it (an upload
+// cut off: its body incomplete), 499, as nginx logs a client that closed
+// its request: no one read the 400, and the line does not blame a
+// request that was never finished.
+func loggedStatus(status int, outcome transfer.Outcome) int {
+	if outcome == transfer.Aborted && status >= 400 {
+		return statusClientClosed
+	}
+	return status
+}
+
+// statusClientClosed is the status logged for a request whose client
+// went away before its answer (nginx's 499).
+const statusClientClosed = 499
 
 type nopObserver struct{}
 

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"largo"
+	"largo/archive"
 	"largo/dav"
 	"largo/expiry"
 	"largo/gate"
@@ -45,6 +46,8 @@ type server struct {
 	log   *slog.Logger
 	where string // the store, as the user is told of it
 	https bool
+	// url is where clients reach the server, recorded for largo share.
+	url string
 	// drain is how long transfers in flight may finish at a stop, and
 	// shutdown how long the server's own last work may take after them.
 	drain, shutdown time.Duration
@@ -120,6 +123,9 @@ func newServer(ctx context.Context, e *env, cfg *serveConfig, logger *slog.Logge
 	// says so in one line, before it logs anything of what it would do.
 	if s.ln, err = s.handed.listen(cfg.listen); err != nil {
 		return nil, usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.listen, netErrText(err)))
+	}
+	if s.url, err = publicURL(cfg, s.ln.Addr(), s.https); err != nil {
+		return nil, err
 	}
 	proxies, trusted, err := newProxies(logger, &cfg.access)
 	if err != nil {
@@ -219,7 +225,12 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 	sidecars := sidecarPolicy(files, cfg.sidecars.value == "any")
 	// One sender of archives for the file tree and the page, so that
 	// their tar.zst archives take the same compression slots.
-	archives := serve.NewArchives(lcfg.Dir, nil, enc)
+	// A zip of files whose CRC-32s are all recorded resumes.
+	var crc32 archive.CRC32Func
+	if digests != nil {
+		crc32 = digests.CRC32
+	}
+	archives := serve.NewArchives(lcfg.Dir, crc32, enc)
 	hcfg := serve.Config{
 		Store:       gated,
 		Gate:        g,
@@ -289,12 +300,12 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 // without the writes' own.
 func (s *server) newWrites(ctx context.Context, cfg *serveConfig, g *gate.Gate, m *metrics.Metrics, icfg ingest.Config, exp *expiry.Expiry, locks *dav.Locks, trusted []netip.Prefix, state largo.State, hcfg *serve.Config) error {
 	st, logger := s.store, s.log
-	if err := prepare(ctx, logger, st); err != nil {
+	if err := prepare(ctx, logger, st, s.where); err != nil {
 		return err
 	}
 	staging, err := resumable.StagingFor(st)
 	if err != nil {
-		return usageErr(fmt.Errorf("--upload: %v", pathErrText(err)))
+		return cannotWrite(s.where, err)
 	}
 	if sw, ok := st.(sweeper); ok {
 		// Every quarter of the upload expiry, between a second and a
@@ -388,9 +399,10 @@ func (s *server) Run(ctx context.Context) error {
 	}
 	s3URL := ""
 	if s.s3ln != nil {
-		s3URL = fmt.Sprintf("%s://%s/", scheme(s.https), displayAddr(s.s3ln.Addr()))
+		s3URL = listenURL(s.s3ln.Addr(), s.https)
 		fmt.Fprintf(s.e.stdout, "largo: S3 API at %s, bucket %s\n", s3URL, s.s3.Bucket())
 	}
+	s.recordAddress(ctx)
 	announce(s.e, s.where, s.ln.Addr(), s.https, adminURL, s3URL)
 	select {
 	case <-s.failed.Done():
@@ -417,6 +429,20 @@ func (s *server) Run(ctx context.Context) error {
 		return failed(err)
 	}
 	return nil
+}
+
+// recordAddress records where the server is reached in its store's
+// state area, for largo share (address.go); a store without one records
+// nothing, and a failure is only logged: share then says it knows no
+// address.
+func (s *server) recordAddress(ctx context.Context) {
+	sk, ok := s.store.(largo.StateKeeper)
+	if !ok {
+		return
+	}
+	if err := recordAddress(ctx, sk.State(), s.url); err != nil {
+		s.log.Info("this server's address is not recorded: largo share needs --url", "err", err)
+	}
 }
 
 // start runs the workers and the listeners' loops in the server's group.
@@ -517,6 +543,11 @@ func (s *server) Shutdown(ctx context.Context) error {
 	if s.hooks != nil {
 		if err := s.hooks.Close(ctx); err != nil {
 			s.log.Warn("hooks: the outbox's lease was not given up: it runs out by itself", "err", err)
+		}
+	}
+	if sk, ok := s.store.(largo.StateKeeper); ok {
+		if err := forgetAddress(ctx, sk.State()); err != nil {
+			s.log.Warn("removing the record of this server's address", "err", err)
 		}
 	}
 	s.log.Info("stopped")
