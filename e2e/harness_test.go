@@ -63,6 +63,7 @@ type server struct {
 	URL    string // base URL, with a trailing slash
 	Addr   string // host:port
 	Admin  string // the admin listener's base URL, if any
+	S3     string // the S3 API's base URL, if any
 	PID    int
 	stdout *lockedBuffer
 	stderr *lockedBuffer
@@ -94,6 +95,7 @@ func withAdmin(args []string) []string {
 // waits for its ready line.
 func startLargo(t testing.TB, args []string, env []string) *server {
 	t.Helper()
+	args = quietDigests(args)
 	s := &server{t: t, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(largoBin, args...)
 	s.cmd.Env = append(os.Environ(), env...)
@@ -130,13 +132,31 @@ func startLargo(t testing.TB, args []string, env []string) *server {
 	})
 	select {
 	case l := <-found:
-		s.URL, s.Addr, s.Admin = l.URL, l.Addr, l.Admin
+		s.URL, s.Addr, s.Admin, s.S3 = l.URL, l.Addr, l.Admin, l.S3
 	case <-s.done:
 		t.Fatalf("largo exited before serving: %v\n%s", s.err, s.stderr.String())
 	case <-time.After(20 * time.Second):
 		t.Fatalf("largo announced no readiness in 20s\n%s", s.stderr.String())
 	}
 	return s
+}
+
+// quietDigests turns the background hashing off for a server whose
+// args do not set --digest-rate: the tests count what a server reads
+// (a download killed and resumed reads the file about once), the
+// requests it makes of a bucket and the records it writes, and the
+// pass would read every file it finds at start. The tests of the pass
+// give the rate.
+func quietDigests(args []string) []string {
+	if len(args) == 0 || args[0] != "serve" {
+		return args
+	}
+	for _, a := range args {
+		if a == "--digest-rate" || strings.HasPrefix(a, "--digest-rate=") {
+			return args
+		}
+	}
+	return append(args[:len(args):len(args)], "--digest-rate", "0")
 }
 
 // adminListen is the flag of the admin listener, where the metrics are
