@@ -3,13 +3,16 @@ package auth
 import (
 	"slices"
 	"strings"
+
+	"largo"
 )
 
 // Explanation says who may do what on one path under a policy: what the
 // rules give a request without a credential, a signed-in user whom no
 // rule names, and each user and group that a rule names (or whose groups
-// a rule names). It is what an operator asks ("who can see /backups?"),
-// and what a folder's page says of the folder ("visible to: ...").
+// a rule names). It is what an operator asks ("who can see /backups?"):
+// what largo access check prints for each path the rules name, and what
+// a folder's page says of the folder ("visible to: ...").
 //
 // Users are judged with the groups the access file gives them; the
 // groups a trusted proxy names for its users are not known ahead, and
@@ -40,11 +43,18 @@ type Grant struct {
 // names, and a member of one group alone.
 const nobody = "\x00"
 
-// Explain says who may do what on name (a store name, "" for the root).
+// Explain says who may do what on name (a store name, "" for the root),
+// as the server decides it: for one of the server's own routes that the
+// rules may name (/_largo/metrics), by the rules of that path alone
+// (GrantedAt).
 func (p *Policy) Explain(name string) Explanation {
 	e := Explanation{Path: name}
-	e.Anonymous = p.rules.allowed(&member{name: Anonymous}, name)
-	e.SignedIn = p.rules.allowed(&member{name: nobody}, name)
+	rules := p.rules
+	if largo.Reserved(name) {
+		rules = p.rulesAt(name)
+	}
+	e.Anonymous = rules.allowed(&member{name: Anonymous}, name)
+	e.SignedIn = rules.allowed(&member{name: nobody}, name)
 	users, groups := p.named()
 	add := func(who string, perm Perm) {
 		if perm != e.SignedIn {
@@ -53,13 +63,25 @@ func (p *Policy) Explain(name string) Explanation {
 	}
 	for _, u := range users {
 		file := p.users[u].groups
-		add(u, p.rules.allowed(&member{name: u, file: file, grouped: len(file) > 0}, name))
+		add(u, rules.allowed(&member{name: u, file: file, grouped: len(file) > 0}, name))
 	}
 	for _, g := range groups {
-		add(GroupPrefix+g, p.rules.allowed(&member{name: nobody, file: []string{g}, grouped: true}, name))
+		add(GroupPrefix+g, rules.allowed(&member{name: nobody, file: []string{g}, grouped: true}, name))
 	}
 	slices.SortFunc(e.Named, func(a, b Grant) int { return strings.Compare(a.Who, b.Who) })
 	return e
+}
+
+// User returns what the user named user may do on the path explained,
+// with the groups the access file gives them: their own grant where the
+// explanation names them, else what any signed-in user may.
+func (e Explanation) User(user string) Perm {
+	for _, g := range e.Named {
+		if g.Who == user {
+			return g.Perm
+		}
+	}
+	return e.SignedIn
 }
 
 // named returns the users whose permissions may differ from those of a

@@ -117,3 +117,37 @@ func TestExplainOneUser(t *testing.T) {
 		t.Errorf("--upload-open: who deletes: %+v", w)
 	}
 }
+
+// TestExplainAgrees: what an explanation says of anonymous and of each
+// user is what the policy decides for them (Allowed), and, for one of the
+// server's own routes, what its own rules alone give (GrantedAt): a rule
+// that opens "/" to everyone does not open /_largo/metrics.
+func TestExplainAgrees(t *testing.T) {
+	p, err := LoadFile(writeFile(t, explainFile+`
+[[rule]]
+path = "/_largo/metrics"
+users = ["backup-bot"]
+allow = ["read"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"", "pub", "pub/secret/x", "members", "private/deep", "backups", "_largo/metrics"} {
+		allowed := p.Allowed
+		if path == "_largo/metrics" {
+			allowed = p.GrantedAt
+		}
+		e := p.Explain(path)
+		if e.Anonymous != allowed("", path) {
+			t.Errorf("/%s: anonymous %v; the policy says %v", path, e.Anonymous, allowed("", path))
+		}
+		for _, u := range p.UserNames() {
+			if got, want := e.User(u), allowed(u, path); got != want {
+				t.Errorf("/%s: %s %v; the policy says %v", path, u, got, want)
+			}
+		}
+	}
+	if w := p.Explain("_largo/metrics").Who(Read); w.Anonymous || w.SignedIn || !slices.Equal(w.Names, []string{"backup-bot"}) {
+		t.Errorf("who reads /_largo/metrics: %+v", w)
+	}
+}

@@ -331,14 +331,19 @@ func (p *Policy) AllowedBelow(user, name string) Perm {
 // (/_largo/metrics) are judged: a route is opened only by a rule of its
 // own, never by one that opens "/" to everyone.
 func (p *Policy) GrantedAt(user, name string) Perm {
+	m := p.member(user)
+	return p.rulesAt(name).allowed(&m, name)
+}
+
+// rulesAt returns the rules whose path is name itself.
+func (p *Policy) rulesAt(name string) Rules {
 	var own Rules
 	for _, r := range p.rules {
 		if r.Path == name {
 			own = append(own, r)
 		}
 	}
-	m := p.member(user)
-	return own.allowed(&m, name)
+	return own
 }
 
 // member returns who the rules are asked about for user: with the
