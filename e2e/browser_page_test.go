@@ -205,6 +205,21 @@ func TestBrowserKeysHelp(t *testing.T) {
 	b.checkPage()
 }
 
+// openOnPhone signs in at url as user, then opens url again in a phone's
+// screen, which the browser keeps until the test ends.
+func (b *browser) openOnPhone(url, user, password string) {
+	b.t.Helper()
+	b.open(url)
+	b.signIn(user, password, user)
+	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	b.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		defer cancel()
+		chromedp.Do(ctx, chromedp.ResetViewport())
+	})
+	b.open(url)
+}
+
 // TestBrowserPhoneUpload: on a phone, with uploads going, the folder's
 // list is in sight: the upload area takes a few lines, its rows
 // scrolling within it.
@@ -219,11 +234,7 @@ func TestBrowserPhoneUpload(t *testing.T) {
 		files = append(files, p)
 	}
 	b := newBrowser(t)
-	b.open(s.URL + "work/")
-	b.signIn("alice", aliceBrowserPassword, "alice")
-	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
-	defer b.do(chromedp.ResetViewport())
-	b.open(s.URL + "work/")
+	b.openOnPhone(s.URL+"work/", "alice", aliceBrowserPassword)
 	b.waitJS("the upload area", `!document.getElementById("upload").hidden`, 10*time.Second)
 	b.throttleUploads(2 << 20)
 	b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), files))
