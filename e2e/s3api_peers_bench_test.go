@@ -262,3 +262,42 @@ func benchSmallObjects(b *testing.B, peer s3Peer) {
 	b.ReportMetric(float64(list.Milliseconds())/float64(b.N), "list-ms")
 	reportMemory(b, idle, w)
 }
+
+// BenchmarkS3APIRestic backs up a tree through largo's S3 API on a
+// folder with restic, checks the repository reading every pack (check
+// --read-data), restores it and compares every file: a tree of
+// $LARGO_S3_BENCH_GIB GiB (1 by default) in files of 256 MiB, and 1,000
+// small files in 50 folders. It reports each step's seconds and largo's
+// peak RSS above idle over all of them:
+//
+//	LARGO_S3_BENCH_GIB=5 go test -tags e2e ./e2e -run '^$' -bench S3APIRestic -benchtime 1x
+func BenchmarkS3APIRestic(b *testing.B) {
+	restic := need(b, "restic")
+	size := s3BenchSize(b)
+	src := b.TempDir()
+	for i := range size / (256 << 20) {
+		writeRandom(b, filepath.Join(src, "big", fmt.Sprintf("part%03d.bin", i)), 256<<20, uint64(100+i))
+	}
+	for i := range 1000 {
+		writeRandom(b, filepath.Join(src, "small", fmt.Sprintf("d%02d", i%50), fmt.Sprintf("f%04d.dat", i)), int64(1+i*61%65536), uint64(5000+i))
+	}
+	want := treeSums(b, src)
+	for range b.N {
+		s := startS3API(b, &target{kind: "disk", dir: b.TempDir()})
+		env := append(clientEnv(b, aliceKey), "RESTIC_REPOSITORY=s3:"+s.S3+"largo/restic", "RESTIC_PASSWORD=a bench password",
+			"RESTIC_CACHE_DIR="+b.TempDir())
+		idle, w := s.idleRSS(), s.watchPeak()
+		step := func(metric string, args ...string) {
+			start := time.Now()
+			runTool(b, env, restic, args...)
+			b.ReportMetric(time.Since(start).Seconds(), metric)
+		}
+		step("init-s", "init", "-q")
+		step("backup-s", "backup", "-q", src)
+		step("check-read-data-s", "check", "--read-data", "-q")
+		dst := b.TempDir()
+		step("restore-s", "restore", "latest", "--target", dst, "-q")
+		reportMemory(b, idle, w)
+		sameSums(b, "restored", want, treeSums(b, filepath.Join(dst, src)))
+	}
+}
