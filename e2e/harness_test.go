@@ -236,9 +236,22 @@ func (s *server) memory() proc.Memory {
 // is read as it is last, and said in the log.
 func (s *server) idleRSS() int64 {
 	s.t.Helper()
-	rss, ok := poll.Steady(10*time.Second, 50*time.Millisecond, 3, func() int64 { return s.memory().RSS })
+	return idleRSSOf(s.t, s.PID)
+}
+
+// idleRSSOf is idleRSS of any process: a peer's, in a benchmark that
+// measures it beside largo.
+func idleRSSOf(t testing.TB, pid int) int64 {
+	t.Helper()
+	rss, ok := poll.Steady(10*time.Second, 50*time.Millisecond, 3, func() int64 {
+		m, err := proc.ReadMemory(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.RSS
+	})
 	if !ok {
-		s.t.Logf("the server's RSS did not settle in 10s; idle taken as %d KiB", rss>>10)
+		t.Logf("the RSS of process %d did not settle in 10s; idle taken as %d KiB", pid, rss>>10)
 	}
 	return rss
 }
@@ -303,7 +316,12 @@ const watchSample = 10 * time.Millisecond
 
 // watchPeak starts following the server's resident memory, for peak.
 func (s *server) watchPeak() *peakWatch {
-	w := &peakWatch{pid: s.PID, from: s.memory(), quit: make(chan struct{}), done: make(chan struct{})}
+	return watchPeakOf(s.PID, s.memory())
+}
+
+// watchPeakOf is watchPeak of any process, pid, whose memory now is from.
+func watchPeakOf(pid int, from proc.Memory) *peakWatch {
+	w := &peakWatch{pid: pid, from: from, quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(watchSample)

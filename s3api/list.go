@@ -24,7 +24,8 @@ import (
 // keys are, a folder as its name and a slash. With the delimiter "/" a
 // listing is one folder's entries, its folders as common prefixes;
 // without, a walk of the folders below the prefix in key order, one open
-// folder per level. A page resumes after the last key it returned (the
+// folder per level; with another delimiter, that walk with the keys that
+// share a common prefix given as one. A page resumes after the last key it returned (the
 // continuation token, the marker, start-after): each folder on the way
 // down keeps only what sorts after it.
 
@@ -67,9 +68,6 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	v2 := q.Get("list-type") == "2"
 	prefix, delim := q.Get("prefix"), q.Get("delimiter")
-	if delim != "" && delim != "/" {
-		return errDelimiter
-	}
 	max, err := count(q, "max-keys", maxKeys, maxKeys)
 	if err != nil {
 		return err
@@ -98,10 +96,22 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	p, _ := gate.From(r.Context())
 	fetchOwner := !v2 || q.Get("fetch-owner") == "true"
-	var last string
+	var last, group string
 	for e, err := range h.entries(r.Context(), prefix, delim == "/", after) {
 		if err != nil {
 			return err
+		}
+		if delim != "" && delim != "/" {
+			// Keys that share a common prefix follow one another in
+			// key order: the first stands for them all, and a page
+			// that ended on it (after) has given it already.
+			cp := commonPrefixOf(e.key, prefix, delim)
+			if cp != "" && (cp == group || cp == after) {
+				continue
+			}
+			if group = cp; cp != "" {
+				e = entry{key: cp, prefix: true}
+			}
 		}
 		if len(res.Contents)+len(res.CommonPrefixes) == max {
 			res.IsTruncated = max > 0
@@ -137,6 +147,17 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
 		res.Marker = &m
 	}
 	return writeXML(w, http.StatusOK, res)
+}
+
+// commonPrefixOf returns the common prefix of key in a listing of
+// prefix by delim: key up to the first delim after prefix, that
+// included; "" when there is none.
+func commonPrefixOf(key, prefix, delim string) string {
+	i := strings.Index(key[len(prefix):], delim)
+	if i < 0 {
+		return ""
+	}
+	return key[:len(prefix)+i+len(delim)]
 }
 
 // count reads the number param of q, from 0 on: def when q has none,

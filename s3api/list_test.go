@@ -146,3 +146,35 @@ func TestListDelimiter(t *testing.T) {
 		t.Errorf("encoding-type=url: %q", got.Keys)
 	}
 }
+
+// TestListOtherDelimiter: a delimiter other than "/" groups the keys of
+// a walk that share a common prefix into one, itself included when it
+// ends with the delimiter, and a page that ends on a common prefix
+// resumes after every key it stands for.
+func TestListOtherDelimiter(t *testing.T) {
+	h := listHandler(t, keysOrder...)
+	// keysOrder: a-c a/b a/c/d "a/c/e f" a0 ab b/x/y/z
+	got := list(t, h, "list-type=2&delimiter=c")
+	if !slices.Equal(got.Keys, []string{"a/b", "a0", "ab", "b/x/y/z"}) || !slices.Equal(got.Prefixes, []string{"a-c", "a/c"}) {
+		t.Errorf("delimiter c: keys %q, prefixes %q", got.Keys, got.Prefixes)
+	}
+	got = list(t, h, "list-type=2&delimiter=%20&prefix=a%2Fc%2F")
+	if !slices.Equal(got.Keys, []string{"a/c/d"}) || !slices.Equal(got.Prefixes, []string{"a/c/e "}) {
+		t.Errorf("delimiter space, prefix a/c/: keys %q, prefixes %q", got.Keys, got.Prefixes)
+	}
+	var keys, prefixes []string
+	for q := "delimiter=c&max-keys=1"; ; {
+		got := list(t, h, q)
+		if len(got.Keys)+len(got.Prefixes) != 1 {
+			t.Fatalf("?%s: %+v; want one entry", q, got)
+		}
+		keys, prefixes = append(keys, got.Keys...), append(prefixes, got.Prefixes...)
+		if !got.Truncated {
+			break
+		}
+		q = "delimiter=c&max-keys=1&marker=" + escape(got.Next)
+	}
+	if !slices.Equal(keys, []string{"a/b", "a0", "ab", "b/x/y/z"}) || !slices.Equal(prefixes, []string{"a-c", "a/c"}) {
+		t.Errorf("in pages of 1: keys %q, prefixes %q", keys, prefixes)
+	}
+}
