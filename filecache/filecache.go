@@ -30,6 +30,14 @@
 // files of at most MaxFile bytes are kept; a descriptor is held only
 // while a file is read in, never kept open, so the cache holds none.
 //
+// A file is kept the second time it is asked for within a while, not
+// the first: the first time it is opened in the store and returned as
+// the store opens it (with sendfile from a folder), and only its name's
+// fingerprint is remembered, in a table of twice MaxFiles slots. So a
+// scan of more files than the cache holds (each asked for once in a
+// while) costs what it costs without the cache, instead of reading every
+// file into memory to push out one that was not asked for again either.
+//
 // Access is not its business: it is asked for the physical names the
 // access gate decided (a gate.Store over it), on every request, for the
 // request's principal. It keeps files, never a decision.
@@ -40,6 +48,7 @@ package filecache
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"io"
 	"iter"
 	"sync/atomic"
@@ -88,6 +97,10 @@ type Store struct {
 	// gen counts the changes told (Changed): a file is served as kept
 	// only while no change was told since it was last looked at.
 	gen atomic.Uint64
+	// seen holds the fingerprints of names asked for once and not kept
+	// (see admit), at the slot their hash names.
+	seen []atomic.Uint32
+	seed maphash.Seed
 }
 
 var _ largo.Store = (*Store)(nil)
@@ -114,7 +127,27 @@ func New(inner largo.Store, opt Options) *Store {
 		opt.Now = time.Now
 	}
 	weigh := func(e *entry) int64 { return int64(len(e.body)+len(e.name)) + entryWeight }
-	return &Store{inner: inner, opt: opt, files: lru.NewSized[string](opt.MaxFiles, opt.MaxBytes, weigh)}
+	return &Store{
+		inner: inner, opt: opt,
+		files: lru.NewSized[string](opt.MaxFiles, opt.MaxBytes, weigh),
+		seen:  make([]atomic.Uint32, 2*opt.MaxFiles),
+		seed:  maphash.MakeSeed(),
+	}
+}
+
+// admit reports whether name, not kept, is to be kept now: when it was
+// asked for once already since its slot last changed hands. Otherwise its
+// fingerprint takes the slot, and it is served from the store.
+func (s *Store) admit(name string) bool {
+	h := maphash.String(s.seed, name)
+	slot := &s.seen[h%uint64(len(s.seen))]
+	fp := uint32(h>>32) | 1 // never 0, the empty slot
+	if slot.Load() == fp {
+		slot.Store(0)
+		return true
+	}
+	slot.Store(fp)
+	return false
 }
 
 // Window returns how long a file kept is served before it is looked at
@@ -166,12 +199,15 @@ func (s *Store) List(ctx context.Context, name string) iter.Seq2[largo.Info, err
 // its bytes; any other is opened in the store, kept when it may be, and
 // otherwise returned as the store opened it.
 func (s *Store) Open(ctx context.Context, name string) (largo.File, error) {
-	if e, ok := s.files.Get(name); ok {
+	e, kept := s.files.Get(name)
+	if kept {
 		if st := s.current(ctx, e); st != nil {
 			return &File{e: e, memo: &st.memo}, nil
 		}
 	}
-	return s.fill(ctx, name)
+	// A file kept until now, changed, is kept again at once: it is
+	// asked for.
+	return s.fill(ctx, name, kept)
 }
 
 // current returns the entry's stamp when it may be served as kept:
@@ -203,16 +239,16 @@ func (s *Store) forget(e *entry) {
 }
 
 // fill opens name in the store, and keeps it when it is small, has an
-// ETag, did not change while it was read, and no change was told
-// meanwhile.
-func (s *Store) fill(ctx context.Context, name string) (largo.File, error) {
+// ETag, is asked for the second time (admit) or was admitted already,
+// did not change while it was read, and no change was told meanwhile.
+func (s *Store) fill(ctx context.Context, name string, admitted bool) (largo.File, error) {
 	gen, at := s.gen.Load(), s.opt.Now()
 	f, err := s.inner.Open(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	in := f.Info()
-	if in.ETag == "" || in.Size > s.opt.MaxFile || in.IsDir {
+	if in.ETag == "" || in.Size > s.opt.MaxFile || in.IsDir || !admitted && !s.admit(name) {
 		return f, nil
 	}
 	body := make([]byte, in.Size)

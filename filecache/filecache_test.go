@@ -35,10 +35,12 @@ func TestStoreSuite(t *testing.T) {
 		}
 		t.Cleanup(func() { st.Close() })
 		s := New(st, Options{})
-		// Every file read once already: the suite reads what is kept.
+		// Every file read twice already: the suite reads what is kept.
 		for name := range files {
-			if f, err := s.Open(context.Background(), name); err == nil {
-				f.Close()
+			for range 2 {
+				if f, err := s.Open(context.Background(), name); err == nil {
+					f.Close()
+				}
 			}
 		}
 		return s
@@ -126,6 +128,13 @@ func (fx *fixture) replace(t *testing.T, name, content string) {
 	}
 }
 
+// keep reads name twice: the second time, the cache keeps it.
+func (fx *fixture) keep(t *testing.T, name string) {
+	t.Helper()
+	fx.read(t, name)
+	fx.read(t, name)
+}
+
 // read opens name through the cache and returns its bytes, and whether
 // the cache answered it from what it keeps.
 func (fx *fixture) read(t *testing.T, name string) (string, bool) {
@@ -145,8 +154,11 @@ func (fx *fixture) read(t *testing.T, name string) (string, bool) {
 
 func TestKeptFileNeedsNoStore(t *testing.T) {
 	fx := newFixture(t, Options{}, map[string]string{"a/hot.txt": "hot"})
-	if got, _ := fx.read(t, "a/hot.txt"); got != "hot" {
-		t.Fatalf("first read %q", got)
+	if got, kept := fx.read(t, "a/hot.txt"); got != "hot" || kept {
+		t.Fatalf("first read %q, kept %v; want it read from the store", got, kept)
+	}
+	if got, kept := fx.read(t, "a/hot.txt"); got != "hot" || !kept {
+		t.Fatalf("second read %q, kept %v; want it kept", got, kept)
 	}
 	opens, stats := fx.inner.opens.Load(), fx.inner.stats.Load()
 	for range 10 {
@@ -167,15 +179,15 @@ func TestKeptFileNeedsNoStore(t *testing.T) {
 // passed since it was last looked at, and not before.
 func TestReplacedBehindServedNewAfterWindow(t *testing.T) {
 	fx := newFixture(t, Options{Window: time.Second}, map[string]string{"f": "old"})
-	fx.read(t, "f")
+	fx.keep(t, "f")
 	fx.replace(t, "f", "new!")
 	fx.clock.advance(999 * time.Millisecond)
 	if got, _ := fx.read(t, "f"); got != "old" {
 		t.Fatalf("within the window: %q; the cache should not look before it ends", got)
 	}
 	fx.clock.advance(time.Millisecond)
-	if got, _ := fx.read(t, "f"); got != "new!" {
-		t.Fatalf("once the window passed: %q, want new!", got)
+	if got, kept := fx.read(t, "f"); got != "new!" || !kept {
+		t.Fatalf("once the window passed: %q, kept %v; want new!, kept at once", got, kept)
 	}
 	// Unchanged, a file is looked at once per window, and kept.
 	stats := fx.inner.stats.Load()
@@ -195,7 +207,7 @@ func TestReplacedBehindServedNewAfterWindow(t *testing.T) {
 // link on a folder is told of under the link's name.
 func TestChangedLooksAgainAtOnce(t *testing.T) {
 	fx := newFixture(t, Options{Window: time.Hour}, map[string]string{"real/f": "old"})
-	fx.read(t, "real/f")
+	fx.keep(t, "real/f")
 	fx.replace(t, "real/f", "new")
 	fx.s.Changed("link/f") // the write went through a name that leads there
 	if got, _ := fx.read(t, "real/f"); got != "new" {
@@ -214,6 +226,7 @@ func TestChangedLooksAgainAtOnce(t *testing.T) {
 // the cache: it may be the one the change replaced.
 func TestChangeDuringFillNotKept(t *testing.T) {
 	fx := newFixture(t, Options{Window: time.Hour}, map[string]string{"f": "old"})
+	fx.read(t, "f")
 	fx.inner.onOpen = func() { fx.s.Changed("f") }
 	if got, _ := fx.read(t, "f"); got != "old" {
 		t.Fatalf("read %q", got)
@@ -227,6 +240,7 @@ func TestChangeDuringFillNotKept(t *testing.T) {
 // A file that grows while it is read in is not kept.
 func TestChangedWhileReadNotKept(t *testing.T) {
 	fx := newFixture(t, Options{Window: time.Hour}, map[string]string{"log": "line 1\n"})
+	fx.read(t, "log")
 	fx.inner.onOpen = func() {
 		f, err := os.OpenFile(filepath.Join(fx.dir, "log"), os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
@@ -263,7 +277,8 @@ func TestLargeFileFromTheStore(t *testing.T) {
 	if b, _ := io.ReadAll(f); string(b) != big {
 		t.Error("wrong bytes")
 	}
-	fx.read(t, "small")
+	fx.keep(t, "small")
+	fx.keep(t, "big")
 	if n, _ := fx.s.Len(); n != 1 {
 		t.Errorf("%d files kept; want only the small one", n)
 	}
@@ -276,14 +291,14 @@ func TestBounded(t *testing.T) {
 	}
 	fx := newFixture(t, Options{MaxFiles: 3, MaxBytes: 1 << 20}, files)
 	for n := range files {
-		fx.read(t, n)
+		fx.keep(t, n)
 	}
 	if n, _ := fx.s.Len(); n != 3 {
 		t.Errorf("%d files kept; want MaxFiles, 3", n)
 	}
 	fx = newFixture(t, Options{MaxBytes: 2*(1000+1+entryWeight) + 10}, files)
 	for n := range files {
-		fx.read(t, n)
+		fx.keep(t, n)
 	}
 	if n, w := fx.s.Len(); n != 2 || w > 2*(1000+1+entryWeight)+10 {
 		t.Errorf("%d files of %d bytes kept; want 2 within MaxBytes", n, w)
@@ -302,7 +317,7 @@ func TestMemoForgottenWhenLookedAtAgain(t *testing.T) {
 		defer f.Close()
 		return f.(interface{ Memo() *Memo }).Memo()
 	}
-	memo() // the first open reads it in
+	fx.keep(t, "f")
 	memo().Store("derived")
 	if v := memo().Load(); v != "derived" {
 		t.Fatalf("memo = %v within the window", v)
@@ -320,7 +335,7 @@ func TestMemoForgottenWhenLookedAtAgain(t *testing.T) {
 
 func TestFileReadsAndSeeks(t *testing.T) {
 	fx := newFixture(t, Options{}, map[string]string{"f": "0123456789"})
-	fx.read(t, "f")
+	fx.keep(t, "f")
 	f, err := fx.s.Open(context.Background(), "f")
 	if err != nil {
 		t.Fatal(err)
@@ -354,5 +369,25 @@ func TestErrorsNotKept(t *testing.T) {
 	}
 	if n, _ := fx.s.Len(); n != 0 {
 		t.Errorf("%d kept after errors", n)
+	}
+}
+
+// A file asked for once is served from the store and not kept: a scan
+// of many files, each asked for once, costs what it costs without the
+// cache. The second time within a while, it is kept.
+func TestKeptTheSecondTime(t *testing.T) {
+	fx := newFixture(t, Options{MaxFiles: 64}, map[string]string{"once": "1", "twice": "2"})
+	if _, kept := fx.read(t, "once"); kept {
+		t.Fatal("kept the first time")
+	}
+	if n, _ := fx.s.Len(); n != 0 {
+		t.Fatalf("%d kept after one read", n)
+	}
+	fx.read(t, "twice")
+	if _, kept := fx.read(t, "twice"); !kept {
+		t.Fatal("not kept the second time")
+	}
+	if n, _ := fx.s.Len(); n != 1 {
+		t.Fatalf("%d kept; want the file asked for twice alone", n)
 	}
 }
