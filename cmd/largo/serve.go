@@ -69,6 +69,7 @@ type serveConfig struct {
 	listingMemory   sizeValue
 	listingBudget   sizeValue
 	listingTemp     string
+	fileCache       fileCacheConfig
 
 	upload       bool
 	token        string
@@ -331,6 +332,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.listingMemory, "listing-memory", "most memory one folder listing sorts in (each folder of an archive too); a larger folder spills sorted runs to --listing-temp-dir (at least 256KiB)")
 	f.Var(&cfg.listingBudget, "listing-budget", "most memory all listings, archives and searches hold together; one client (an address, an IPv6 /64, a user, a share link) holds at most a quarter of it, or --listing-memory if more; beyond either they get 503 with Retry-After (at least --listing-memory)")
 	f.StringVar(&cfg.listingTemp, "listing-temp-dir", "", "folder of the sorted runs of large listings, on a disk, not a tmpfs (default: the system's temporary folder)")
+	addFileCacheFlags(f, &cfg.fileCache)
 	addDigestFlags(f, &cfg.digestRate)
 	f.Var(&cfg.sidecars, "sidecars", "which NAME.zst, NAME.br, NAME.gz are sent as NAME's encoding: recorded (those largo precompress wrote, while unchanged) or any (any not older than NAME, as nginx's gzip_static)")
 	f.BoolVar(&cfg.upload, "upload", false, "accept writes (PUT, multipart POST, DELETE, tus uploads at /_largo/uploads/), each with the token (with --access, the access file's rules decide writes instead)")

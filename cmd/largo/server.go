@@ -263,6 +263,13 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 	if locks != nil {
 		icfg.Guard = locks
 	}
+	if cache, err := newFileCache(&cfg.fileCache, st); err != nil {
+		return nil, err
+	} else if cache != nil {
+		// Downloads read through it; every change the pipeline makes is
+		// told to it before it is answered.
+		hcfg.Cache, icfg.Changes = cache, cache
+	}
 	if !writesOn {
 		if cfg.hooks.on() {
 			logger.Warn("hooks are off: this server takes no writes (give --upload, or an access file that grants writes)")
