@@ -18,7 +18,9 @@
 //     folder, another instance writing to the bucket) is seen within the
 //     Window: a file kept is looked at again once the Window has passed
 //     since it was last looked at (on a bucket, the look is a HEAD, and
-//     its ETag decides).
+//     its ETag decides). A Window of zero looks at it before every
+//     answer: one stat on a folder, in place of the open, stat, read and
+//     close it saves, so that a change behind the server is seen at once.
 //
 // A version is kept whole or not at all: bytes read while the file
 // changed under the reader (its size or time after the read differ from
@@ -68,13 +70,15 @@ const (
 	DefaultMaxFile = 64 << 10
 	// DefaultMaxFiles is how many files are kept at most.
 	DefaultMaxFiles = 4096
-	// DefaultWindow is how long a file kept is served before it is
-	// looked at again: the most a change made behind the server stays
-	// unseen.
-	DefaultWindow = time.Second
+	// BucketWindow is how long a file of a bucket kept is served before
+	// it is looked at again (a HEAD), as largo serve sets it by default:
+	// the most a change made by another instance stays unseen. A
+	// folder's files are looked at before every answer (Window zero).
+	BucketWindow = time.Second
 )
 
-// Options bounds a Store. The zero value of each field means its default.
+// Options bounds a Store. The zero value of each field but Window means
+// its default.
 type Options struct {
 	// MaxBytes bounds the bytes of the files kept, in all.
 	MaxBytes int64
@@ -83,7 +87,8 @@ type Options struct {
 	// MaxFiles bounds the number of files kept.
 	MaxFiles int
 	// Window is how long a file kept is served before it is looked at
-	// again (Stat of the store, its ETag compared).
+	// again (Stat of the store, its ETag compared); zero, before every
+	// answer.
 	Window time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -120,9 +125,7 @@ func New(inner largo.Store, opt Options) *Store {
 	if opt.MaxFiles <= 0 {
 		opt.MaxFiles = DefaultMaxFiles
 	}
-	if opt.Window <= 0 {
-		opt.Window = DefaultWindow
-	}
+	opt.Window = max(opt.Window, 0)
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}

@@ -152,8 +152,16 @@ func (fx *fixture) read(t *testing.T, name string) (string, bool) {
 	return string(b), kept
 }
 
+// A file kept is read with no open of the store, and within its window
+// with no stat either; with a window of zero, with one stat a read.
 func TestKeptFileNeedsNoStore(t *testing.T) {
-	fx := newFixture(t, Options{}, map[string]string{"a/hot.txt": "hot"})
+	for _, window := range []time.Duration{time.Hour, 0} {
+		keptReads(t, window)
+	}
+}
+
+func keptReads(t *testing.T, window time.Duration) {
+	fx := newFixture(t, Options{Window: window}, map[string]string{"a/hot.txt": "hot"})
 	if got, kept := fx.read(t, "a/hot.txt"); got != "hot" || kept {
 		t.Fatalf("first read %q, kept %v; want it read from the store", got, kept)
 	}
@@ -167,8 +175,12 @@ func TestKeptFileNeedsNoStore(t *testing.T) {
 			t.Fatalf("read %q, kept %v; want hot from the cache", got, kept)
 		}
 	}
-	if o, s := fx.inner.opens.Load()-opens, fx.inner.stats.Load()-stats; o != 0 || s != 0 {
-		t.Errorf("ten reads within the window asked the store %d opens and %d stats; want none", o, s)
+	want := int64(0)
+	if window == 0 {
+		want = 10
+	}
+	if o, s := fx.inner.opens.Load()-opens, fx.inner.stats.Load()-stats; o != 0 || s != want {
+		t.Errorf("window %v: ten reads asked the store %d opens and %d stats; want none and %d", window, o, s, want)
 	}
 	if n, w := fx.s.Len(); n != 1 || w < 3 {
 		t.Errorf("Len = %d files, %d bytes", n, w)
