@@ -90,7 +90,9 @@ func TestEngines(t *testing.T) {
 					t.Errorf("InstancesMany: %v; want one line naming %q", err, gap)
 				}
 			}
-			t.Run("ETags", func(t *testing.T) { testETags(t, proxyStore(t, srv, p, map[string]string{"f.txt": "f"}, Config{}, nil)) })
+			t.Run("ETags", func(t *testing.T) {
+				testETags(t, proxyStore(t, srv, p, map[string]string{"f.txt": "f"}, Config{}, nil))
+			})
 			// The suites that take the quirk's paths: the reads for
 			// what listings and ETags look like, the writes and the
 			// records for the rest.
