@@ -40,13 +40,13 @@ import (
 // the file's name and its part size. Removing the group or the final
 // aborts it, which is no error once it is completed.
 
-// assembler is the served bucket's store (awss3.Store): it begins
+// assembler is the served bucket's store (s3.Store): it begins
 // assemblies, places their parts, and says whether the server applies
-// conditional writes.
+// conditional writes (Engine().Shared).
 type assembler interface {
 	BeginAssembly(ctx context.Context, name string) (key, id string, err error)
 	PlacePart(ctx context.Context, key, id string, num int32, spans []s3.Span) (string, error)
-	ConditionalWrites() bool
+	Engine() s3.Engine
 }
 
 // assembly is the record of an assembly, under ID.asm.

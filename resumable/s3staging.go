@@ -288,7 +288,7 @@ func (s *s3Staging) SaveHash(ctx context.Context, id string, state []byte) error
 func (s *s3Staging) putRecord(ctx context.Context, key *string, b []byte, onlyNew bool) error {
 	in := &s3.PutObjectInput{Bucket: &s.bucket, Key: key, Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b)))}
 	switch {
-	case onlyNew && s.asm.ConditionalWrites():
+	case onlyNew && s.asm.Engine().Shared:
 		in.IfNoneMatch = aws.String("*")
 	case onlyNew:
 		_, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: key})

@@ -42,7 +42,7 @@ func (s *Store) MakeDir(ctx context.Context, name string) error {
 		return err
 	}
 	in := &awss3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: strings.NewReader(""), ContentLength: aws.Int64(0)}
-	if s.ConditionalWrites() {
+	if s.shared() {
 		in.IfNoneMatch = aws.String("*")
 	}
 	if _, err := s.api.PutObject(ctx, in); err != nil {

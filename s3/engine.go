@@ -87,14 +87,14 @@ type Engine struct {
 func (s *Store) Engine() Engine {
 	s.engineMu.Lock()
 	defer s.engineMu.Unlock()
-	return Engine{Shared: !s.local.Load(), Gaps: append([]string(nil), s.gaps...), Trailers: s.trailers.Load()}
+	return Engine{Shared: s.shared(), Gaps: append([]string(nil), s.gaps...), Trailers: s.trailers.Load()}
 }
 
-// ConditionalWrites reports whether the server applies If-None-Match and
-// If-Match to the Store's writes (see PrepareWrites), so that instances
-// sharing the bucket agree; false where this process applies them to its
-// own writes (one instance).
-func (s *Store) ConditionalWrites() bool { return !s.local.Load() }
+// shared reports whether the server applies If-None-Match and If-Match
+// to the Store's writes (see PrepareWrites), so that instances sharing
+// the bucket agree; false where this process applies them to its own
+// writes (one instance). Either way, every write's condition is applied.
+func (s *Store) shared() bool { return !s.local.Load() }
 
 // probeCreates is how many creates of one key the probe sends at once:
 // exactly one must succeed.

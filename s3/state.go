@@ -73,7 +73,7 @@ func (st state) GetVersion(ctx context.Context, key string) ([]byte, string, err
 // Swap implements largo.StateSwapper: one PUT with If-Match, which the
 // bucket refuses (412) when the object changed, or (404) is gone.
 func (st state) Swap(ctx context.Context, key string, data []byte, version string) (string, error) {
-	if !st.s.ConditionalWrites() {
+	if !st.s.shared() {
 		return "", fmt.Errorf("state record %s: replace only if unchanged: %w", key, largo.ErrUnsupported)
 	}
 	if version == "" {
@@ -104,7 +104,7 @@ func (st state) Swap(ctx context.Context, key string, data []byte, version strin
 
 // DeleteIf implements largo.StateSwapper: one DELETE with If-Match.
 func (st state) DeleteIf(ctx context.Context, key, version string) error {
-	if !st.s.ConditionalWrites() {
+	if !st.s.shared() {
 		return fmt.Errorf("state record %s: remove only if unchanged: %w", key, largo.ErrUnsupported)
 	}
 	if version == "" {
@@ -134,7 +134,7 @@ func (st state) Put(ctx context.Context, key string, data []byte) error {
 // Create implements largo.StateCreator: one PUT with If-None-Match: *,
 // which the bucket refuses (412) when the key exists.
 func (st state) Create(ctx context.Context, key string, data []byte) error {
-	if !st.s.ConditionalWrites() {
+	if !st.s.shared() {
 		return fmt.Errorf("state record %s: create only if absent: %w", key, largo.ErrUnsupported)
 	}
 	return st.put(ctx, key, data, true)

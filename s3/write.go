@@ -197,7 +197,7 @@ func (u *upload) commit(ctx context.Context, cond largo.Condition) (largo.Info, 
 	case u.opt.Size >= 0 && u.n != u.opt.Size:
 		return largo.Info{}, false, fmt.Errorf("%s: the body ended at %d of the %d bytes announced", u.name, u.n, u.opt.Size)
 	}
-	if st, ok := u.send.(interface{ settle() error }); ok && !u.s.ConditionalWrites() && cond != (largo.Condition{}) {
+	if st, ok := u.send.(interface{ settle() error }); ok && !u.s.shared() && cond != (largo.Condition{}) {
 		if err := st.settle(); err != nil {
 			return largo.Info{}, false, writeErr(u.name, largo.Condition{}, err)
 		}
