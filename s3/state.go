@@ -121,7 +121,15 @@ func (st state) DeleteIf(ctx context.Context, key, version string) error {
 	if refusedNotImplemented(err) {
 		return fmt.Errorf("state record %s: remove only if unchanged: %w: %v", key, largo.ErrUnsupported, errText(err))
 	}
-	if err = mapErr(key, err); errors.Is(err, largo.ErrNotFound) {
+	err = mapErr(key, err)
+	if errors.Is(err, largo.ErrPrecondition) {
+		// Some servers (SeaweedFS) answer 412 rather than 404 when the
+		// record is gone: gone it is, whatever the version.
+		if _, herr := st.s.headKey(ctx, k); errors.Is(mapErr(key, herr), largo.ErrNotFound) {
+			return nil
+		}
+	}
+	if errors.Is(err, largo.ErrNotFound) {
 		return nil
 	}
 	return err

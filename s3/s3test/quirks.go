@@ -51,6 +51,9 @@ type Quirks struct {
 	UnquotedETags bool
 	// NoPartCopy refuses (501 NotImplemented) UploadPartCopy.
 	NoPartCopy bool
+	// GoneIfMatch answers 412 PreconditionFailed, rather than 404 or 204,
+	// to a DELETE with If-Match of a key that does not exist.
+	GoneIfMatch bool
 }
 
 // Conditions is what a server does with the conditions of writes.
@@ -90,6 +93,7 @@ func Engines() []Engine {
 		{"ListingEncodings", "servers that encode keys as paths and repeat common prefixes across pages", Quirks{PathEncodedKeys: true, RepeatedPrefixes: true}},
 		{"UnquotedETags", "servers that send ETags without quotes", Quirks{UnquotedETags: true}},
 		{"NoPartCopy", "gateways without UploadPartCopy", Quirks{NoPartCopy: true}},
+		{"GoneIfMatch", "SeaweedFS 4.53 (412 to a conditional DELETE of a missing key)", Quirks{GoneIfMatch: true}},
 	}
 }
 
@@ -122,6 +126,9 @@ func (p *Proxy) intercept(w http.ResponseWriter, r *http.Request) bool {
 		drop(r, "If-Match", "If-None-Match")
 	case r.Method == http.MethodDelete && q.DeleteIgnoresIfMatch:
 		drop(r, "If-Match")
+	case r.Method == http.MethodDelete && q.GoneIfMatch && r.Header.Get("If-Match") != "" && !p.exists(bucket, key):
+		refuse(w, r, http.StatusPreconditionFailed, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
+		return true
 	}
 	if q.UnquotedETags {
 		for _, h := range []string{"If-Match", "If-None-Match", "X-Amz-Copy-Source-If-Match", "X-Amz-Copy-Source-If-None-Match"} {
