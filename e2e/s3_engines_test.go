@@ -29,6 +29,9 @@ import (
 // 4`, each read back whole through the other instance where there is one.
 func TestS3Engines(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
+	// The quirks rewrite versitygw's answers: another engine behind the
+	// proxy answers otherwise already (its keys encoded its own way).
+	srv.NeedLocal(t)
 	src := filepath.Join(t.TempDir(), "parallel.bin")
 	wantPar := writeRandom(t, src, 67<<20, 71)
 	tusData := make([]byte, 44<<20)

@@ -64,6 +64,9 @@ func engineGap(q s3test.Quirks) string {
 // over pages of two.
 func TestEngines(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
+	// The quirks rewrite versitygw's answers: another engine behind the
+	// proxy answers otherwise already (its keys encoded its own way).
+	srv.NeedLocal(t)
 	small := func(s *Store) { s.partSize, s.partConc, s.maxSingle, s.copyPart = MinPartSize, 2, 8<<20, MinPartSize }
 	for _, e := range s3test.Engines() {
 		t.Run(e.Name, func(t *testing.T) {

@@ -225,6 +225,7 @@ func TestAbortCutsThePut(t *testing.T) {
 // its sockets and files.
 func serverRead(t *testing.T, srv *s3test.Server) int64 {
 	t.Helper()
+	srv.NeedLocal(t)
 	st, err := proc.ReadIO(srv.PID)
 	if err != nil {
 		t.Fatal(err)
