@@ -44,7 +44,7 @@ func TestS3Engines(t *testing.T) {
 			store := "s3://" + srv.Bucket + "/" + strings.ToLower(e.Name)
 			args := []string{"serve", "--store", store, "--listen", "127.0.0.1:0", "--upload", "--token", testToken, adminListen, "127.0.0.1:0"}
 			a := startLargo(t, args, p.Env())
-			gap := engineGap(e.Quirks)
+			gap := e.Quirks.Gap()
 			b := a
 			if gap == "" {
 				if strings.Contains(a.stderr.String(), "one instance only") {
@@ -84,22 +84,6 @@ func TestS3Engines(t *testing.T) {
 func lastLine(out string) string {
 	out = strings.TrimSpace(out)
 	return out[strings.LastIndexByte(out, '\n')+1:]
-}
-
-// engineGap is the words of the start-up line for a server with q's gap
-// in conditional writes, "" for a server without.
-func engineGap(q s3test.Quirks) string {
-	switch {
-	case q.Conditions == s3test.ConditionsRefused:
-		return "refuses If-None-Match and If-Match on writes (501)"
-	case q.Conditions == s3test.ConditionsIgnored:
-		return "ignores If-None-Match: * on PUT"
-	case q.DeleteIgnoresIfMatch:
-		return "ignores If-Match on DELETE"
-	case q.RacingCreates:
-		return "sent at once succeed"
-	}
-	return ""
 }
 
 // testEngineWrites writes through a and reads through b (a itself when the

@@ -37,23 +37,6 @@ func proxyStore(t *testing.T, srv *s3test.Server, p *s3test.Proxy, files map[str
 	return s
 }
 
-// engineGap is what PrepareWrites must find of a server with q: the words
-// of the gap in conditional writes that keeps the bucket to one
-// instance, "" for none.
-func engineGap(q s3test.Quirks) string {
-	switch {
-	case q.Conditions == s3test.ConditionsRefused:
-		return "refuses If-None-Match and If-Match on writes (501)"
-	case q.Conditions == s3test.ConditionsIgnored:
-		return "ignores If-None-Match: * on PUT"
-	case q.DeleteIgnoresIfMatch:
-		return "ignores If-Match on DELETE"
-	case q.RacingCreates:
-		return "creates of one key with If-None-Match: * sent at once succeed"
-	}
-	return ""
-}
-
 // TestEngines runs the store through each row of the compatibility
 // matrix (a proxy in front of versitygw with the quirks of another S3
 // server): the probe finds what the server lacks and the store keeps the
@@ -71,7 +54,7 @@ func TestEngines(t *testing.T) {
 	for _, e := range s3test.Engines() {
 		t.Run(e.Name, func(t *testing.T) {
 			p := srv.QuirkProxy(t, e.Quirks)
-			gap := engineGap(e.Quirks)
+			gap := e.Quirks.Gap()
 			s := proxyStore(t, srv, p, nil, Config{}, nil)
 			got := s.Engine()
 			switch {

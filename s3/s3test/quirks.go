@@ -70,6 +70,23 @@ const (
 	ConditionsIgnored
 )
 
+// Gap returns the words in which largo's start-up probe names what a
+// server with q lacks of conditional writes (the lack that keeps a
+// bucket to one instance), "" when it lacks nothing.
+func (q Quirks) Gap() string {
+	switch {
+	case q.Conditions == ConditionsRefused:
+		return "refuses If-None-Match and If-Match on writes (501)"
+	case q.Conditions == ConditionsIgnored:
+		return "ignores If-None-Match: * on PUT"
+	case q.DeleteIgnoresIfMatch:
+		return "ignores If-Match on DELETE"
+	case q.RacingCreates:
+		return "creates of one key with If-None-Match: * sent at once succeed"
+	}
+	return ""
+}
+
 // Engine is a row of the compatibility matrix: the quirks of a kind of
 // S3 server, and the servers that have them (with the public source).
 type Engine struct {
