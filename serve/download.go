@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"largo"
+	"largo/transfer"
 )
 
 // maxRanges bounds the ranges of one request. Beyond it the Range header is
@@ -105,9 +106,9 @@ func serveBody(w http.ResponseWriter, r *http.Request, name string, mod time.Tim
 		http.ServeContent(w, r, name, mod, &sized{File: of.OSFile(), size: f.Info().Size, atStart: true})
 		return nil
 	}
-	content := &readErr{ReadSeeker: f}
+	content := &transfer.ReadErr{ReadSeeker: f}
 	http.ServeContent(w, r, name, mod, content)
-	return content.err
+	return content.Err
 }
 
 // sized is an operating-system file at its start whose size is known (from
@@ -145,20 +146,6 @@ func (f *sized) Read(p []byte) (int, error) {
 	}
 	f.atStart = false
 	return f.File.Read(p)
-}
-
-// readErr keeps the first error other than io.EOF that its reader returns.
-type readErr struct {
-	io.ReadSeeker
-	err error
-}
-
-func (r *readErr) Read(p []byte) (int, error) {
-	n, err := r.ReadSeeker.Read(p)
-	if err != nil && err != io.EOF && r.err == nil {
-		r.err = err
-	}
-	return n, err
 }
 
 // sniff derives a media type from the first bytes of f, as
