@@ -22,13 +22,15 @@ import (
 
 // stateKeys lists the keys of uploads under largo's state folder in
 // srv's bucket: not the share key, nor the records that finished uploads
-// leave until they expire, nor the digests of the objects it holds.
+// leave until they expire, nor the digests of the objects it holds, nor
+// the address records of the instances running.
 func stateKeys(t *testing.T, srv *s3test.Server) []string {
 	t.Helper()
 	var keys []string
 	for _, k := range srv.Keys(t, srv.Bucket, ".largo/") {
 		switch {
-		case k == ".largo/share.key", k == ".largo/migrated/files-v1", strings.HasPrefix(k, ".largo/tus-done/"):
+		case k == ".largo/share.key", k == ".largo/migrated/files-v1", strings.HasPrefix(k, ".largo/tus-done/"),
+			strings.HasPrefix(k, ".largo/servers/"): // the address of an instance that runs
 		case recordOfObject(t, srv, k):
 		default:
 			keys = append(keys, k)
