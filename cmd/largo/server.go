@@ -309,6 +309,14 @@ func (s *server) newWrites(ctx context.Context, cfg *serveConfig, g *gate.Gate, 
 	if err := prepare(ctx, logger, st, s.where); err != nil {
 		return err
 	}
+	// A bucket whose server lacks conditional writes takes one instance.
+	lease, err := holdAlone(ctx, st, s.where)
+	if err != nil {
+		return err
+	}
+	if lease != nil {
+		s.spawn("lease of the only instance", func(ctx context.Context) { keepAlone(ctx, logger, lease) })
+	}
 	staging, err := resumable.StagingFor(st)
 	if err != nil {
 		return cannotWrite(s.where, err)
