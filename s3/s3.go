@@ -19,6 +19,9 @@
 // choices, and what the SDK's managers would do instead, is in the design
 // document, docs/design.md ("The bucket store").
 //
+// With Config.Slices, files are read through a cache of slices on the
+// local disk (package slicecache, slices.go), sent by sendfile.
+//
 // A Store is safe for concurrent use; the files it opens are not.
 package s3
 
@@ -38,6 +41,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"largo"
+	"largo/slicecache"
 )
 
 // Config tells a Store where its bucket is. Bucket is required; the zero
@@ -78,6 +82,9 @@ type Config struct {
 	// upload holds at most PartSize x PartConcurrency bytes of memory.
 	// Zero means DefaultPartConcurrency.
 	PartConcurrency int
+	// Slices, when set, keeps the slices of the objects read on the local
+	// disk, and files opened read through it (slices.go).
+	Slices *slicecache.Cache
 }
 
 // Defaults and limits of the write settings.
@@ -107,6 +114,8 @@ type Store struct {
 	copyPart  int64       // largest part of a server-side copy
 	noCond    atomic.Bool // the server ignores conditional writes
 	active    sync.Map    // multipart upload IDs of uploads in progress here
+
+	slices *slicecache.Cache // nil: files read from the bucket alone
 }
 
 // Close closes the idle connections to the store. Files already open stay
@@ -229,6 +238,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		partConc:  cfg.PartConcurrency,
 		maxSingle: maxSinglePut,
 		copyPart:  maxCopyPart,
+		slices:    cfg.Slices,
 	}
 	if p := strings.Trim(cfg.Prefix, "/"); p != "" {
 		s.prefix = p + "/"
@@ -380,7 +390,7 @@ func (s *Store) Open(ctx context.Context, name string) (largo.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newFile(ctx, s, name, o), nil
+	return s.open(ctx, name, o), nil
 }
 
 // List implements largo.Store.

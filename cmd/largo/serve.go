@@ -44,6 +44,7 @@ type serveConfig struct {
 	s3VirtualHost bool
 	s3PartSize    sizeValue
 	s3PartConc    int
+	slices        sliceConfig
 	listen        string
 	adminListen   string
 	idleTimeout   time.Duration
@@ -278,6 +279,12 @@ AWS_DEFAULT_REGION. A bucket that does not exist or refuses the credentials
 is an error at start-up. Several instances may serve one bucket: they keep no
 state of their own, and resumable uploads live in the bucket too.
 
+With --s3-cache DIR, the objects downloaded are kept on the local disk in
+slices of 8 MiB, up to --s3-cache-size bytes (the least recently used go
+first): a slice is fetched from the bucket once however many clients want
+it at once, and sent from DIR by sendfile, as a folder's files are. Slices
+are kept by the object's ETag, so a changed object is fetched anew.
+
 Writes to a bucket stream into the store: a body of known length as one PUT
 (as streamed multipart parts beyond 5 GiB), a body of unknown length (chunked,
 or a form's file) as parts buffered in memory, at most
@@ -302,6 +309,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.BoolVar(&cfg.s3VirtualHost, "s3-virtual-host", false, "address the bucket as BUCKET.HOST instead of HOST/BUCKET (path-style, the default)")
 	f.Var(&cfg.s3PartSize, "s3-part-size", "size of the parts of multipart uploads to a bucket, 5MiB to 5GiB; a body of unknown length holds at most this x --s3-part-concurrency in memory")
 	f.IntVar(&cfg.s3PartConc, "s3-part-concurrency", s3.DefaultPartConcurrency, "parts of one upload of unknown length in memory at once (the one filling and those being sent), and parts of resumable uploads sent to the bucket at once")
+	addSliceFlags(f, &cfg.slices)
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address to serve on, host:port (port 0 picks a free one)")
 	f.StringVar(&cfg.adminListen, "admin-listen", "", "separate address for metrics and pprof, answered to whoever reaches it (default none: no pprof, and metrics at /_largo/metrics only for the users an access-file rule for that path names)")
 	f.DurationVar(&cfg.idleTimeout, "idle-timeout", 60*time.Second, "cut a client that takes or sends no bytes for this long, and close idle keep-alive connections")
