@@ -89,6 +89,16 @@ type SliceFile interface {
 	Slice() (*os.File, error)
 }
 
+// Presigner is a store that can hand out a URL from which a file may be
+// read for a while without the server (a bucket's presigned URL): what
+// the holder of the URL reads passes none of the server's caps, counts or
+// logs.
+type Presigner interface {
+	// Presign returns a URL that reads the file name until ttl has
+	// passed.
+	Presign(ctx context.Context, name string, ttl time.Duration) (string, error)
+}
+
 // Resolver is a store in which one name may reach a file that lives under
 // another (a folder's symbolic links). Such a store follows no link when
 // it acts: it is asked for the name a file really has (its physical

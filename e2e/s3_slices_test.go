@@ -3,12 +3,14 @@
 package e2e
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -135,5 +137,68 @@ func TestS3SliceCacheRefused(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(stranger, "notes.txt")); err != nil || string(b) != "mine" {
 		t.Errorf("the stranger's file: %q, %v", b, err)
+	}
+}
+
+// redirectAccess sends anonymous downloads under /videos to the bucket.
+const redirectAccess = `
+[[rule]]
+path = "/"
+users = ["*"]
+allow = ["read", "list"]
+
+[[rule]]
+path = "/videos"
+users = ["*"]
+allow = ["read", "list"]
+redirect = "presigned"
+`
+
+// TestS3RedirectPresigned serves a bucket whose access file redirects
+// downloads under /videos: they are answered 307 to a URL the bucket
+// itself serves (curl follows it, ranges too), other files are served by
+// largo, and a folder's store refuses such an access file at start-up.
+func TestS3RedirectPresigned(t *testing.T) {
+	srv := s3test.Start(t, s3test.Options{})
+	data, sha := putRandom(t, srv, "videos/a.bin", 3<<20+5, 31)
+	_, bsha := putRandom(t, srv, "pub/b.bin", 1<<20, 32)
+	access := writeAccessFile(t, redirectAccess)
+	s := startS3Largo(t, srv, "", "--access", access)
+
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(s.URL + "videos/a.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != 307 || !strings.HasPrefix(loc, srv.Endpoint+"/") {
+		t.Fatalf("GET /videos/a.bin: %d, Location %q; want 307 to the bucket at %s", resp.StatusCode, loc, srv.Endpoint)
+	}
+	curl := need(t, "curl")
+	out := filepath.Join(t.TempDir(), "a.bin")
+	if b, err := exec.Command(curl, "-sSfL", "-o", out, s.URL+"videos/a.bin").CombinedOutput(); err != nil {
+		t.Fatalf("curl -L: %v %s", err, b)
+	}
+	if got := fileSHA(t, out); got != sha {
+		t.Errorf("the redirected download's sha %s; want %s", got, sha)
+	}
+	b, err := exec.Command(curl, "-sSfL", "-r", "100-199", s.URL+"videos/a.bin").Output()
+	if err != nil || !bytes.Equal(b, data[100:200]) {
+		t.Errorf("a range through the redirect: %v, %d bytes", err, len(b))
+	}
+	checkFullDownload(t, s.URL+"pub/b.bin", bsha, 1<<20)
+	if !waitFor(5*time.Second, func() bool {
+		return strings.Contains(s.stderr.String(), "path=/videos/a.bin status=307 ")
+	}) {
+		t.Error("the access log has no 307 of the redirected download")
+	}
+	if !strings.Contains(s.stderr.String(), "downloads redirected to presigned URLs") {
+		t.Error("the start-up log does not say which downloads bypass largo")
+	}
+
+	code, _, errs := runLargo(t, nil, "serve", t.TempDir(), "--access", access, "--listen", "127.0.0.1:0")
+	if code != 2 || !strings.Contains(errs, "needs a bucket") {
+		t.Errorf("a folder with a redirecting access file: exit %d, %q; want 2 and why", code, errs)
 	}
 }

@@ -53,6 +53,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 	if strings.HasSuffix(r.URL.Path, "/") {
 		return errors.Join(largo.ErrNotFound, errors.New("file named as a folder"))
 	}
+	if done, err := h.redirect(w, r, name); done {
+		return err
+	}
 	if v := viewOf(r); v != nil && v.Link.MaxDownloads > 0 {
 		return h.countedDownload(w, r, name, f, v.Link)
 	}
