@@ -15,14 +15,16 @@ import (
 
 // BenchmarkHotObject downloads one 1 GiB file with 20 clients at once,
 // side by side in one run: from a folder, from a bucket (versitygw on
-// loopback) as largo reads it without a cache, and from the bucket
-// through a slice cache (--s3-cache) that starts empty, so that the
-// first iteration fills it while the clients download. Each case runs in
-// a fresh largo process; each reports the throughput, largo's peak RSS
-// above its idle RSS, and for the cached case what the bucket served,
-// counted by a proxy in front of it: its GETs and the bytes they carried
-// as a multiple of the object (bucket-reads, 1 when the object was read
-// once), warm-up included. Run it alone, the machine otherwise quiet:
+// loopback) as largo reads it without a cache, from the bucket through a
+// slice cache (--s3-cache) that starts empty, so that the first
+// iteration fills it while the clients download (cached-cold), and
+// through the same cache, filled, after a restart (cached-warm). Each
+// case runs in a fresh largo process; each reports the throughput,
+// largo's peak RSS above its idle RSS, and for the cached cases what the
+// bucket served, counted by a proxy in front of it: its GETs and the
+// bytes they carried as a multiple of the object (bucket-reads, 1 when
+// the object was read once), warm-up included. Run it alone, the machine
+// otherwise quiet:
 //
 //	go test -tags e2e ./e2e -run '^$' -bench HotObject -benchtime 1x
 func BenchmarkHotObject(b *testing.B) {
@@ -35,8 +37,9 @@ func BenchmarkHotObject(b *testing.B) {
 	writeRandom(b, path, size, 40)
 	srv := s3test.Start(b, s3test.Options{})
 	srv.PutFile(b, "hot.bin", path)
+	cache := filepath.Join(b.TempDir(), "slices")
 
-	for _, kind := range []string{"folder", "bucket", "bucket-cached"} {
+	for _, kind := range []string{"folder", "bucket", "bucket-cached-cold", "bucket-cached-warm"} {
 		b.Run(kind, func(b *testing.B) {
 			var s *server
 			var proxy *s3test.Proxy
@@ -47,7 +50,6 @@ func BenchmarkHotObject(b *testing.B) {
 				s = startS3Largo(b, srv, "")
 			default:
 				proxy = srv.Proxy(b)
-				cache := filepath.Join(b.TempDir(), "slices")
 				s = startLargo(b, []string{"serve", "--store", "s3://" + srv.Bucket + "/", "--listen", "127.0.0.1:0", "--s3-cache", cache, "--s3-cache-size", "2GiB"}, proxy.Env())
 				proxy.Reset()
 			}

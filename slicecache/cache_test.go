@@ -470,3 +470,34 @@ func openIn(t *testing.T, dir string) int {
 	}
 	return n
 }
+
+// TestReadAhead checks what a reader has fetched ahead: the next slice
+// only for a reader that starts (a probe costs two slices), and the next
+// readAhead for one that reads on from slice to slice.
+func TestReadAhead(t *testing.T) {
+	m := newRemote()
+	c := newCache(t, t.TempDir(), 1<<20)
+	obj := m.put("o", random(8*testSlice, 9))
+	r := c.Open(context.Background(), obj, m.fill("o"))
+	defer r.Close()
+	buf := make([]byte, 1)
+	if _, err := r.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	poll.Wait(t, 10*time.Second, "the second slice fetched ahead", func() bool { return m.count("o", testSlice) == 1 })
+	if n := m.count("o", 2*testSlice); n != 0 {
+		t.Errorf("a probe of one byte fetched the third slice too (%d)", n)
+	}
+	if _, err := r.Seek(testSlice, io.SeekStart); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(2); i <= 1+readAhead; i++ {
+		poll.Wait(t, 10*time.Second, "a slice fetched ahead", func() bool { return m.count("o", i*testSlice) == 1 })
+	}
+	if n := m.count("o", (2+readAhead)*testSlice); n != 0 {
+		t.Errorf("slice %d fetched %d times; want none: past the read-ahead", 2+readAhead, n)
+	}
+}

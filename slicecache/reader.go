@@ -26,14 +26,22 @@ type Reader struct {
 	cur        *os.File
 	start, end int64 // the object's offsets of cur's first byte and just past its last
 	pos        int64 // the offset, while cur is nil
+	last       int64 // the index of the slice loaded before cur, or -1
 	closed     bool
 }
+
+// readAhead is how many slices past the one loaded a reader that reads
+// on from slice to slice has fetched ahead: fills of the bucket at once
+// that keep a fast client from waiting on one fetch at a time. A reader
+// that starts (a range, a resume) has the next one fetched only, so that
+// a probe of a few bytes costs the bucket two slices at most.
+const readAhead = 3
 
 // Open returns a reader of the version obj of an object, whose slices
 // missing from the folder fill fetches. Waiting for a fill ends with ctx
 // (the request's). Nothing is fetched before the first read.
 func (c *Cache) Open(ctx context.Context, obj Object, fill Fill) *Reader {
-	return &Reader{c: c, ctx: ctx, obj: obj, fill: fill, id: objectID(obj, c.slice)}
+	return &Reader{c: c, ctx: ctx, obj: obj, fill: fill, id: objectID(obj, c.slice), last: -1}
 }
 
 // sliceName is the name of slice i.
@@ -66,14 +74,19 @@ func (r *Reader) drop(pos int64) {
 }
 
 // load opens the slice that holds pos (< the object's size) as cur, at
-// pos, and starts fetching the next one. r.mu is held, and released while
+// pos, and starts fetching the next one, or the next readAhead when the
+// reader came from the slice before. r.mu is held, and released while
 // the slice is waited for; cur is nil meanwhile.
 func (r *Reader) load(pos int64) error {
 	i := pos / r.c.slice
+	ahead := int64(1)
+	if i > 0 && r.last == i-1 {
+		ahead = readAhead
+	}
 	r.mu.Unlock()
 	f, err := r.c.open(r.ctx, r, i)
-	if err == nil && (i+1)*r.c.slice < r.obj.Size {
-		r.c.prefetch(r, i+1)
+	for j := i + 1; err == nil && j <= i+ahead && j*r.c.slice < r.obj.Size; j++ {
+		r.c.prefetch(r, j)
 	}
 	r.mu.Lock()
 	if err != nil {
@@ -90,7 +103,7 @@ func (r *Reader) load(pos int64) error {
 			return err
 		}
 	}
-	r.cur, r.start, r.end = f, start, start+r.sliceLen(i)
+	r.cur, r.start, r.end, r.last = f, start, start+r.sliceLen(i), i
 	return nil
 }
 
