@@ -38,7 +38,9 @@ func BenchmarkHotObject(b *testing.B) {
 	writeRandom(b, path, size, 40)
 	srv := s3test.Start(b, s3test.Options{})
 	srv.PutFile(b, "hot.bin", path)
+	root := b.TempDir()
 	var cache string // the cold case's, which the warm one reuses
+	colds := 0
 
 	for _, kind := range []string{"folder", "bucket", "bucket-cached-cold", "bucket-cached-warm"} {
 		b.Run(kind, func(b *testing.B) {
@@ -51,7 +53,8 @@ func BenchmarkHotObject(b *testing.B) {
 				s = startS3Largo(b, srv, "")
 			default:
 				if kind == "bucket-cached-cold" {
-					cache = filepath.Join(b.TempDir(), "slices")
+					colds++
+					cache = filepath.Join(root, fmt.Sprintf("slices%d", colds))
 				}
 				proxy = srv.Proxy(b)
 				s = startLargo(b, []string{"serve", "--store", "s3://" + srv.Bucket + "/", "--listen", "127.0.0.1:0", "--s3-cache", cache, "--s3-cache-size", "2GiB"}, proxy.Env())

@@ -18,9 +18,10 @@ const presignTTL = 5 * time.Minute
 // the store, which sends the bytes itself, when the access rules say so
 // for the requester (redirect = "presigned": gate.Gate.Redirected); done
 // reports whether it did. A HEAD is answered by largo: a presigned URL
-// reads with the one method it was signed for, and a HEAD sends no bytes. Such a download passes none of largo's
-// bandwidth caps, download counts or byte counts. A store that hands out
-// no URLs (a folder) serves the file, and the log says why.
+// reads with the one method it was signed for, and a HEAD sends no
+// bytes. Such a download passes none of largo's bandwidth caps, download
+// counts or byte counts. A store that hands out no URLs (a folder) serves
+// the file, and the log says why.
 func (h *Handler) redirect(w http.ResponseWriter, r *http.Request, name string) (done bool, err error) {
 	if r.Method != http.MethodGet || !h.gate.Redirected(r.Context(), name) {
 		return false, nil
