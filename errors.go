@@ -32,6 +32,10 @@ var (
 	// ErrCreateOnly: a requester that may only create new files (a
 	// drop-box link) asked for anything else.
 	ErrCreateOnly = errors.New("only new files may be created")
+	// ErrNameTaken: a requester that may only create new files (a
+	// drop-box link) wrote to a name that is taken. It comes wrapped with
+	// ErrPrecondition, the condition such a write carries.
+	ErrNameTaken = errors.New("name taken")
 	// ErrSidecarName: a requester that may not replace a file NAME (a
 	// drop-box link) asked to write NAME.gz, NAME.br or NAME.zst beside
 	// it, which would be taken for NAME's compressed form.

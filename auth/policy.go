@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -20,6 +21,7 @@ import (
 type Policy struct {
 	users  map[string]user
 	tokens map[[32]byte]string // SHA-256 of a token -> user name
+	s3keys map[string]s3Key    // S3 access key ID -> its user and secret (s3.go)
 	rules  Rules
 	// ShareKey signs share links; nil means the caller finds one (the
 	// store's state area).
@@ -56,6 +58,7 @@ type user struct {
 //	name = "alice"
 //	password = "$argon2id$v=19$m=65536,t=3,p=4$..."   # from largo passwd
 //	tokens = ["a-long-random-token"]                 # bearer tokens
+//	s3_keys = [{ id = "LK...", secret = "..." }]     # S3 API keys (largo s3key)
 //	groups = ["admins"]
 //	rate = "10MB"      # bandwidth cap, bytes per second each way, all of the
 //	                   # user's transfers together ("0": none, whatever
@@ -98,13 +101,14 @@ type user struct {
 // sign in only through the proxy.
 type file struct {
 	User []struct {
-		Name       string   `toml:"name"`
-		Password   string   `toml:"password"`
-		Tokens     []string `toml:"tokens"`
-		Groups     []string `toml:"groups"`
-		Rate       *string  `toml:"rate"`
-		Quota      *string  `toml:"quota"`
-		QuotaFiles *int64   `toml:"quota_files"`
+		Name       string       `toml:"name"`
+		Password   string       `toml:"password"`
+		Tokens     []string     `toml:"tokens"`
+		Groups     []string     `toml:"groups"`
+		Rate       *string      `toml:"rate"`
+		Quota      *string      `toml:"quota"`
+		QuotaFiles *int64       `toml:"quota_files"`
+		S3Keys     []s3KeyEntry `toml:"s3_keys"`
 	} `toml:"user"`
 	Quota []struct {
 		Path  string `toml:"path"`
@@ -170,11 +174,14 @@ func LoadFile(path string) (*Policy, error) {
 			us.password = &h
 		}
 		switch {
-		case us.password != nil || len(u.Tokens) > 0:
+		case us.password != nil || len(u.Tokens) > 0 || len(u.S3Keys) > 0:
 		case proxy:
 			us.proxy = true
 		default:
-			return nil, fmt.Errorf("%s: give a password hash or tokens (or a [proxy] table, for users who sign in only through a trusted proxy)", where)
+			return nil, fmt.Errorf("%s: give a password hash, tokens or S3 keys (or a [proxy] table, for users who sign in only through a trusted proxy)", where)
+		}
+		if err := p.addS3Keys(where, u.Name, u.S3Keys); err != nil {
+			return nil, err
 		}
 		for _, g := range u.Groups {
 			if !validGroup(g) {
@@ -260,6 +267,11 @@ func LoadFile(path string) (*Policy, error) {
 	case f.Share.KeyFile != "":
 		if p.ShareKey, err = ReadKeyFile(f.Share.KeyFile); err != nil {
 			return nil, fmt.Errorf("access file %s: %v", path, err)
+		}
+	}
+	if len(p.s3keys) > 0 {
+		if err := checkSecretFile(path); err != nil {
+			return nil, err
 		}
 	}
 	return p, nil
@@ -451,3 +463,17 @@ func (p *Policy) rulesWhere(keep func(*Rule) bool) []string {
 
 // Users returns how many users the policy knows.
 func (p *Policy) Users() int { return len(p.users) }
+
+// UserNames returns the names of the policy's users, sorted.
+func (p *Policy) UserNames() []string {
+	names := make([]string, 0, len(p.users))
+	for n := range p.users {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// RuleList returns a copy of the policy's rules, in the access file's
+// order: what an explanation of the policy walks.
+func (p *Policy) RuleList() Rules { return slices.Clone(p.rules) }

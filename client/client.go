@@ -47,10 +47,12 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +81,19 @@ type Client struct {
 	HTTP *http.Client
 	// Token, when set, is sent as "Authorization: Bearer TOKEN".
 	Token string
+	// User and Password, when either is set, are sent as basic auth
+	// (RFC 7617) instead of Token: a user's password. A URL given to the
+	// client may not carry them itself: whatever a URL holds is kept in
+	// state files and printed.
+	User, Password string
+	// LinkPassword, when set, is sent as the password of basic auth on
+	// the requests to a largo share link (SharePrefix), and on no other:
+	// the upload URL a drop box hands out is reached by its holder alone,
+	// with no sign-in.
+	LinkPassword string
+	// TLS, when set, is the TLS configuration of the default transport
+	// (trusted roots, InsecureSkipVerify); ignored when HTTP is set.
+	TLS *tls.Config
 	// Retries is how many times a failed attempt is tried again in a row;
 	// 0 means none. The count restarts after an attempt that moved bytes.
 	Retries int
@@ -108,6 +123,11 @@ type Client struct {
 	// PieceSize is the size of the pieces of a parallel upload; zero
 	// means 16 MiB, or more for a file of more than 128 of them.
 	PieceSize int64
+	// Checksum makes a folder upload (PutTree) skip a file the server
+	// already has only when the server's digest of it matches the local
+	// file's; without, a server that keeps no digest is believed on the
+	// size and date of its copy.
+	Checksum bool
 	// StateDir holds the upload state files; empty means
 	// os.UserCacheDir()/largo/uploads.
 	StateDir string
@@ -172,6 +192,9 @@ func (c *Client) httpClient() *http.Client {
 		}
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.DisableCompression = true
+		if c.TLS != nil {
+			t.TLSClientConfig = c.TLS.Clone()
+		}
 		t.ResponseHeaderTimeout = c.stallTimeout()
 		t.MaxIdleConnsPerHost = 32
 		c.hc = &http.Client{Transport: t}
@@ -219,10 +242,28 @@ func (c *Client) newRequest(ctx context.Context, method, url string, body io.Rea
 		ua = "largo"
 	}
 	req.Header.Set("User-Agent", ua)
-	if c.Token != "" {
+	switch {
+	case c.LinkPassword != "" && strings.HasPrefix(req.URL.Path, SharePrefix):
+		req.SetBasicAuth("link", c.LinkPassword)
+	case c.User != "" || c.Password != "":
+		req.SetBasicAuth(c.User, c.Password)
+	case c.Token != "":
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	return req, nil
+}
+
+// ErrURLCredentials refuses a URL that carries a user name or a password:
+// the client keeps URLs in its state files and in its messages, where no
+// secret may go. Give them as Client.User and Client.Password.
+var ErrURLCredentials = errors.New("the URL holds a user name or password, which would be kept in state files and printed: give them apart")
+
+// checkURL refuses a URL the client would keep a secret of.
+func checkURL(u *url.URL) error {
+	if u.User != nil {
+		return ErrURLCredentials
+	}
+	return nil
 }
 
 // do sends req.

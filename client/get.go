@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -101,6 +102,9 @@ func (c *Client) Get(ctx context.Context, rawURL, path string) (Result, error) {
 // get is Get of a file whose size a folder listing gave as listed (-1:
 // none): an answer of another size ends the download with errListedSize.
 func (c *Client) get(ctx context.Context, rawURL, path string, listed int64) (Result, error) {
+	if u, err := url.Parse(rawURL); err != nil || checkURL(u) != nil {
+		return Result{Path: path}, cmp.Or(err, ErrURLCredentials)
+	}
 	d := &download{c: c, url: rawURL, path: path, part: path + ".part", listed: listed, hasListed: listed >= 0, prog: c.progress(), res: Result{Path: path}}
 	defer d.prog.End()
 	next := d.begin()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -345,5 +346,51 @@ func TestGetTreeUnsafeNames(t *testing.T) {
 	}
 	if exists(filepath.Join(base, "out", ".ssh")) || exists(filepath.Join(base, "out", ".bashrc")) {
 		t.Fatal("a hidden name was written")
+	}
+}
+
+// TestGetMoreSegmentsOnResume: a download begun in 2 segments and
+// resumed with 8 fetches the rest in 8 ranged requests, keeping what it
+// had.
+func TestGetMoreSegmentsOnResume(t *testing.T) {
+	dir := t.TempDir()
+	want := writeRandom(t, filepath.Join(dir, "f.bin"), 32<<20, 11)
+	srv, f := largoServer(t, dir)
+	out := filepath.Join(t.TempDir(), "f.bin")
+	var l logs
+	c := newClient(&l, 0)
+	c.Segments = 2
+	ctx, cancel := context.WithCancelCause(context.Background())
+	c.Progress = func() client.Progress { return &stopAfter{n: 8 << 20, stop: func() { cancel(errors.New("stop")) }} }
+	if _, err := c.Get(ctx, srv.URL+"/f.bin", out); !errors.Is(err, client.ErrResumable) {
+		t.Fatalf("first run: %v", err)
+	}
+	before, sent := f.ranged.Load(), f.sent.Load()
+	c.Progress = nil
+	c.Segments = 8
+	res, err := c.Get(context.Background(), srv.URL+"/f.bin", out)
+	if err != nil || fileSHA(t, out) != want || !res.Resumed {
+		t.Fatalf("resumed with 8: %v, %+v", err, res)
+	}
+	if n := f.ranged.Load() - before; n != 8 {
+		t.Errorf("%d ranged requests on the resume; want 8\n%s", n, l.String())
+	}
+	if f.sent.Load() > 32<<20+sent/2 {
+		t.Errorf("%d bytes sent in all (%d in the first run); want about the file once", f.sent.Load(), sent)
+	}
+}
+
+// stopAfter calls stop once n bytes have been reported.
+type stopAfter struct {
+	n    int64
+	seen atomic.Int64
+	stop func()
+}
+
+func (s *stopAfter) Begin(string, int64, int64) {}
+func (s *stopAfter) End()                       {}
+func (s *stopAfter) Add(n int64) {
+	if s.seen.Add(n) >= s.n {
+		s.stop()
 	}
 }

@@ -13,9 +13,6 @@ import (
 	"testing"
 
 	"largo/client"
-	"largo/disk"
-	"largo/gate"
-	"largo/ingest"
 	"largo/resumable"
 	"largo/serve"
 )
@@ -37,23 +34,9 @@ func newIETFServer(t testing.TB, ietf bool) *ietfServer {
 	t.Helper()
 	s := &ietfServer{dir: t.TempDir()}
 	s.cutAfter.Store(-1)
-	st, err := disk.Open(s.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	g, gated := gate.Open(st)
-	writes := ingest.New(ingest.Config{Store: gated})
-	staging, err := resumable.StagingFor(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rh, err := resumable.New(resumable.Config{Writes: writes, Staging: staging, State: st.State(), BasePath: serve.ResumablePrefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := serve.Config{Store: gated, Gate: g, Writes: writes, Resumable: rh}
+	cfg, rh := writable(t, s.dir, false)
 	if ietf {
+		var err error
 		if cfg.Resumer, err = rh.IETF(resumable.IETFConfig{BasePath: serve.ResumerPrefix}); err != nil {
 			t.Fatal(err)
 		}

@@ -224,7 +224,10 @@ func (p *pieceRun) run(ctx context.Context) error {
 	if p.failed != nil {
 		return p.failed
 	}
-	return ctx.Err()
+	if ctx.Err() != nil {
+		return resumable(context.Cause(ctx))
+	}
+	return nil
 }
 
 // makeAhead creates, in order and aheadCreations at once, the pieces
@@ -310,7 +313,7 @@ func (p *pieceRun) send(ctx context.Context, i int) error {
 	select {
 	case <-p.made[i]:
 	case <-ctx.Done():
-		return context.Cause(ctx)
+		return resumable(context.Cause(ctx))
 	}
 	if p.fresh[i] {
 		off = 0 // made ahead: nothing sent yet

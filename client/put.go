@@ -64,6 +64,9 @@ func (c *Client) Discover(ctx context.Context, rawURL string, plain bool) (*Dest
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("%q is not an http or https URL", rawURL)
 	}
+	if err := checkURL(u); err != nil {
+		return nil, err
+	}
 	d := &Destination{URL: u, Plain: plain}
 	if !strings.HasSuffix(u.Path, "/") {
 		d.Name = path.Base(u.Path)
@@ -174,11 +177,27 @@ func (c *Client) Put(ctx context.Context, file string, d *Destination, rel strin
 	defer prog.End()
 	switch {
 	case d.Plain:
-		return c.putPlain(ctx, file, fi.Size(), d.plainURL(rel), prog)
+		res, err = c.putPlain(ctx, file, fi.Size(), d.plainURL(rel), prog)
 	case d.IETF:
-		return c.putIETF(ctx, file, fi, d, rel, prog)
+		res, err = c.putIETF(ctx, file, fi, d, rel, prog)
+	default:
+		res, err = c.putTus(ctx, file, fi, d, rel, prog)
 	}
-	return c.putTus(ctx, file, fi, d, rel, prog)
+	return res, d.folderNamed(err)
+}
+
+// reasonIsDir is the reason largo gives a write to a folder's name.
+const reasonIsDir = "is a folder"
+
+// folderNamed says what to do when err refuses a write to the name the
+// URL ends in because that name is a folder: end the URL with a slash,
+// so that the file goes into it.
+func (d *Destination) folderNamed(err error) error {
+	var se *StatusError
+	if d.Name == "" || !errors.As(err, &se) || se.Code != http.StatusConflict || se.Reason != reasonIsDir {
+		return err
+	}
+	return fmt.Errorf("%w: %s names a folder: to upload into it, end the URL with a slash (%s/)", err, d.URL.Redacted(), d.URL.Redacted())
 }
 
 // rel is the slash-separated path an upload of file gets below the folder

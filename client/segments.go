@@ -8,11 +8,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"largo"
 )
 
 // minSegment is the smallest segment worth its own request.
@@ -140,6 +143,45 @@ func split(have, size int64, n int) []segment {
 	return segs
 }
 
+// resplit cuts the unfinished segments of segs until n of them are left
+// to fetch, halving each time the one with the most bytes left (those
+// it has stay with its first half), while that one has at least two
+// segments' worth (minSegment) left: a download resumed with more
+// connections than it began with uses them. It returns the segments and
+// how many are left to fetch. sameBoot says which progress counts (see
+// segment.resumeFrom).
+func resplit(segs []segment, n int, sameBoot bool) ([]segment, int) {
+	unfinished := func() (count, widest int) {
+		widest = -1
+		var most int64
+		for i, s := range segs {
+			left := s.End - s.Start - s.resumeFrom(sameBoot)
+			if left <= 0 {
+				continue
+			}
+			count++
+			if left > most {
+				widest, most = i, left
+			}
+		}
+		if most < 2*minSegment {
+			widest = -1
+		}
+		return count, widest
+	}
+	for {
+		count, i := unfinished()
+		if count >= n || i < 0 {
+			return segs, count
+		}
+		s := segs[i]
+		from := s.resumeFrom(sameBoot)
+		mid := s.Start + from + (s.End-s.Start-from)/2
+		first := segment{Start: s.Start, End: mid, Done: s.Done, Written: min(s.Written, mid-s.Start)}
+		segs = slices.Insert(slices.Delete(segs, i, i+1), i, first, segment{Start: mid, End: s.End})
+	}
+}
+
 // segmentRun is one run of a segmented download over its part file:
 // workers fetch the unfinished segments at once while a saver keeps the
 // resume state. The first segment to fail stops the others and decides
@@ -168,6 +210,13 @@ func (d *download) openSegments(st *partState) (*segmentRun, error) {
 			return nil, localError{err}
 		}
 		st.Segments = split(fi.Size(), st.Size, max(d.c.Segments, 1))
+	} else if want := max(d.c.Segments, 1); want > 1 {
+		boot := bootID()
+		var left int
+		st.Segments, left = resplit(st.Segments, want, boot != "" && st.Boot == boot)
+		if left < want {
+			d.c.logf("%s: resuming with %d connections, not %d: the bytes left make no more segments of at least %s", d.path, left, want, largo.FormatSize(minSegment))
+		}
 	}
 	f, err := os.OpenFile(d.part, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {

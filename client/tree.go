@@ -68,6 +68,9 @@ func (c *Client) GetTree(ctx context.Context, rawURL, dir string) (TreeResult, e
 	if err != nil {
 		return tr, err
 	}
+	if err := checkURL(u); err != nil {
+		return tr, err
+	}
 	if !strings.HasSuffix(u.Path, "/") {
 		raw := u.EscapedPath()
 		u.Path += "/"
@@ -101,7 +104,7 @@ func (c *Client) getTree(ctx context.Context, u *url.URL, dir string, depth int,
 		local := filepath.Join(dir, e.Name)
 		if e.Dir {
 			if err := c.getTree(ctx, child, local, depth+1, tr); err != nil {
-				if errors.Is(err, ErrResumable) {
+				if errors.Is(err, ErrResumable) || unauthorized(err) {
 					return err
 				}
 				c.logf("%s: %v", local, err)
@@ -115,7 +118,7 @@ func (c *Client) getTree(ctx context.Context, u *url.URL, dir string, depth int,
 		}
 		res, err := c.get(ctx, child.String(), local, e.Size)
 		switch {
-		case errors.Is(err, ErrResumable):
+		case errors.Is(err, ErrResumable), unauthorized(err):
 			return err
 		case err != nil:
 			c.logf("%s: %v", local, err)
@@ -186,7 +189,8 @@ func (c *Client) listingOnce(ctx context.Context, u *url.URL) ([]entry, error) {
 // PutTree uploads the files below the local folder dir to d, keeping their
 // relative paths. Names starting with a dot are skipped (largo never serves
 // them), as are files that are not regular (symlinks are followed when
-// they lead to one). A failed file is reported through Logf and the others
+// they lead to one), and files the server already holds whole (inplace.go),
+// counted in UpToDate. A failed file is reported through Logf and the others
 // go on; a stop ends the tree with an error wrapping ErrResumable.
 func (c *Client) PutTree(ctx context.Context, dir string, d *Destination) (TreeResult, error) {
 	var tr TreeResult
@@ -212,7 +216,8 @@ func (c *Client) PutTree(ctx context.Context, dir string, d *Destination) (TreeR
 		if de.IsDir() {
 			return nil
 		}
-		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.Mode().IsRegular() {
 			c.logf("%s: skipped: not a regular file", p)
 			return nil
 		}
@@ -220,9 +225,17 @@ func (c *Client) PutTree(ctx context.Context, dir string, d *Destination) (TreeR
 		if err != nil {
 			return err
 		}
+		there, err := c.inPlace(ctx, p, fi, d, filepath.ToSlash(rel))
+		if errors.Is(err, ErrResumable) {
+			return err
+		}
+		if there {
+			tr.add(Result{Path: p, Size: fi.Size(), UpToDate: true})
+			return nil
+		}
 		res, err := c.Put(ctx, p, d, rel)
 		switch {
-		case errors.Is(err, ErrResumable):
+		case errors.Is(err, ErrResumable), unauthorized(err):
 			return err
 		case err != nil:
 			c.logf("%s: %v", p, err)
@@ -236,6 +249,13 @@ func (c *Client) PutTree(ctx context.Context, dir string, d *Destination) (TreeR
 		err = fmt.Errorf("%d of %d files failed", tr.Failed, tr.Failed+tr.Files+tr.UpToDate)
 	}
 	return tr, err
+}
+
+// unauthorized reports whether err is a 401: the sign-in failed, and so
+// would the next file's; a tree ends at the first.
+func unauthorized(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Code == http.StatusUnauthorized
 }
 
 // unsafeTreeName says why a name a listing gives may not become a local

@@ -82,25 +82,48 @@ func (k *Keeper) Peek(ctx context.Context, name, etag string) ([]byte, error) {
 	if k == nil || k.files == nil || etag == "" {
 		return nil, nil
 	}
-	rec, err := k.files.Peek(ctx, name)
-	if errors.Is(err, largo.ErrNotFound) || err == nil && rec.ETag != etag {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return rec.Sum(), nil
+	rec, err := k.peekRecord(ctx, name, etag)
+	return rec.Sum(), err
 }
 
-// record keeps sum as the SHA-256 of the version in of the file name,
-// in its record: the record of another version is replaced by one of
-// this version that keeps only its owner (what the quotas counted).
-func (k *Keeper) record(ctx context.Context, name string, in largo.Info, sum []byte) error {
+// peekRecord is the record of the version etag of name, as Peek reads it:
+// the zero File when there is none.
+func (k *Keeper) peekRecord(ctx context.Context, name, etag string) (record.File, error) {
+	rec, err := k.files.Peek(ctx, name)
+	if errors.Is(err, largo.ErrNotFound) || err == nil && rec.ETag != etag {
+		return record.File{}, nil
+	}
+	if err != nil {
+		return record.File{}, err
+	}
+	return rec, nil
+}
+
+// CRC32 returns the CRC-32 recorded for the version etag of the file
+// name; ok is false when none is: an archive.CRC32Func, with which a zip
+// of files that all have theirs may be sent from any offset.
+func (k *Keeper) CRC32(ctx context.Context, name, etag string) (crc uint32, ok bool) {
+	if k == nil || k.files == nil || etag == "" {
+		return 0, false
+	}
+	rec, err := k.files.Of(ctx, name, etag)
+	if err != nil {
+		return 0, false
+	}
+	return rec.CRC()
+}
+
+// record keeps sum and crc as the SHA-256 and the CRC-32 of the version
+// in of the file name, in its record: the record of another version is
+// replaced by one of this version that keeps only its owner (what the
+// quotas counted).
+func (k *Keeper) record(ctx context.Context, name string, in largo.Info, sum []byte, crc uint32) error {
 	_, err := k.files.Update(ctx, name, func(rec *record.File, exists bool) (record.Change, error) {
 		if !exists || rec.ETag != in.ETag {
 			*rec = record.File{Name: name, ETag: in.ETag, Size: in.Size, Owner: rec.Owner}
 		}
 		rec.SHA256 = hex.EncodeToString(sum)
+		rec.CRC32 = record.FormatCRC(crc)
 		return record.Write, nil
 	})
 	return err

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -162,5 +163,38 @@ func TestHashRate(t *testing.T) {
 	// 64 KiB of burst, then 128 KiB at 128 KiB/s.
 	if took := time.Since(start); took < 900*time.Millisecond {
 		t.Errorf("192 KiB at 128 KiB/s took %v", took)
+	}
+}
+
+// TestHashKeepsCRC32: hashing records the CRC-32 with the digest, for
+// the archives; a file whose record has a digest but no CRC-32 (one
+// uploaded through largo) is read once more to get it; the bytes read
+// are told as they go.
+func TestHashKeepsCRC32(t *testing.T) {
+	ctx := context.Background()
+	st, _ := folder(t, map[string]string{"copied.bin": "copied onto the disk", "uploaded.bin": "uploaded through largo"})
+	files := records(st)
+	up := stat(t, st, "uploaded.bin")
+	files.Put(ctx, record.File{Name: "uploaded.bin", ETag: up.ETag, Size: up.Size, SHA256: hex.EncodeToString(sum("uploaded through largo"))})
+	k := digests.New(files, digests.Options{Store: st})
+	var read int64
+	s, err := k.Hash(ctx, "", digests.HashOptions{Read: func(n int64) { read += n }})
+	if err != nil || s.Hashed != 2 || s.Fresh != 0 {
+		t.Fatalf("%+v %v; want both hashed", s, err)
+	}
+	if read != s.Bytes || read != int64(len("copied onto the disk")+len("uploaded through largo")) {
+		t.Errorf("told of %d bytes read; %d were", read, s.Bytes)
+	}
+	for name, body := range map[string]string{"copied.bin": "copied onto the disk", "uploaded.bin": "uploaded through largo"} {
+		crc, ok := k.CRC32(ctx, name, stat(t, st, name).ETag)
+		if !ok || crc != crc32.ChecksumIEEE([]byte(body)) {
+			t.Errorf("%s: CRC-32 %08x, %v", name, crc, ok)
+		}
+		if _, ok := k.CRC32(ctx, name, `"another version"`); ok {
+			t.Errorf("%s: a CRC-32 for another version", name)
+		}
+	}
+	if s, _ := k.Hash(ctx, "", digests.HashOptions{}); s.Fresh != 2 || s.Hashed != 0 {
+		t.Errorf("again: %+v; want both fresh", s)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"time"
@@ -27,8 +28,10 @@ type Event struct {
 	Size int64
 	// SHA256 is its digest, when it was hashed or already recorded.
 	SHA256 []byte
-	// Fresh reports that a digest of its current version was recorded
-	// already: it was not read.
+	// CRC32 is its CRC-32 (IEEE), when SHA256 is set.
+	CRC32 uint32
+	// Fresh reports that a digest and a CRC-32 of its current version
+	// were recorded already: it was not read.
 	Fresh bool
 	// Err is why it got no digest: it could not be read or recorded, or
 	// it changed while it was read (ErrChanged).
@@ -55,11 +58,15 @@ type HashOptions struct {
 	Force bool
 	// Event, when not nil, is told of each file.
 	Event func(Event)
+	// Read, when not nil, is told of the bytes read as they are (from
+	// the goroutine that called Hash), for a progress bar.
+	Read func(n int64)
 }
 
-// Hash records the digest of the file name, or of every file below the
-// folder name ("" is the whole store), that has none for its current
-// version, by reading it from st (unguarded: the keeper's own store)
+// Hash records the digest and the CRC-32 of the file name, or of every
+// file below the folder name ("" is the whole store), that has not both
+// for its current version (a file uploaded through largo has its digest,
+// and gets its CRC-32 here), by reading it from st (unguarded: the keeper's own store)
 // within the rate. A file is recorded only if it has the same ETag after
 // it was read as before. Links are passed over (what one leads to is
 // recorded where it is). It stops when ctx is done; a folder that cannot
@@ -136,13 +143,15 @@ func (h *hasher) hash(ctx context.Context, name string, s *Summary) Event {
 		return ev
 	}
 	if !h.opt.Force {
-		if sum, err := k.Peek(ctx, name, in.ETag); err == nil && sum != nil {
-			ev.SHA256, ev.Fresh = sum, true
-			return ev
+		if rec, err := k.peekRecord(ctx, name, in.ETag); err == nil && rec.Sum() != nil {
+			if crc, ok := rec.CRC(); ok {
+				ev.SHA256, ev.CRC32, ev.Fresh = rec.Sum(), crc, true
+				return ev
+			}
 		}
 	}
-	sha := sha256.New()
-	n, err := h.copy(ctx, sha, f)
+	sha, crc := sha256.New(), crc32.NewIEEE()
+	n, err := h.copy(ctx, io.MultiWriter(sha, crc), f)
 	s.Bytes += n
 	if err != nil {
 		ev.Err = fmt.Errorf("reading %s: %w", name, err)
@@ -157,8 +166,8 @@ func (h *hasher) hash(ctx context.Context, name string, s *Summary) Event {
 		ev.Err = fmt.Errorf("%s: %w", name, ErrChanged)
 		return ev
 	}
-	ev.SHA256 = sha.Sum(nil)
-	if err := k.record(ctx, name, in, ev.SHA256); err != nil {
+	ev.SHA256, ev.CRC32 = sha.Sum(nil), crc.Sum32()
+	if err := k.record(ctx, name, in, ev.SHA256, ev.CRC32); err != nil {
 		ev.Err = fmt.Errorf("recording the digest of %s: %w", name, err)
 		return ev
 	}
@@ -169,6 +178,9 @@ func (h *hasher) hash(ctx context.Context, name string, s *Summary) Event {
 func (h *hasher) copy(ctx context.Context, w io.Writer, r io.Reader) (int64, error) {
 	if h.buf == nil {
 		h.buf = make([]byte, 256<<10)
+	}
+	if h.opt.Read != nil {
+		w = io.MultiWriter(w, readCounter(h.opt.Read))
 	}
 	if h.lim == nil {
 		return io.CopyBuffer(w, onlyReader{r}, h.buf)
@@ -188,6 +200,14 @@ func (h *hasher) copy(ctx context.Context, w io.Writer, r io.Reader) (int64, err
 			return total, err
 		}
 	}
+}
+
+// readCounter tells a Read function of the bytes written through it.
+type readCounter func(n int64)
+
+func (c readCounter) Write(p []byte) (int, error) {
+	c(int64(len(p)))
+	return len(p), nil
 }
 
 // onlyReader hides a reader's WriterTo, so that io.CopyBuffer reads

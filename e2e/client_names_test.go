@@ -378,7 +378,8 @@ allow = ["read", "list"]
 		t.Run(way.name, func(t *testing.T) {
 			dir := t.TempDir()
 			env := cleanEnv(way.env...)
-			args := append([]string{"get", p.URL + "big.bin", "-o", "big.bin"}, way.args...)
+			// One stream: the proxy holds one connection.
+			args := append([]string{"get", p.URL + "big.bin", "-o", "big.bin", "-j", "1"}, way.args...)
 			// The part file holds bytes: the client took the answer.
 			took := func() bool {
 				fi, err := os.Stat(filepath.Join(dir, "big.bin.part"))
@@ -392,9 +393,9 @@ allow = ["read", "list"]
 				t.Fatalf("no resume state after the stop: %v\n%s", err, stderr)
 			}
 			// Without the token: a 401 that says what to do, state kept.
-			bare := strings.Join([]string{"largo", "get", p.URL + "big.bin", "-o", "big.bin"}, " ")
+			bare := strings.Join([]string{"largo", "get", p.URL + "big.bin", "-o", "big.bin", "-j", "1"}, " ")
 			code, out := shellRun(t, bare, dir, cleanEnv())
-			if code != 1 || !strings.Contains(out, "401") || !strings.Contains(out, "the server wants a token") ||
+			if code != 1 || !strings.Contains(out, "401") || !strings.Contains(out, "the server wants a sign-in") ||
 				!strings.Contains(out, "--token") || strings.Contains(out, "will not help") {
 				t.Fatalf("without the token: exit %d: %s", code, out)
 			}
@@ -443,7 +444,7 @@ func TestPutResumeCommandToken(t *testing.T) {
 	dir := t.TempDir()
 	writeRandom(t, filepath.Join(dir, "bare.bin"), 1<<20, 99)
 	code, out := shellRun(t, "largo put bare.bin "+p.URL, dir, cleanEnv("XDG_CACHE_HOME="+filepath.Join(dir, "cache")))
-	if code != 1 || !strings.Contains(out, "401") || !strings.Contains(out, "the server wants a token") ||
+	if code != 1 || !strings.Contains(out, "401") || !strings.Contains(out, "the server wants a sign-in") ||
 		!strings.Contains(out, "--token") || strings.Contains(out, "will not help") {
 		t.Fatalf("without the token: exit %d: %s", code, out)
 	}

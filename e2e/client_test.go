@@ -356,7 +356,7 @@ func TestClientUsage(t *testing.T) {
 		}
 	}
 	code, out := runClientOut(t, "get", "--help")
-	for _, want := range []string{"--segments", "--retries", "default 5", "--stall-timeout", "--output", "--recursive", "--quiet", "LARGO_TOKEN", "Exit codes"} {
+	for _, want := range []string{"--parallel", "--retries", "default 5", "--stall-timeout", "--output", "--recursive", "--quiet", "LARGO_TOKEN", "Exit codes"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("get --help lacks %q", want)
 		}

@@ -254,3 +254,25 @@ func BenchmarkDigestHeads(b *testing.B) {
 	b.ReportMetric(float64(after.RChar-before.RChar)/float64(b.N), "rchar-bytes/op")
 	b.ReportMetric(float64(after.ReadBytes-before.ReadBytes)/float64(b.N), "read-bytes/op")
 }
+
+// TestDigestsInBackground: with the default --digest-rate, files copied
+// onto the disk before the server started get their digest and CRC-32
+// from its background pass: a download is verified, and a zip of their
+// folder answers a range, so that a cut zip download resumes.
+func TestDigestsInBackground(t *testing.T) {
+	dir := t.TempDir()
+	want := writeRandom(t, filepath.Join(dir, "copied", "a.bin"), 3<<20, 81)
+	writeRandom(t, filepath.Join(dir, "copied", "b.bin"), 1<<20, 82)
+	s := startServer(t, dir, "--digest-rate", "20MB/s") // the default, which the harness turns off
+	if !waitFor(30*time.Second, func() bool { return headDigest(t, s.URL+"copied/b.bin") != "" }) {
+		t.Fatal("no digest of a copied file 30s after the start")
+	}
+	if got := headDigest(t, s.URL+"copied/a.bin"); got != reprDigestOf(t, want) {
+		t.Errorf("a.bin: Repr-Digest %q", got)
+	}
+	resp := get(t, s.URL+"copied/?archive=zip", "Range", "bytes=100-")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusPartialContent {
+		t.Errorf("a range of the zip: %s; want 206", resp.Status)
+	}
+}

@@ -30,7 +30,8 @@ import (
 // (users, rules, share links and drop boxes) and random requests over
 // every protocol (downloads, listings, archives, sidecars; PUT, forms,
 // tus, IETF uploads; DELETE; the WebDAV methods; the page's moves,
-// selections, searches and SHA256SUMS), on a folder with a random graph
+// selections, searches and SHA256SUMS; the S3 API's reads, listings,
+// writes, removals, copies and multipart uploads), on a folder with a random graph
 // of symbolic links (chains, links to links, ".." inside targets, links
 // into the state area, out of the folder, round in loops) and on a
 // bucket. The store itself records every effect: after each request the
@@ -119,7 +120,7 @@ func runProperty(t *testing.T, g *target, seed uint64, requests int) {
 			t.Logf("link %s -> %s", l, to)
 		}
 	}
-	args := []string{"--access", file, "--webdav", "--sidecars", []string{"any", "recorded"}[seed%2]}
+	args := []string{"--access", file, "--webdav", "--sidecars", []string{"any", "recorded"}[seed%2], "--s3-listen", "127.0.0.1:0"}
 	if g.srv == nil {
 		args = append(args, "--symlinks", []string{"follow", "within"}[seed/2%2])
 		w.s = startServer(t, g.dir, args...)
@@ -245,7 +246,8 @@ const (
 func (w *prop) accessFile() string {
 	var b strings.Builder
 	for _, u := range []string{"u1", "u2"} {
-		fmt.Fprintf(&b, "[[user]]\nname = %q\ntokens = [%q]\n\n", u, propUsers[u])
+		k := propS3Keys[u]
+		fmt.Fprintf(&b, "[[user]]\nname = %q\ntokens = [%q]\ns3_keys = [{ id = %q, secret = %q }]\n\n", u, propUsers[u], k.id, k.secret)
 	}
 	perms := []string{"read", "list", "write", "delete"}
 	// One folder where everyone may do everything: every run has writes
@@ -349,7 +351,7 @@ func (w *prop) pickFor(p *principal, perm perm, from []string) string {
 func (w *prop) writer(p *principal, k int) *principal {
 	pm := pWrite
 	switch k {
-	case 7, 8:
+	case 7, 8, s3Delete:
 		pm = pDelete
 	case 17:
 		pm = pRead | pDelete
@@ -455,11 +457,11 @@ func (w *prop) sweep() {
 // did.
 func (w *prop) step(i int) {
 	p := w.ps[w.rng.IntN(len(w.ps))]
-	k := w.rng.IntN(21)
+	k := w.rng.IntN(s3KindsAfter)
 	if w.rng.IntN(4) < 3 {
 		// A write, more often than not, mostly by a principal who may
 		// write somewhere: the run must change things to judge them.
-		writes := []int{4, 5, 6, 7, 8, 10, 11, 12, 14, 15, 16, 17}
+		writes := []int{4, 5, 6, 7, 8, 10, 11, 12, 14, 15, 16, 17, s3Put, s3Delete, s3Copy, s3Multipart}
 		k = writes[w.rng.IntN(len(writes))]
 		if w.rng.IntN(8) != 0 {
 			p = w.writer(p, k)
@@ -556,6 +558,8 @@ func (w *prop) step(i int) {
 		desc = "page search " + q.Encode()
 		resp, body = send(w.t, "GET", w.s.URL+"_largo/search?"+q.Encode(), nil, 0, hdr...)
 		w.namesMay(i, p, desc, resp, dir, searchNames(body), pList)
+	default:
+		resp, body, desc = w.s3Step(i, p, k)
 	}
 	after := w.snapshot()
 	w.check(i, p, owner, desc, resp, body, before, after)

@@ -63,6 +63,7 @@ type server struct {
 	URL    string // base URL, with a trailing slash
 	Addr   string // host:port
 	Admin  string // the admin listener's base URL, if any
+	S3     string // the S3 API's base URL, if any
 	PID    int
 	stdout *lockedBuffer
 	stderr *lockedBuffer
@@ -94,6 +95,7 @@ func withAdmin(args []string) []string {
 // waits for its ready line.
 func startLargo(t testing.TB, args []string, env []string) *server {
 	t.Helper()
+	args = quietDigests(args)
 	s := &server{t: t, stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan struct{})}
 	s.cmd = exec.Command(largoBin, args...)
 	s.cmd.Env = append(os.Environ(), env...)
@@ -130,13 +132,31 @@ func startLargo(t testing.TB, args []string, env []string) *server {
 	})
 	select {
 	case l := <-found:
-		s.URL, s.Addr, s.Admin = l.URL, l.Addr, l.Admin
+		s.URL, s.Addr, s.Admin, s.S3 = l.URL, l.Addr, l.Admin, l.S3
 	case <-s.done:
 		t.Fatalf("largo exited before serving: %v\n%s", s.err, s.stderr.String())
 	case <-time.After(20 * time.Second):
 		t.Fatalf("largo announced no readiness in 20s\n%s", s.stderr.String())
 	}
 	return s
+}
+
+// quietDigests turns the background hashing off for a server whose
+// args do not set --digest-rate: the tests count what a server reads
+// (a download killed and resumed reads the file about once), the
+// requests it makes of a bucket and the records it writes, and the
+// pass would read every file it finds at start. The tests of the pass
+// give the rate.
+func quietDigests(args []string) []string {
+	if len(args) == 0 || args[0] != "serve" {
+		return args
+	}
+	for _, a := range args {
+		if a == "--digest-rate" || strings.HasPrefix(a, "--digest-rate=") {
+			return args
+		}
+	}
+	return append(args[:len(args):len(args)], "--digest-rate", "0")
 }
 
 // adminListen is the flag of the admin listener, where the metrics are
@@ -216,9 +236,22 @@ func (s *server) memory() proc.Memory {
 // is read as it is last, and said in the log.
 func (s *server) idleRSS() int64 {
 	s.t.Helper()
-	rss, ok := poll.Steady(10*time.Second, 50*time.Millisecond, 3, func() int64 { return s.memory().RSS })
+	return idleRSSOf(s.t, s.PID)
+}
+
+// idleRSSOf is idleRSS of any process: a peer's, in a benchmark that
+// measures it beside largo.
+func idleRSSOf(t testing.TB, pid int) int64 {
+	t.Helper()
+	rss, ok := poll.Steady(10*time.Second, 50*time.Millisecond, 3, func() int64 {
+		m, err := proc.ReadMemory(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.RSS
+	})
 	if !ok {
-		s.t.Logf("the server's RSS did not settle in 10s; idle taken as %d KiB", rss>>10)
+		t.Logf("the RSS of process %d did not settle in 10s; idle taken as %d KiB", pid, rss>>10)
 	}
 	return rss
 }
@@ -283,7 +316,12 @@ const watchSample = 10 * time.Millisecond
 
 // watchPeak starts following the server's resident memory, for peak.
 func (s *server) watchPeak() *peakWatch {
-	w := &peakWatch{pid: s.PID, from: s.memory(), quit: make(chan struct{}), done: make(chan struct{})}
+	return watchPeakOf(s.PID, s.memory())
+}
+
+// watchPeakOf is watchPeak of any process, pid, whose memory now is from.
+func watchPeakOf(pid int, from proc.Memory) *peakWatch {
+	w := &peakWatch{pid: pid, from: from, quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		tick := time.NewTicker(watchSample)

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -490,23 +489,16 @@ func TestReplicasFaults(t *testing.T) {
 }
 
 // kept reports whether a state key is one that stays after the uploads
-// end: the hooks' outbox and its sender's lease, the quotas' usage, and
-// the record that answers a parallel upload's final request sent again
-// until the uploads expire.
+// end: the hooks' outbox and its sender's lease, the quotas' usage, the
+// record that answers a parallel upload's final request sent again
+// until the uploads expire, and the records of the servers running.
 func kept(k string) bool {
-	for _, p := range []string{".largo/hooks/", ".largo/quota/", ".largo/tus-concat/"} {
+	for _, p := range []string{".largo/hooks/", ".largo/quota/", ".largo/tus-concat/", ".largo/servers/"} {
 		if strings.HasPrefix(k, p) {
 			return true
 		}
 	}
 	return false
-}
-
-// randomBytes returns n pseudo-random bytes of seed.
-func randomBytes(n int, seed uint64) []byte {
-	b := make([]byte, n)
-	rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)}).Read(b)
-	return b
 }
 
 // sha256hex is the hex sha-256 of b.

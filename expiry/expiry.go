@@ -150,7 +150,7 @@ func (e *Expiry) Landed(ctx context.Context, name string, in largo.Info, rec *re
 		}
 		return
 	}
-	landed := in.ModTime
+	landed := landedBy(in.ModTime)
 	if landed.IsZero() {
 		landed = e.cfg.Now()
 	}
@@ -177,7 +177,7 @@ func (e *Expiry) Expires(name string, in largo.Info) (time.Time, bool) {
 	}
 	var at time.Time
 	if after, ok := e.cfg.Access.Policy().ExpiryOf(name); ok && !in.ModTime.IsZero() {
-		at = in.ModTime.Add(after)
+		at = landedBy(in.ModTime).Add(after)
 	}
 	e.mu.Lock()
 	r, ok := e.records[name]
@@ -281,7 +281,7 @@ func (e *Expiry) sweepRules(ctx context.Context, writes *ingest.Pipeline) (int, 
 				return nil
 			}
 			after, ok := pol.ExpiryOf(name)
-			if !ok || in.ModTime.IsZero() || now.Before(in.ModTime.Add(after)) {
+			if !ok || in.ModTime.IsZero() || now.Before(landedBy(in.ModTime).Add(after)) {
 				return nil
 			}
 			ok, err = e.remove(ctx, writes, name, in, "rule", in.ModTime, slog.String("after", largo.FormatAge(after)))
@@ -347,4 +347,15 @@ func (e *Expiry) remove(ctx context.Context, p *ingest.Pipeline, name string, in
 		e.cfg.Observer.Expired(why)
 	}
 	return true, nil
+}
+
+// landedBy returns the latest moment a file stamped mod may have landed.
+// A bucket keeps whole seconds (Last-Modified), so a stamp without a
+// fraction stands for any moment of that second: the file is counted as
+// landed at its end, and so never removed before its time.
+func landedBy(mod time.Time) time.Time {
+	if mod.IsZero() || mod.Nanosecond() != 0 {
+		return mod
+	}
+	return mod.Add(time.Second - time.Nanosecond)
 }

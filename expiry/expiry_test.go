@@ -182,3 +182,20 @@ func TestRoots(t *testing.T) {
 		t.Errorf("roots = %q; want %q", got, want)
 	}
 }
+
+// TestLandedBy: a whole-second stamp (a bucket's Last-Modified) counts
+// as the end of its second, so nothing is removed before its time; a
+// stamp with a fraction is kept as it is.
+func TestLandedBy(t *testing.T) {
+	whole := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if got := landedBy(whole); !got.After(whole.Add(999 * time.Millisecond)) {
+		t.Errorf("landedBy(%v) = %v; want the end of that second", whole, got)
+	}
+	exact := whole.Add(123 * time.Millisecond)
+	if got := landedBy(exact); !got.Equal(exact) {
+		t.Errorf("landedBy(%v) = %v; want it unchanged", exact, got)
+	}
+	if got := landedBy(time.Time{}); !got.IsZero() {
+		t.Errorf("landedBy(zero) = %v", got)
+	}
+}

@@ -11,7 +11,7 @@
 // entries filtered, create, adopt, copy, remove, rename, make folder) and
 // acts on the decision's physical name and nothing else; it refuses every
 // call whose context carries no principal. The HTTP front ends (serve,
-// dav, resumable) and the write pipeline hold only the wrapped store; the
+// dav, resumable, s3api) and the write pipeline hold only the wrapped store; the
 // server's own housekeeping (sweeps, the state area's records) holds the
 // raw one. A front end that must refuse before it reads a body asks
 // Check, which is the same decision.

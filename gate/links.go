@@ -1,7 +1,6 @@
 package gate
 
 import (
-
 	"largo"
 	"largo/auth"
 	"largo/links"
@@ -32,4 +31,3 @@ func grants(l *links.Link, name string) auth.Perm {
 	}
 	return 0
 }
-

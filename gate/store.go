@@ -209,7 +209,22 @@ func (s *Store) CheckWrite(ctx context.Context, name string, size int64, cond la
 		return cond, err
 	}
 	opt, _, err := s.g.forLink(d, largo.CreateOptions{Size: size, Condition: cond})
+	if err == nil && d.DropBox() {
+		// Said as what it is, not as the condition's failure.
+		if _, serr := s.inner.Stat(ctx, d.Physical); serr == nil {
+			return cond, nameTaken(d.Name, largo.ErrPrecondition)
+		}
+	}
 	return opt.Condition, err
+}
+
+// nameTaken is a drop box's write to a name that is taken (err: the
+// failed condition): a refusal of its own (largo.ErrNameTaken).
+func nameTaken(name string, err error) error {
+	if name == "" {
+		return fmt.Errorf("%w: %w", largo.ErrNameTaken, err)
+	}
+	return fmt.Errorf("%s: %w: %w", name, largo.ErrNameTaken, err)
 }
 
 // forLink applies a drop box's rules to a write's options, from the
@@ -430,10 +445,14 @@ func (u *upload) Write(p []byte) (int, error) {
 }
 
 func (u *upload) Commit(ctx context.Context, cond largo.Condition) (largo.Info, bool, error) {
-	if u.createOnly {
-		cond = largo.Condition{IfNoneMatch: true}
+	if !u.createOnly {
+		return u.Upload.Commit(ctx, cond)
 	}
-	return u.Upload.Commit(ctx, cond)
+	in, ok, err := u.Upload.Commit(ctx, largo.Condition{IfNoneMatch: true})
+	if errors.Is(err, largo.ErrPrecondition) && !errors.Is(err, largo.ErrNameTaken) {
+		err = nameTaken(in.Name, err)
+	}
+	return in, ok, err
 }
 
 // Open returns a gate under which everyone may do everything, and st

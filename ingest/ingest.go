@@ -38,7 +38,9 @@
 //     once at commit with the version's SHA-256 (whatever protocol
 //     carried it; a copy made by the store carries its source's), its
 //     owner (the quotas'), the link it came through and when it expires
-//     (Config.Landed) and, for a sidecar, its source; a rename (Renamed)
+//     (Config.Landed), what the client asked to keep with it
+//     (Target.Meta: an S3 object's metadata) and, for a sidecar, its
+//     source; a rename (Renamed)
 //     or a move by copies carries the moved files' records, a removal
 //     (Forget) drops the file's;
 //   - derived files (Config.Derived, derived.go): every change to a file
@@ -245,6 +247,10 @@ type Target struct {
 	// precompress), the ETag of the version of the original it is made
 	// from: kept in the sidecar's record (record.File.Source).
 	Source string
+	// Meta is what the client said of the file and asked to be kept
+	// with it (an S3 object's metadata): kept in the file's record
+	// (record.File.Meta).
+	Meta map[string]string
 	// moving marks the copy of a move by copies: no upload of its own.
 	moving bool
 	// looked is set when admission looked at Name (was is then what it

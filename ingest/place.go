@@ -25,7 +25,10 @@ type Staged struct {
 	// Size is their length.
 	Size int64
 	// SHA256 is their SHA-256 when it was computed as they arrived; nil
-	// makes Place read them to compute it.
+	// makes Place read them to compute it, but for an Assembly, whose
+	// bytes cannot be read before it is completed (the parts of an S3
+	// multipart upload on a bucket, which arrive in any order): it is
+	// placed without a digest, which the digests' scan adds later.
 	SHA256 []byte
 	// Open returns the bytes, for a store that copies them or to hash
 	// them.
@@ -95,8 +98,8 @@ func (p *Pipeline) adopt(ctx context.Context, t Target, s Staged) (*Write, error
 	var take func() (largo.Upload, error)
 	if s.Assembly != "" {
 		a, ok := p.cfg.Store.(largo.AssemblyAdopter)
-		if !ok || len(s.SHA256) != sha256.Size {
-			return nil, fmt.Errorf("an assembled upload on a store that cannot adopt it, or without its digest: %w", largo.ErrUnsupported)
+		if !ok {
+			return nil, fmt.Errorf("an assembled upload on a store that cannot adopt it: %w", largo.ErrUnsupported)
 		}
 		take = func() (largo.Upload, error) { return a.AdoptAssembly(ctx, t.Name, s.Assembly, opt) }
 	} else {
@@ -113,7 +116,13 @@ func (p *Pipeline) adopt(ctx context.Context, t Target, s Staged) (*Write, error
 		take = func() (largo.Upload, error) { return a.Adopt(ctx, t.Name, s.Name, opt) }
 	}
 	sum := s.SHA256
-	if len(sum) != sha256.Size {
+	unhashed := len(sum) != sha256.Size && s.Assembly != ""
+	if unhashed {
+		sum = nil
+		if t.SHA256 != nil {
+			return nil, fmt.Errorf("an assembled upload without its digest, to check against one: %w", largo.ErrUnsupported)
+		}
+	} else if len(sum) != sha256.Size {
 		var err error
 		if sum, err = hashStaged(ctx, s); err != nil {
 			return nil, err
@@ -129,7 +138,7 @@ func (p *Pipeline) adopt(ctx context.Context, t Target, s Staged) (*Write, error
 	if err != nil {
 		return nil, CondErr(targetErr(err), t.Cond)
 	}
-	return &Write{p: p, t: t, u: u, sum: sum, n: s.Size}, nil
+	return &Write{p: p, t: t, u: u, sum: sum, n: s.Size, unhashed: unhashed}, nil
 }
 
 // beginCopy opens an upload for a copy of bytes already stored: no space

@@ -23,7 +23,7 @@ import (
 // newRecord is the record of the version in of t's file, with its
 // digest, before the quotas and the landing fill in theirs.
 func newRecord(t *Target, in largo.Info, sum []byte) record.File {
-	rec := record.File{Name: t.Name, ETag: in.ETag, Size: in.Size, Source: t.Source}
+	rec := record.File{Name: t.Name, ETag: in.ETag, Size: in.Size, Source: t.Source, Meta: t.Meta}
 	if len(sum) > 0 {
 		rec.SHA256 = hex.EncodeToString(sum)
 	}

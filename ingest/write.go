@@ -32,6 +32,8 @@ type Write struct {
 	sp      *spool.Writer
 	ended   bool
 	copied  bool // a copy made by the store: no bytes, no hash
+	// unhashed: an assembly placed without its digest (Staged.SHA256).
+	unhashed bool
 	// src and srcETag are the source of a copy made by the store, and
 	// its version when the copy began: its digest is the copy's.
 	src, srcETag string
@@ -230,9 +232,10 @@ func (p *Pipeline) copiedSum(ctx context.Context, src, etag string) []byte {
 }
 
 // SHA256 returns the SHA-256 of the bytes received so far; nil for a
-// copy made by the store (BeginCopy), whose bytes the pipeline never saw.
+// copy made by the store (BeginCopy), whose bytes the pipeline never saw,
+// and for an assembly placed without its digest.
 func (w *Write) SHA256() []byte {
-	if w.sum != nil || w.copied {
+	if w.sum != nil || w.copied || w.unhashed {
 		return w.sum
 	}
 	w.stop()

@@ -120,7 +120,7 @@ func runBucket(ctx context.Context, r *runner, srv Server, cs string) Result {
 	// largo serving the bucket, its credentials in its environment.
 	s3srv := Server{
 		Name:      srv.Name,
-		Command:   envPrefix(g.Env()) + "exec {exe} serve --store s3://" + g.Bucket + "/ --listen 127.0.0.1:0 --upload --upload-open",
+		Command:   envPrefix(g.Env()) + "exec {exe} serve --store s3://" + g.Bucket + "/ --listen 127.0.0.1:0 --digest-rate 0 --upload --upload-open",
 		PrintsURL: true,
 	}
 	scratch, err := os.MkdirTemp("", "largo-bench-scratch-")

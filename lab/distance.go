@@ -88,21 +88,23 @@ func bigSize(size int64, quick bool) int64 {
 
 // distanceCases are the scenario's transfers: at each round trip, largo
 // get at each -j, curl and rclone, then the same for put; and last,
-// largo put -j 8 of the big file at the first round trip. Quick leaves
-// out -j 4, and curl and rclone but at the first round trip.
+// largo put -j 8 of the big file at the first round trip. Quick keeps
+// the first round trip, -j 1 and -j 8, and curl.
 func distanceCases(rtts []time.Duration, size int64, quick bool) []distanceCase {
 	jobs := distanceJobs
 	if quick {
 		jobs = []int{jobs[0], jobs[len(jobs)-1]}
+		rtts = rtts[:min(len(rtts), 1)]
 	}
 	var cs []distanceCase
-	for i, rtt := range rtts {
+	for _, rtt := range rtts {
 		for _, verb := range []string{"get", "put"} {
 			for _, j := range jobs {
 				cs = append(cs, distanceCase{client: "largo", verb: verb, jobs: j, rtt: rtt})
 			}
-			if i == 0 || !quick {
-				cs = append(cs, distanceCase{client: "curl", verb: verb, rtt: rtt}, distanceCase{client: "rclone", verb: verb, rtt: rtt})
+			cs = append(cs, distanceCase{client: "curl", verb: verb, rtt: rtt})
+			if !quick {
+				cs = append(cs, distanceCase{client: "rclone", verb: verb, rtt: rtt})
 			}
 		}
 	}

@@ -39,7 +39,7 @@ func tlsForm(srv Server) (Server, bool) {
 		if !strings.Contains(srv.Command, "{exe} serve") {
 			return Server{}, false
 		}
-		return Server{Name: srv.Name, Command: "exec {exe} serve {dir} --listen 127.0.0.1:{port} --max-conns-per-ip 0 --tls-cert {tmp}/cert.pem --tls-key {tmp}/key.pem"}, true
+		return Server{Name: srv.Name, Command: "exec {exe} serve {dir} --listen 127.0.0.1:{port} --max-conns-per-ip 0 --digest-rate 0 --tls-cert {tmp}/cert.pem --tls-key {tmp}/key.pem"}, true
 	case "nginx":
 		s := presets["nginx"]()
 		s.Files["nginx.conf"] = strings.Replace(s.Files["nginx.conf"], "listen 127.0.0.1:{port};",

@@ -85,7 +85,7 @@ type Config struct {
 	// Default 1, 5 and 20.
 	Concurrency []int
 	// Files is the number of files in the listing scenario's folder.
-	// Default 1,000,000, 20,000 with Quick.
+	// Default 1,000,000, 5,000 with Quick.
 	Files int
 	// Hold is how long the stalled and dripping clients are held. Default
 	// 20 s, 2 s with Quick.
@@ -126,7 +126,7 @@ const (
 	QuickHold         = 2 * time.Second
 	DefaultReps       = 3
 	DefaultFiles      = 1_000_000
-	QuickFiles        = 20_000
+	QuickFiles        = 5_000
 	maxFiles          = 10_000_000
 	DefaultClient     = "go"
 	DefaultStreamRate = 16_000_000
@@ -274,7 +274,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer data.cleanup()
 
-	rep := newReport(cfg)
+	rep := newReport(cfg, data.dir)
 	r := &runner{cfg: cfg, data: data, progress: cfg.Progress}
 	var steps int
 	for _, name := range cfg.Scenarios {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -105,12 +107,12 @@ type Report struct {
 	Rows     []Row     `json:"rows"`
 }
 
-func newReport(cfg Config) *Report {
+func newReport(cfg Config, dataDir string) *Report {
 	servers := map[string]string{}
 	for _, s := range cfg.Servers {
-		servers[s.Name] = s.Command
+		servers[s.Name] = reportCommand(s.Command, s.Name, cfg.Exe, dataDir)
 		if s.Hostile != "" && slices.Contains(cfg.Scenarios, hostileScenario.name) {
-			servers[s.Name] += "; in the hostile scenario: " + s.Hostile
+			servers[s.Name] += "; in the hostile scenario: " + reportCommand(s.Hostile, s.Name, cfg.Exe, dataDir)
 		}
 	}
 	return &Report{
@@ -122,6 +124,21 @@ func newReport(cfg Config) *Report {
 			Servers: servers, RTTMillis: rttMillis(cfg.RTTs), StreamRate: cfg.StreamRate, StreamWindow: cfg.StreamWindow,
 		},
 	}
+}
+
+// reportCommand is a server's command as the report shows it: run as it
+// was, its placeholders given their values ({exe} the binary, {dir} the
+// data folder, {idle} the hostile scenario's timeout, {tmp} the pattern
+// of the server's scratch folders); only the port, picked afresh for each
+// run of a server that cannot pick its own, is named PORT.
+func reportCommand(command, name, exe, dataDir string) string {
+	return strings.TrimPrefix(expand(command, map[string]string{
+		"{exe}":  exe,
+		"{dir}":  dataDir,
+		"{idle}": hostileIdle.String(),
+		"{tmp}":  filepath.Join(os.TempDir(), "largo-bench-"+safeName(name)+"-*"),
+		"{port}": "PORT",
+	}, true), "exec ")
 }
 
 func (rep *Report) add(r Result) { rep.Results = append(rep.Results, r) }

@@ -60,7 +60,7 @@ func TestColumnFormat(t *testing.T) {
 // download scenario, one of which failed for naive.
 func testReport() *Report {
 	rep := newReport(Config{Scenarios: []string{"download", "stalled"}, Size: 1 << 30, Concurrency: []int{1, 5}, Reps: 3, Client: "go",
-		Servers: []Server{Largo(), Naive()}})
+		Servers: []Server{Largo(), Naive()}, Exe: "/usr/local/bin/largo"}, "/data")
 	for rp := 1; rp <= 3; rp++ {
 		for _, c := range []string{"1", "5"} {
 			l := Result{Scenario: "download", Server: "largo", Case: c, Rep: rp, Outcome: OK}
@@ -114,11 +114,16 @@ func TestReportMarkdownAndJSON(t *testing.T) {
 		"| server | concurrent | outcome | wall s | MB/s |",
 		"| largo | 5 | ok | – | 2000 (1000–3000) | – | 22.0 (21.0–23.0) |",
 		"| naive | 5 | ok 2/3; killed by the guard at 5000 MiB 1/3 |",
-		"- **naive**: `exec {exe} bench naive-server",
+		"- **naive**: `/usr/local/bin/largo bench naive-server /data --listen 127.0.0.1:0`",
+		"- **largo**: `/usr/local/bin/largo serve /data --listen 127.0.0.1:0",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, out)
 		}
+	}
+	// The commands as they ran: no placeholder left.
+	if strings.Contains(out, "{") {
+		t.Errorf("a placeholder left in the report:\n%s", out)
 	}
 	if strings.Contains(out, "## stalled") {
 		t.Error("a heading for a scenario with no results")

@@ -51,16 +51,18 @@ type Server struct {
 
 // Largo is largo itself, started as `largo serve` of the lab's own binary,
 // without its limit of connections per address: every client of the lab
-// comes from 127.0.0.1.
+// comes from 127.0.0.1; and without its background hashing of files that
+// have no digest (--digest-rate 0), which would read the scenario's files
+// beside the transfers measured: its cost is its own rate, not serving's.
 // Its upload command adds --upload --upload-open: a largo without those
 // flags fails to start there, and the upload scenario reports it as not
 // supported.
 func Largo() Server {
 	return Server{
 		Name:      "largo",
-		Command:   "exec {exe} serve {dir} --listen 127.0.0.1:0 --max-conns-per-ip 0",
-		Upload:    "exec {exe} serve {dir} --listen 127.0.0.1:0 --max-conns-per-ip 0 --upload --upload-open",
-		Hostile:   "exec {exe} serve {dir} --listen 127.0.0.1:0 --max-conns-per-ip 0 --idle-timeout {idle}",
+		Command:   "exec {exe} serve {dir} --listen 127.0.0.1:0 --max-conns-per-ip 0 --digest-rate 0",
+		Upload:    "exec {exe} serve {dir} --listen 127.0.0.1:0 --max-conns-per-ip 0 --digest-rate 0 --upload --upload-open",
+		Hostile:   "exec {exe} serve {dir} --listen 127.0.0.1:0 --max-conns-per-ip 0 --digest-rate 0 --idle-timeout {idle}",
 		PrintsURL: true,
 	}
 }

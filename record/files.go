@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 	"time"
 
 	"largo"
@@ -31,6 +32,11 @@ type File struct {
 	Size int64 `json:"size"`
 	// SHA256 is the version's digest, in hexadecimal; "" when not known.
 	SHA256 string `json:"sha256,omitempty"`
+	// CRC32 is the version's CRC-32 (IEEE), as eight hexadecimal digits;
+	// "" when not known. A zip of its folder carries it, and knowing it
+	// without reading the file is what lets a zip be sent from any offset
+	// (package archive).
+	CRC32 string `json:"crc32,omitempty"`
 	// Owner is the user whose quota the version counts against; "" for
 	// none (an anonymous writer, the server, a file largo did not write).
 	Owner string `json:"owner,omitempty"`
@@ -46,6 +52,11 @@ type File struct {
 	// sidecars largo wrote of this version: what follows it when it goes,
 	// without a look at every name a sidecar could have.
 	Sidecars []string `json:"sidecars,omitempty"`
+	// Meta is what the writer said of the version and asked to be kept
+	// with it (an S3 object's Content-Type, its other representation
+	// headers and its x-amz-meta-* user metadata), keys in lower case;
+	// the writer bounds it (package s3api: a few KiB).
+	Meta map[string]string `json:"meta,omitempty"`
 }
 
 // Sum returns the record's digest as bytes, or nil when none is known (or
@@ -57,6 +68,19 @@ func (f File) Sum() []byte {
 	}
 	return b
 }
+
+// CRC returns the record's CRC-32; ok is false when none is known (or
+// the record is damaged).
+func (f File) CRC() (crc uint32, ok bool) {
+	if len(f.CRC32) != 8 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(f.CRC32, 16, 32)
+	return uint32(n), err == nil
+}
+
+// FormatCRC writes a CRC-32 as File.CRC32 holds it.
+func FormatCRC(crc uint32) string { return fmt.Sprintf("%08x", crc) }
 
 // FilesPrefix is where the records of files are, in the state area.
 const FilesPrefix = "files/"
@@ -130,7 +154,7 @@ func checked(name string, rec File, err error) (File, error) {
 func (f *Files) Get(ctx context.Context, name string) (File, error) {
 	rec, err := f.t.Get(ctx, NameKey(name))
 	rec, err = checked(name, rec, err)
-	if errors.Is(err, largo.ErrNotFound) && f.old.pending() {
+	if errors.Is(err, largo.ErrNotFound) && f.old.pending(ctx) {
 		return f.old.migrateOne(ctx, f, name)
 	}
 	return rec, err
@@ -168,7 +192,7 @@ func (f *Files) Of(ctx context.Context, name, etag string) (File, error) {
 func (f *Files) Peek(ctx context.Context, name string) (File, error) {
 	rec, err := f.t.Peek(ctx, NameKey(name))
 	rec, err = checked(name, rec, err)
-	if errors.Is(err, largo.ErrNotFound) && f.old.pending() {
+	if errors.Is(err, largo.ErrNotFound) && f.old.pending(ctx) {
 		return f.old.migrateOne(ctx, f, name)
 	}
 	return rec, err
@@ -186,7 +210,7 @@ func (f *Files) Put(ctx context.Context, rec File) error {
 // (Table.Update); fn is given the zero File, with its Name set, when
 // there is none.
 func (f *Files) Update(ctx context.Context, name string, fn func(rec *File, exists bool) (Change, error)) (File, error) {
-	if f.old.pending() {
+	if f.old.pending(ctx) {
 		f.Get(ctx, name) // an earlier release's records first
 	}
 	return f.t.Update(ctx, NameKey(name), func(rec *File, exists bool) (Change, error) {
@@ -201,7 +225,7 @@ func (f *Files) Update(ctx context.Context, name string, fn func(rec *File, exis
 // Delete removes the record of the file name; a missing one is no
 // error.
 func (f *Files) Delete(ctx context.Context, name string) error {
-	if f.old.pending() {
+	if f.old.pending(ctx) {
 		f.old.drop(ctx, name)
 	}
 	return f.t.Delete(ctx, NameKey(name))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,6 +102,47 @@ func TestFilesMove(t *testing.T) {
 		}
 		if got, _ := f.Get(ctx, "again"); got.SHA256 != "" || got.Owner != "bob" || got.ETag != `"other"` || got.Size != 9 {
 			t.Errorf("moved to another version: %+v", got)
+		}
+	})
+}
+
+// gets counts the reads of a state by key prefix.
+type gets struct {
+	largo.State
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (g *gets) Get(ctx context.Context, key string) ([]byte, error) {
+	g.mu.Lock()
+	g.n[key[:strings.IndexByte(key, '/')+1]]++
+	g.mu.Unlock()
+	return g.State.Get(ctx, key)
+}
+
+// TestFilesNoOldLayout: a store that never had the old layout (a new
+// one) has nothing to migrate on the way: files without a record cost
+// no read of the old prefixes, before any Migrate pass, while a store
+// that has old records still reads them on the way.
+func TestFilesNoOldLayout(t *testing.T) {
+	states(t, func(t *testing.T, st largo.State) {
+		ctx := context.Background()
+		g := &gets{State: st, n: map[string]int{}}
+		f := NewFiles(New(g, Options{}), FilesOptions{})
+		for i := range 20 {
+			if _, err := f.Get(ctx, fmt.Sprintf("none/%d", i)); !errors.Is(err, largo.ErrNotFound) {
+				t.Fatalf("Get of a file with no record: %v", err)
+			}
+		}
+		for _, p := range []string{"digests/", "quota/", "sidecars/", "expiry/"} {
+			if g.n[p] > 0 {
+				t.Errorf("%d reads under %s on a store without the old layout", g.n[p], p)
+			}
+		}
+		oldRecords(t, st, "a/one.txt", `"v1"`)
+		h := NewFiles(New(st, Options{}), FilesOptions{})
+		if rec, err := h.Get(ctx, "a/one.txt"); err != nil || rec.Owner != "alice" {
+			t.Errorf("on a store with the old layout: %+v, %v", rec, err)
 		}
 	})
 }

@@ -209,19 +209,25 @@ func (l *Lease) Release(ctx context.Context) error {
 		return nil
 	}
 	l.lost = true
-	b, ver, err := l.s.getVersion(ctx, l.key)
-	if errors.Is(err, largo.ErrNotFound) {
-		return nil
+	ver := l.ver
+	if ver == "" {
+		// Never renewed: its version is read, and that it is ours.
+		b, v, err := l.s.getVersion(ctx, l.key)
+		if errors.Is(err, largo.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var rec leaseRecord
+		if json.Unmarshal(b, &rec) != nil || rec.Holder != l.s.holder {
+			return nil // another's now
+		}
+		ver = v
 	}
-	if err != nil {
-		return err
-	}
-	var rec leaseRecord
-	if json.Unmarshal(b, &rec) != nil || rec.Holder != l.s.holder {
-		return nil // another's now
-	}
-	err = l.s.deleteIf(ctx, l.key, ver)
-	if errors.Is(err, largo.ErrPrecondition) {
+	// Removed only as this holder left it: another's since is kept.
+	err := l.s.deleteIf(ctx, l.key, ver)
+	if errors.Is(err, largo.ErrPrecondition) || errors.Is(err, largo.ErrNotFound) {
 		return nil
 	}
 	return err

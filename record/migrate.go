@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,12 +37,43 @@ const (
 type oldLayout struct {
 	s    *Store
 	done atomic.Bool
+
+	mu     sync.Mutex
+	probed bool // the state was looked at once for old records
 }
 
 func newOldLayout(s *Store) *oldLayout { return &oldLayout{s: s} }
 
-// pending reports whether old records may still be there.
-func (o *oldLayout) pending() bool { return !o.done.Load() }
+// pending reports whether old records may still be there. The first
+// call looks once: a store that says it migrated, or holds no record of
+// the old layout at all (a new one), has none to read on the way, so
+// that a file without a record costs no read of the four old prefixes.
+func (o *oldLayout) pending(ctx context.Context) bool {
+	if o.done.Load() {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.probed || o.done.Load() {
+		return !o.done.Load()
+	}
+	if _, err := o.s.st.Get(ctx, migratedKey); err == nil {
+		o.done.Store(true)
+		return false
+	} else if !errors.Is(err, largo.ErrNotFound) {
+		return true // look again at the next call
+	}
+	for _, p := range []string{oldOwners, oldDigests, oldSidecars, oldExpiry} {
+		for _, err := range o.s.st.List(ctx, p) {
+			if err == nil {
+				o.probed = true
+			}
+			return true // there is one (or the look failed: look again)
+		}
+	}
+	o.done.Store(true)
+	return false
+}
 
 // oldRecord is any of the old layout's records: each has a name and a
 // version, and some of the rest.

@@ -69,6 +69,9 @@ type Store struct {
 	pg  largo.StatePager   // nil: a page is a sorted listing
 	now func() time.Time
 	mu  sync.Mutex // the changes of this process, where the state cannot compare
+	// keys: the updates of this process, one at a time per key, where
+	// the state cannot compare.
+	keys keyLocks
 	// refused: the state refused a conditional write (largo.ErrUnsupported);
 	// its changes are made under mu from then on.
 	refused atomic.Bool
@@ -447,52 +450,8 @@ func (t *Table[T]) Update(ctx context.Context, key string, f func(v *T, exists b
 				return zero, err
 			}
 		}
-		b, ver, err := t.s.getVersion(ctx, full)
-		exists := err == nil
-		if err != nil && !errors.Is(err, largo.ErrNotFound) {
-			var zero T
-			return zero, err
-		}
-		var v T
-		if exists {
-			if v, err = t.decode(key, b); err != nil {
-				return v, err
-			}
-		}
-		change, err := f(&v, exists)
-		if err != nil {
-			return v, err
-		}
-		switch {
-		case change == Keep:
-			return v, nil
-		case change == Remove && !exists:
-			t.keep(key, cached[T]{at: t.s.now()})
-			return v, nil
-		case change == Remove:
-			err = t.s.deleteIf(ctx, full, ver)
-			if err == nil {
-				t.keep(key, cached[T]{at: t.s.now()})
-				var zero T
-				return zero, nil
-			}
-		default:
-			nb, merr := json.Marshal(v)
-			if merr != nil {
-				return v, merr
-			}
-			if exists {
-				_, err = t.s.swap(ctx, full, nb, ver)
-			} else {
-				err = t.s.create(ctx, full, nb)
-			}
-			if err == nil {
-				t.keep(key, cached[T]{v: v, ok: true, at: t.s.now()})
-				return v, nil
-			}
-		}
-		if !errors.Is(err, largo.ErrPrecondition) && !errors.Is(err, largo.ErrExist) {
-			t.Forget(key)
+		v, done, err := t.updateOnce(ctx, key, full, f)
+		if done {
 			return v, err
 		}
 		// Another writer was first: read it again.
@@ -500,6 +459,66 @@ func (t *Table[T]) Update(ctx context.Context, key string, f func(v *T, exists b
 	t.Forget(key)
 	var zero T
 	return zero, fmt.Errorf("record %s: %w", full, ErrConflict)
+}
+
+// updateOnce is one try of Update: done false when another writer was
+// first. Where the state cannot compare, the try holds the key's lock of
+// this process from the read to the write, so that the writers of one
+// process never make each other try again (they cannot be told apart
+// from another process's, which the state then cannot stop either: one
+// instance per such state, see docs/buckets.md).
+func (t *Table[T]) updateOnce(ctx context.Context, key, full string, f func(v *T, exists bool) (Change, error)) (T, bool, error) {
+	if !t.s.swaps() {
+		defer t.s.keys.lock(full)()
+	}
+	var v T
+	b, ver, err := t.s.getVersion(ctx, full)
+	exists := err == nil
+	if err != nil && !errors.Is(err, largo.ErrNotFound) {
+		return v, true, err
+	}
+	if exists {
+		if v, err = t.decode(key, b); err != nil {
+			return v, true, err
+		}
+	}
+	change, err := f(&v, exists)
+	if err != nil {
+		return v, true, err
+	}
+	switch {
+	case change == Keep:
+		return v, true, nil
+	case change == Remove && !exists:
+		t.keep(key, cached[T]{at: t.s.now()})
+		return v, true, nil
+	case change == Remove:
+		err = t.s.deleteIf(ctx, full, ver)
+		if err == nil {
+			t.keep(key, cached[T]{at: t.s.now()})
+			var zero T
+			return zero, true, nil
+		}
+	default:
+		nb, merr := json.Marshal(v)
+		if merr != nil {
+			return v, true, merr
+		}
+		if exists {
+			_, err = t.s.swap(ctx, full, nb, ver)
+		} else {
+			err = t.s.create(ctx, full, nb)
+		}
+		if err == nil {
+			t.keep(key, cached[T]{v: v, ok: true, at: t.s.now()})
+			return v, true, nil
+		}
+	}
+	if !errors.Is(err, largo.ErrPrecondition) && !errors.Is(err, largo.ErrExist) {
+		t.Forget(key)
+		return v, true, err
+	}
+	return v, false, nil
 }
 
 // Keys yields the keys of the table's records, in no particular order,
@@ -638,4 +657,39 @@ func (t *Table[T]) Sweep(ctx context.Context, orphan func(ctx context.Context, e
 		}
 	}
 	return n, nil
+}
+
+// keyLocks is a lock per key, made while it is wanted.
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyLock
+}
+
+type keyLock struct {
+	sync.Mutex
+	waiters int
+}
+
+// lock takes the lock of key and returns what releases it.
+func (k *keyLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyLock{}
+	}
+	l := k.m[key]
+	if l == nil {
+		l = &keyLock{}
+		k.m[key] = l
+	}
+	l.waiters++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.waiters--; l.waiters == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
 }

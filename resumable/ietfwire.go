@@ -277,8 +277,8 @@ func (x *IETF) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	code, reason := statusOf(err)
 	var te tusd.Error
-	if code >= 500 && code != http.StatusInsufficientStorage && !errors.As(err, &te) {
-		x.h.log.Error("resumable upload failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	if level, ok := wire.Level(code); ok && !errors.As(err, &te) {
+		x.h.log.Log(r.Context(), level, "resumable upload failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
 	}
 	var de *largo.DigestError
 	if errors.As(err, &de) {

@@ -483,8 +483,8 @@ func (h *Handler) tusErr(what string, err error) tusd.Error {
 		return te
 	}
 	code, reason := wire.Status(err)
-	if code >= 500 && code != http.StatusInsufficientStorage && code != http.StatusNotImplemented {
-		h.log.Error("resumable upload failed", "step", what, "err", err)
+	if level, ok := wire.Level(code); ok {
+		h.log.Log(context.Background(), level, "resumable upload failed", "step", what, "status", code, "err", err)
 	}
 	e := tusError(tusCode(code), reason, code)
 	var de *largo.DigestError

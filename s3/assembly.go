@@ -2,7 +2,9 @@ package s3
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -85,3 +87,39 @@ func (a *assemblySender) finish(ctx context.Context, cond largo.Condition) (writ
 // (the final request sent again) and aborts it when it gives the upload
 // up; one forgotten is aborted by Sweep.
 func (a *assemblySender) abort() {}
+
+// WriteAssemblyPart sends size bytes of r, read once as they arrive, as
+// the part number n of the assembly id of the file name, streamed as the
+// store's own writes are (unsigned aws-chunked with a CRC32 trailer, tried
+// once), and returns the part's ETag. A part sent again under its number
+// replaces the earlier one; a body that fails before its end leaves none.
+// Each part renews the assembly's record, so that Sweep aborts an
+// assembly only once it has received nothing for as long as its expiry.
+func (s *Store) WriteAssemblyPart(ctx context.Context, name, id string, n int32, r io.Reader, size int64) (string, error) {
+	key := s.key(name)
+	out, err := s.api.UploadPart(ctx, &awss3.UploadPartInput{
+		Bucket:        &s.bucket,
+		Key:           &key,
+		UploadId:      &id,
+		PartNumber:    aws.Int32(n),
+		Body:          r,
+		ContentLength: aws.Int64(size),
+	}, streamed)
+	if err != nil {
+		return "", mapErr(name, err)
+	}
+	s.recordUpload(ctx, key, id) // a failure only shortens its life
+	return aws.ToString(out.ETag), nil
+}
+
+// AbortAssembly discards the assembly id of the file name and its parts.
+// One that is gone already (completed, aborted) is no error.
+func (s *Store) AbortAssembly(ctx context.Context, name, id string) error {
+	key := s.key(name)
+	_, err := s.api.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &key, UploadId: &id})
+	if err != nil && !errors.Is(mapErr(name, err), largo.ErrNotFound) {
+		return err
+	}
+	s.forgetUpload(id)
+	return nil
+}

@@ -139,7 +139,7 @@ func ParseURL(raw string) (bucket, prefix string, err error) {
 	if u.Scheme != "s3" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return "", "", fmt.Errorf("%q is not of the form s3://BUCKET/PREFIX", raw)
 	}
-	if err := checkBucketName(u.Host); err != nil {
+	if err := CheckBucketName(u.Host); err != nil {
 		return "", "", err
 	}
 	prefix = strings.Trim(u.Path, "/")
@@ -151,11 +151,11 @@ func ParseURL(raw string) (bucket, prefix string, err error) {
 	return u.Host, prefix, nil
 }
 
-// checkBucketName checks a bucket name against S3's rules: 3 to 63
+// CheckBucketName checks a bucket name against S3's rules: 3 to 63
 // lower-case letters, digits, dots and hyphens, a letter or digit at both
 // ends, no two dots in a row, no dot beside a hyphen, and not an IP
 // address.
-func checkBucketName(b string) error {
+func CheckBucketName(b string) error {
 	bad := func(why string) error { return fmt.Errorf("bucket %q: %s", b, why) }
 	if len(b) < 3 || len(b) > 63 {
 		return bad("a bucket name has 3 to 63 characters")
@@ -201,7 +201,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Bucket == "" {
 		return nil, errors.New("no bucket")
 	}
-	if err := checkBucketName(cfg.Bucket); err != nil {
+	if err := CheckBucketName(cfg.Bucket); err != nil {
 		return nil, err
 	}
 	endpoint, err := parseEndpoint(cfg.Endpoint)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"largo"
+	"largo/transfer"
 )
 
 // maxRanges bounds the ranges of one request. Beyond it the Range header is
@@ -110,23 +111,23 @@ func serveBody(w http.ResponseWriter, r *http.Request, name string, mod time.Tim
 		http.ServeContent(w, r, name, mod, &sized{File: of.OSFile(), size: f.Info().Size, atStart: true})
 		return nil
 	}
-	content := &readErr{ReadSeeker: f}
+	content := &transfer.ReadErr{ReadSeeker: f}
 	if sf, ok := f.(largo.SliceFile); ok {
-		http.ServeContent(w, r, name, mod, &sliced{readErr: content, f: sf})
-		return content.err
+		http.ServeContent(w, r, name, mod, &sliced{ReadErr: content, f: sf})
+		return content.Err
 	}
 	http.ServeContent(w, r, name, mod, content)
-	return content.err
+	return content.Err
 }
 
 // sliced is a file held in slices (largo.SliceFile) as the transfer layer
 // sends it: a syscall.Conn, the descriptor of the slice at the offset,
 // which sendfile sends to the slice's end, and the transfer goes on from
 // the next (see package transfer). A slice that cannot be had makes
-// sendfile decline, and the bytes are read instead, where readErr keeps
+// sendfile decline, and the bytes are read instead, where ReadErr keeps
 // what failed.
 type sliced struct {
-	*readErr
+	*transfer.ReadErr
 	f largo.SliceFile
 }
 
@@ -173,20 +174,6 @@ func (f *sized) Read(p []byte) (int, error) {
 	}
 	f.atStart = false
 	return f.File.Read(p)
-}
-
-// readErr keeps the first error other than io.EOF that its reader returns.
-type readErr struct {
-	io.ReadSeeker
-	err error
-}
-
-func (r *readErr) Read(p []byte) (int, error) {
-	n, err := r.ReadSeeker.Read(p)
-	if err != nil && err != io.EOF && r.err == nil {
-		r.err = err
-	}
-	return n, err
 }
 
 // sniff derives a media type from the first bytes of f, as

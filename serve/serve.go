@@ -409,8 +409,47 @@ func (h *Handler) Drain() { h.draining.Store(true) }
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.front(w, r, strings.HasPrefix(r.URL.Path, Prefix), h.route)
+}
+
+// Protocol is a front end of another protocol, served on a listener of
+// its own beside the file tree (the S3 API, package s3api): it finds who
+// each request comes from itself, and answers in its own terms.
+// Implementations must be safe for concurrent use.
+type Protocol interface {
+	// Identify returns r carrying its principal (gate.With), or the
+	// refusal of its credential; it reads nothing of the body.
+	Identify(r *http.Request) (*http.Request, error)
+	// Refuse answers err, a refusal of Identify's.
+	Refuse(w http.ResponseWriter, r *http.Request, err error)
+	// ServeHTTP serves a request Identify returned.
+	http.Handler
+}
+
+// Front returns the handler of p: behind the front door of every request
+// of the file tree (the transfer wrappers, which keep sendfile and move
+// the deadlines as the client makes progress, a panic recovered, the
+// access log, the metrics of transfers and uploads), then p's Identify,
+// the bandwidth caps of the principal it finds, and p itself.
+func (h *Handler) Front(p Protocol) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.front(w, r, false, func(tw *transfer.Response, r *http.Request) {
+			r, err := p.Identify(r)
+			if err != nil {
+				p.Refuse(tw, r, err)
+				return
+			}
+			defer h.pace(tw, r)()
+			p.ServeHTTP(tw, r)
+		})
+	})
+}
+
+// front serves r by route, wrapped in the transfer layer, logged and
+// counted; own marks a request for the server's own endpoints, which
+// counts as no transfer.
+func (h *Handler) front(w http.ResponseWriter, r *http.Request, own bool, route func(*transfer.Response, *http.Request)) {
 	start := h.cfg.Now()
-	own := strings.HasPrefix(r.URL.Path, Prefix)
 	opt := transfer.Options{IdleTimeout: h.cfg.IdleTimeout, MinRate: h.cfg.MinRate, Now: h.cfg.Now}
 	if !own {
 		opt.Sent = h.sent
@@ -435,7 +474,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = &r2
 	}
 
-	panicked, abort := h.serve(tw, r)
+	panicked, abort := h.serve(tw, r, route)
 	tw.Finish()
 
 	outcome := tw.Outcome(r.Method)
@@ -477,7 +516,7 @@ func (h *Handler) resumed(r *http.Request) bool {
 
 // serve routes the request and recovers from a panic in it. abort reports a
 // panic after the response had begun.
-func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort bool) {
+func (h *Handler) serve(tw *transfer.Response, r *http.Request, route func(*transfer.Response, *http.Request)) (panicked, abort bool) {
 	defer func() {
 		v := recover()
 		if v == nil {
@@ -496,6 +535,13 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 		}
 		reply.Text(tw, http.StatusInternalServerError, "internal error")
 	}()
+	route(tw, r)
+	return
+}
+
+// route serves a request of the file tree or of the server's own
+// endpoints.
+func (h *Handler) route(tw *transfer.Response, r *http.Request) {
 	own := strings.HasPrefix(r.URL.Path, Prefix) && !strings.HasPrefix(r.URL.Path, links.URLPrefix)
 	r, err := h.guard(r)
 	if err != nil {
@@ -523,7 +569,6 @@ func (h *Handler) serve(tw *transfer.Response, r *http.Request) (panicked, abort
 	if err := h.files(tw, r); err != nil {
 		h.errs.Fail(tw, r, err)
 	}
-	return
 }
 
 // files serves the file tree.
@@ -570,7 +615,7 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 		method:   r.Method,
 		path:     r.URL.Path,
 		query:    r.URL.RawQuery,
-		status:   tw.Status(),
+		status:   loggedStatus(tw.Status(), outcome),
 		bytes:    tw.Written(),
 		duration: d,
 		client:   r.RemoteAddr,
@@ -588,6 +633,22 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 	var a [11]slog.Attr
 	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", l.attrs(a[:0])...)
 }
+
+// loggedStatus is the status an access line gives: the one answered, or,
+// for an error answer to a client that went away before it (an upload
+// cut off: its body incomplete), 499, as nginx logs a client that closed
+// its request: no one read the 400, and the line does not blame a
+// request that was never finished.
+func loggedStatus(status int, outcome transfer.Outcome) int {
+	if outcome == transfer.Aborted && status >= 400 {
+		return statusClientClosed
+	}
+	return status
+}
+
+// statusClientClosed is the status logged for a request whose client
+// went away before its answer (nginx's 499).
+const statusClientClosed = 499
 
 type nopObserver struct{}
 

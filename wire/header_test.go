@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -114,4 +115,24 @@ func FuzzCheckIf(f *testing.F) {
 			t.Errorf("CheckIf(%q) accepts a header without a token, an entity tag or a Not", v)
 		}
 	})
+}
+
+// TestLevel: who caused a failure decides its level: the client's doing
+// is not logged beyond its access line, a full disk or a shed load is a
+// warning, the server's own failure an error.
+func TestLevel(t *testing.T) {
+	for _, c := range []struct {
+		code  int
+		level slog.Level
+		ok    bool
+	}{
+		{400, 0, false}, {403, 0, false}, {412, 0, false}, {499, 0, false},
+		{501, slog.LevelInfo, true},
+		{507, slog.LevelWarn, true}, {503, slog.LevelWarn, true},
+		{500, slog.LevelError, true}, {502, slog.LevelError, true},
+	} {
+		if level, ok := Level(c.code); level != c.level || ok != c.ok {
+			t.Errorf("Level(%d) = %v, %v; want %v, %v", c.code, level, ok, c.level, c.ok)
+		}
+	}
 }

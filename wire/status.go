@@ -3,6 +3,7 @@ package wire
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"largo"
@@ -48,6 +49,7 @@ var statusTable = []struct {
 	{largo.ErrNotFound, http.StatusNotFound, "not found"},
 	{largo.ErrNotDir, http.StatusNotFound, "not found"},
 	{largo.ErrSidecarName, http.StatusConflict, "conflict: the name would be taken for the compressed form of the file beside it (NAME.gz, NAME.br or NAME.zst beside NAME), which a drop box may not write"},
+	{largo.ErrNameTaken, http.StatusPreconditionFailed, "name taken: a drop box only adds new files; send this one under another name"},
 	{largo.ErrCreateOnly, http.StatusForbidden, "forbidden: a drop-box link only uploads new files into its folder"},
 	{largo.ErrPermission, http.StatusForbidden, "forbidden: not allowed on this path"},
 	{largo.ErrIsDir, http.StatusConflict, "is a folder"},
@@ -90,4 +92,25 @@ func Status(err error) (int, string) {
 		}
 	}
 	return http.StatusInternalServerError, "internal error"
+}
+
+// Level is the level at which the server logs an answer of status code
+// to a request that failed, by who caused it; ok is false for an answer
+// that is the client's doing alone (4xx: a bad request, a refusal, a
+// client gone), which the access line records and nothing else. A full
+// disk or quota (507) is the writer's doing on a server working as it
+// should: a warning for the operator, not an error of the server; so is
+// a load the server sheds (503). What the server does not support (501)
+// is said for information. Every other 5xx is the server's failure: an
+// error.
+func Level(code int) (level slog.Level, ok bool) {
+	switch {
+	case code < 500:
+		return 0, false
+	case code == http.StatusNotImplemented:
+		return slog.LevelInfo, true
+	case code == http.StatusInsufficientStorage, code == http.StatusServiceUnavailable:
+		return slog.LevelWarn, true
+	}
+	return slog.LevelError, true
 }

@@ -78,8 +78,8 @@ at 127.0.0.1) and {tmp} (a scratch folder), for example:
 	f.Var(&cfg.size, "size", "size of the file downloaded and uploaded (default 1GiB, 64MiB with --quick)")
 	f.BoolVar(&cfg.quick, "quick", false, "a small run: 64 MiB files, 2 s holds, one repetition (well under a minute without peers)")
 	f.IntSliceVar(&cfg.concurrency, "concurrency", lab.DefaultConcurrency(), "concurrent downloads of the download scenario, and clients listing at once in the listing scenario")
-	f.IntVar(&cfg.files, "files", 0, "files in the listing scenario's folder (default 1000000, 20000 with --quick)")
-	f.DurationVar(&cfg.hold, "hold", 0, "how long the stalled and dripping clients are held (default 20s, 2s with --quick)")
+	f.IntVar(&cfg.files, "files", 0, "files in the listing scenario's folder (default 1000000, 5000 with --quick)")
+	durationVar(f, &cfg.hold, "hold", 0, "how long the stalled and dripping clients are held (default 20s, 2s with --quick)")
 	f.DurationSliceVar(&cfg.rtts, "rtt", lab.DefaultRTTs(), "round trips of the distance scenario's shaped path, comma-separated")
 	f.Var(&cfg.streamRate, "stream-rate", "cap of each connection over the distance scenario's path, bytes per second each way (default 16MB, 64MB with --quick)")
 	f.Var(&cfg.window, "stream-window", "window of each connection over the distance scenario's path: bytes in flight each way, so that one stream moves at most a window per round trip (default none)")
@@ -279,7 +279,7 @@ func newNaiveServer(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:0", "address to serve on, host:port")
-	cmd.Flags().DurationVar(&idle, "idle-timeout", 0, "net/http's ReadHeaderTimeout and IdleTimeout (default 0: a header timeout of 10s, no idle timeout)")
+	durationVar(cmd.Flags(), &idle, "idle-timeout", 0, "net/http's ReadHeaderTimeout and IdleTimeout (default 0: a header timeout of 10s, no idle timeout)")
 	documentEnv(cmd.Flags())
 	return cmd
 }

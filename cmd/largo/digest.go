@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"largo"
+	"largo/client"
 	"largo/digests"
 	"largo/record"
 )
@@ -42,9 +43,16 @@ func (v *perSecondValue) Type() string { return "rate" }
 // files without a digest of their current version.
 const digestScanPeriod = time.Hour
 
+// defaultDigestRate is how fast the server's background pass reads the
+// files it hashes unless --digest-rate says otherwise: a modest share of
+// a disk's bandwidth (a 2 GiB file in under two minutes), beside the
+// transfers it serves.
+const defaultDigestRate = 20_000_000
+
 // addDigestFlags registers the flags of largo serve about digests.
 func addDigestFlags(f *pflag.FlagSet, rate *perSecondValue) {
-	f.Var(rate, "digest-rate", "hash, in the background and at most at this rate (such as 50MB/s), the files that have no recorded SHA-256 of their current version (copied onto the disk, put into the bucket directly), at start-up and every hour (default 0: never; largo digest does it on demand)")
+	rate.sizeValue = defaultDigestRate
+	f.Var(rate, "digest-rate", "hash, in the background and at most at this rate, the files that have no recorded SHA-256 and CRC-32 of their current version (copied onto the disk, put into the bucket directly, or uploaded before the CRC-32 was kept), at start-up and every hour, so that they download verified and zips of them resume (0: never; largo digest does it on demand)")
 }
 
 // newDigests returns the keeper of the store's digests, which the
@@ -69,7 +77,7 @@ func newDigest(e *env) *cobra.Command {
 	cfg := &digestConfig{}
 	cmd := &cobra.Command{
 		Use:   "digest PATH... | --store DIR|s3://BUCKET/PREFIX [NAME...]",
-		Short: "Record the SHA-256 of files that arrived without largo, for Repr-Digest and SHA256SUMS",
+		Short: "Record the SHA-256 and CRC-32 of files that arrived without largo, for Repr-Digest, SHA256SUMS and zips that resume",
 		Long: `Hash files that reached a served folder or bucket another way than through
 largo (copied onto the disk, put into the bucket directly, restored from a
 backup) and record each one's SHA-256 in the store's state area
@@ -201,15 +209,7 @@ func servedFolder(p string) (root, name string, err error) {
 	if !fi.IsDir() {
 		start = filepath.Dir(abs)
 	}
-	for dir := start; ; dir = filepath.Dir(dir) {
-		if st, err := os.Stat(filepath.Join(dir, largo.StateDir)); err == nil && st.IsDir() {
-			root = dir
-			break
-		}
-		if filepath.Dir(dir) == dir {
-			break
-		}
-	}
+	root, _ = stateRoot(start)
 	if root == "" {
 		if !fi.IsDir() {
 			return "", "", fmt.Errorf("cannot hash %s: no folder above it holds largo's %s state folder: give the served folder with --store DIR", p, largo.StateDir)
@@ -230,6 +230,20 @@ func servedFolder(p string) (root, name string, err error) {
 	return root, name, nil
 }
 
+// stateRoot returns the nearest folder at or above the folder dir (an
+// absolute path) that holds largo's state folder: the folder a server
+// served, or a command kept records in.
+func stateRoot(dir string) (string, bool) {
+	for ; ; dir = filepath.Dir(dir) {
+		if st, err := os.Stat(filepath.Join(dir, largo.StateDir)); err == nil && st.IsDir() {
+			return dir, true
+		}
+		if filepath.Dir(dir) == dir {
+			return "", false
+		}
+	}
+}
+
 // digestStore hashes the names of one job.
 func digestStore(ctx context.Context, e *env, cfg *digestConfig, j digestJob) (digests.Summary, error) {
 	var total digests.Summary
@@ -244,8 +258,12 @@ func digestStore(ctx context.Context, e *env, cfg *digestConfig, j digestJob) (d
 	}
 	migrateRecords(ctx, slog.New(slog.DiscardHandler), files)
 	k := digests.New(files, digests.Options{Store: store})
-	opt := digests.HashOptions{Rate: int64(cfg.rate.sizeValue), Force: cfg.force, Event: func(ev digests.Event) {
+	prog := newDigestProgress(ctx, progressFor(e.stderr, cfg.quiet), store, j.names)
+	defer prog.end()
+	opt := digests.HashOptions{Rate: int64(cfg.rate.sizeValue), Force: cfg.force, Read: prog.read, Event: func(ev digests.Event) {
+		prog.clear()
 		printDigest(e.stdout, e.stderr, cfg.quiet, ev)
+		prog.done(ev)
 	}}
 	for _, name := range j.names {
 		s, err := k.Hash(ctx, name, opt)
@@ -261,6 +279,80 @@ func digestStore(ctx context.Context, e *env, cfg *digestConfig, j digestJob) (d
 		}
 	}
 	return total, nil
+}
+
+// digestProgress shows largo digest's progress on standard error: the
+// files and bytes done of those below the names asked for, with a bar and
+// the time left on a terminal, a line every few seconds elsewhere,
+// nothing with -q. The total is counted by a walk of the names first,
+// which reads no file; a file already recorded counts as done at once.
+type digestProgress struct {
+	p           client.Progress // nil: none shown
+	files, seen int
+	inFile      int64 // bytes of the file being hashed read so far
+}
+
+// newDigestProgress counts what names hold in store and begins showing
+// the progress of hashing it through a Progress of mk (nil: none).
+func newDigestProgress(ctx context.Context, mk func() client.Progress, store largo.Store, names []string) *digestProgress {
+	dp := &digestProgress{}
+	if mk == nil {
+		return dp
+	}
+	var bytes int64
+	for _, name := range names {
+		largo.WalkDir(ctx, store, name, func(_ string, in largo.Info, err error) error {
+			if err == nil && !in.IsDir && !in.Link {
+				dp.files++
+				bytes += in.Size
+			}
+			return nil
+		})
+	}
+	dp.p = mk()
+	dp.p.Begin(dp.describe(), bytes, 0)
+	return dp
+}
+
+// describe is what the progress is called: files done of all.
+func (dp *digestProgress) describe() string {
+	return fmt.Sprintf("hashing: %d of %d files", dp.seen, dp.files)
+}
+
+// read counts n bytes read of the file being hashed.
+func (dp *digestProgress) read(n int64) {
+	if dp.p != nil {
+		dp.inFile += n
+		dp.p.Add(n)
+	}
+}
+
+// done counts the file ev tells of as done, with what of it was not read.
+func (dp *digestProgress) done(ev digests.Event) {
+	if dp.p == nil {
+		return
+	}
+	if rest := ev.Size - dp.inFile; rest > 0 {
+		dp.p.Add(rest)
+	}
+	dp.inFile = 0
+	dp.seen++
+	if r, ok := dp.p.(interface{ Rename(string) }); ok {
+		r.Rename(dp.describe())
+	}
+}
+
+// clear erases a bar before a line is printed over it.
+func (dp *digestProgress) clear() {
+	if c, ok := dp.p.(interface{ Clear() }); ok {
+		c.Clear()
+	}
+}
+
+func (dp *digestProgress) end() {
+	if dp.p != nil {
+		dp.p.End()
+	}
 }
 
 // printDigest tells of one file: its digest as sha256sum prints it, or

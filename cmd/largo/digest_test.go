@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"largo"
+	"largo/client"
 	"largo/digests"
 	"largo/disk"
 )
@@ -87,5 +88,54 @@ func TestDigestUsage(t *testing.T) {
 		if exitCode(err) != exitUsage {
 			t.Errorf("%v: exit %d (%v)\n%s", args, exitCode(err), err, stderr)
 		}
+	}
+}
+
+// recordingProgress keeps what a progress is told.
+type recordingProgress struct {
+	total, added int64
+	names        []string
+	ended        bool
+}
+
+func (r *recordingProgress) Begin(name string, total, _ int64) {
+	r.total = total
+	r.names = append(r.names, name)
+}
+func (r *recordingProgress) Add(n int64)        { r.added += n }
+func (r *recordingProgress) End()               { r.ended = true }
+func (r *recordingProgress) Rename(name string) { r.names = append(r.names, name) }
+
+// TestDigestProgress: largo digest's progress counts the files and bytes
+// below the names first, then every byte read and every file done (one
+// already recorded at once), so that its bar ends full.
+func TestDigestProgress(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for name, body := range map[string]string{"a.bin": strings.Repeat("a", 3000), "sub/b.bin": "bb", "sub/c.bin": strings.Repeat("c", 70000)} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644)
+	}
+	st, err := disk.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	k := digests.New(recordsOf(st), digests.Options{Store: st})
+	if _, err := k.Hash(ctx, "sub/b.bin", digests.HashOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rp := &recordingProgress{}
+	dp := newDigestProgress(ctx, func() client.Progress { return rp }, st, []string{""})
+	s, err := k.Hash(ctx, "", digests.HashOptions{Rate: 1 << 20, Read: dp.read, Event: dp.done})
+	dp.end()
+	if err != nil || s.Hashed != 2 || s.Fresh != 1 {
+		t.Fatalf("%+v %v", s, err)
+	}
+	if rp.total != 73002 || rp.added != rp.total || !rp.ended {
+		t.Errorf("total %d, added %d, ended %v; want 73002 and a full bar", rp.total, rp.added, rp.ended)
+	}
+	if want := []string{"hashing: 0 of 3 files", "hashing: 1 of 3 files", "hashing: 2 of 3 files", "hashing: 3 of 3 files"}; strings.Join(rp.names, "|") != strings.Join(want, "|") {
+		t.Errorf("names %q; want %q", rp.names, want)
 	}
 }

@@ -111,12 +111,12 @@ func TestBashCompletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := buf.String()
-	for _, want := range []string{"serve\t", "get\t", "put\t", "version\t"} {
+	for _, want := range []string{"serve\t", "get\t", "put\t", "version\t", "healthcheck\t", "access\t"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("completions lack %q:\n%s", want, got)
 		}
 	}
-	for _, hidden := range []string{"healthcheck", "docs"} {
+	for _, hidden := range []string{"docs"} {
 		if strings.Contains(got, hidden) {
 			t.Errorf("completions offer the hidden %s:\n%s", hidden, got)
 		}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"largo"
 )
@@ -22,13 +25,14 @@ func (s *sizeValue) Set(v string) error {
 }
 
 // String returns the size in the largest binary unit that holds it
-// exactly (16MiB), or in bytes; ParseSize reads it back.
+// exactly (16MiB), else the largest decimal one (20MB), or in bytes;
+// ParseSize reads it back.
 func (s *sizeValue) String() string {
 	n := int64(*s)
 	for _, u := range []struct {
 		name string
 		size int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"kB", 1e3}} {
 		if n != 0 && n%u.size == 0 {
 			return strconv.FormatInt(n/u.size, 10) + u.name
 		}
@@ -77,4 +81,34 @@ func joinInts(ns []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ",")
+}
+
+// durationValue is a flag holding a length of time, written as a Go
+// duration (90m, 36h) or in days or weeks (7d, 2w): every duration flag
+// of largo's reads both, as largo.ParseAge does.
+type durationValue struct{ d *time.Duration }
+
+func (v durationValue) Set(s string) error {
+	d, err := largo.ParseAge(s)
+	if err != nil {
+		return err
+	}
+	*v.d = d
+	return nil
+}
+
+func (v durationValue) String() string {
+	if v.d == nil {
+		return "0s"
+	}
+	return largo.FormatAge(*v.d)
+}
+
+func (v durationValue) Type() string { return "duration" }
+
+// durationVar defines a duration flag (see durationValue) with the
+// default def.
+func durationVar(f *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+	*p = def
+	f.Var(durationValue{p}, name, usage)
 }

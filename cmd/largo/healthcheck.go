@@ -22,9 +22,9 @@ func newHealthcheck(e *env) *cobra.Command {
 		Long: `Ask http://LISTEN/_largo/healthz (an unspecified host, such as 0.0.0.0,
 asked on the loopback address), or URL if given, and exit 0 on a 200 answer,
 1 otherwise with the reason on one line. It reads --listen from LARGO_LISTEN
-like largo serve, so a container's HEALTHCHECK needs no address.`,
-		Args:   cobra.MaximumNArgs(1),
-		Hidden: true,
+like largo serve, so a container's HEALTHCHECK needs no address (an
+image with no shell and no curl still has largo).`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			url, err := healthURL(listen)
 			if err != nil {
@@ -40,7 +40,7 @@ like largo serve, so a container's HEALTHCHECK needs no address.`,
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "address the server listens on, host:port")
-	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "how long the answer may take")
+	durationVar(cmd.Flags(), &timeout, "timeout", 5*time.Second, "how long the answer may take")
 	documentEnv(cmd.Flags())
 	return cmd
 }

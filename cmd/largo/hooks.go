@@ -42,13 +42,13 @@ func addHookFlags(f *pflag.FlagSet, c *hookConfig) {
 	f.StringVar(&c.preUpload, "hook-pre-upload", "", "URL asked (a POST of JSON) before every upload is accepted, whatever its protocol: a 2xx accepts it (with metadata), a 4xx refuses it with that status and message (see docs/hooks.md)")
 	f.StringVar(&c.notify, "hook-notify", "", "URL sent a POST of JSON for every file committed, deleted, moved or expired, from a durable outbox in the store's state area, until it answers a 2xx")
 	f.StringVar(&c.secretFile, "hook-secret-file", "", "file holding the secret (16 bytes or more, or whsec_ and its base64) that signs every hook request as Standard Webhooks do (webhook-id, webhook-timestamp, webhook-signature: HMAC-SHA256 of the id, time and body), and, for one release, in the deprecated Largo-Signature field (default: unsigned)")
-	f.DurationVar(&c.timeout, "hook-timeout", hooks.DefaultTimeout, "how long the pre-upload hook may take to answer (then the upload is refused with 503, unless --hook-fail-open), and each delivery of a notification")
+	durationVar(f, &c.timeout, "hook-timeout", hooks.DefaultTimeout, "how long the pre-upload hook may take to answer (then the upload is refused with 503, unless --hook-fail-open), and each delivery of a notification")
 	f.BoolVar(&c.failOpen, "hook-fail-open", false, "accept uploads when the pre-upload hook gives no answer in time, instead of refusing them with 503")
-	f.DurationVar(&c.retryMax, "hook-retry-max", hooks.DefaultMaxBackoff, "longest wait between two attempts to deliver a notification (a random wait below a ceiling that doubles from one second up to it)")
+	durationVar(f, &c.retryMax, "hook-retry-max", hooks.DefaultMaxBackoff, "longest wait between two attempts to deliver a notification (a random wait below a ceiling that doubles from one second up to it)")
 	f.IntVar(&c.maxEvents, "hook-outbox-max-events", hooks.DefaultMaxEvents, "most notifications the outbox holds, its dead letters included: past it, new events are dropped (counted in largo_hook_events_total{stage=\"dropped\"} and logged), the writes go ahead")
 	c.maxBytes = hooks.DefaultMaxBytes
 	f.Var(&c.maxBytes, "hook-outbox-max-bytes", "most bytes of notifications the outbox holds, its dead letters included: past it, new events are dropped as past --hook-outbox-max-events")
-	f.DurationVar(&c.maxAge, "hook-max-age", 0, "park a notification the receiver still fails (a 5xx, 408 or 429) once it is this old, as a dead letter (largo hooks dead), so that the next ones flow (default 0: try it for ever; one refused with another 4xx is parked after 5 tries, one that gets no answer never)")
+	durationVar(f, &c.maxAge, "hook-max-age", 0, "park a notification the receiver still fails (a 5xx, 408 or 429) once it is this old, as a dead letter (largo hooks dead), so that the next ones flow (default 0: try it for ever; one refused with another 4xx is parked after 5 tries, one that gets no answer never)")
 }
 
 // newHooks returns the hooks the flags ask for; nil without

@@ -72,6 +72,26 @@ func (b *barProgress) Add(n int64) {
 	}
 }
 
+// Rename changes the bar's description.
+func (b *barProgress) Rename(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bar != nil {
+		b.bar.Describe(name)
+	}
+}
+
+// Clear erases the bar from its line, so that a line written to the
+// terminal next is not drawn over; the bar comes back at its next
+// change.
+func (b *barProgress) Clear() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bar != nil {
+		b.bar.Clear()
+	}
+}
+
 func (b *barProgress) End() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -122,6 +142,13 @@ func (l *lineProgress) Begin(name string, total, done int64) {
 }
 
 func (l *lineProgress) Add(n int64) { l.n.Add(n) }
+
+// Rename changes the name the lines begin with.
+func (l *lineProgress) Rename(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.name = name
+}
 
 func (l *lineProgress) End() {
 	l.mu.Lock()

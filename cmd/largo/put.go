@@ -19,9 +19,11 @@ type putConfig struct {
 	cancel   bool
 	protocol choiceValue
 	parallel int
+	checksum bool
 }
 
-// defaultParallel is how many pieces of a large file go at once.
+// defaultParallel is how many connections one file uses at once, in get
+// (ranged requests) and put (pieces) alike.
 const defaultParallel = 4
 
 func newPut(e *env) *cobra.Command {
@@ -64,12 +66,17 @@ cancelled like a tus upload.
 --plain sends one PUT to URL instead (for servers without tus), with
 Content-Length and a Repr-Digest (sha-256, computed before the upload); it
 cannot resume, only start again. -r uploads the files below the folder FILE,
-keeping their relative paths (names starting with a dot are skipped).
+keeping their relative paths (names starting with a dot are skipped). It
+skips, and counts as already in place, each file the server already holds
+whole, asked with a HEAD at its place: the same size and, where the server
+keeps one (largo does), the same sha-256 (Repr-Digest); a server that keeps
+none is believed on the size when its copy is not older than the file.
+--checksum wants the digest: a file whose copy has none is sent again. An
+interrupted -r run, run again, sends only what is missing.
 
-The token comes from --token, --token-file or LARGO_TOKEN. Ctrl-C stops
-with the upload's state kept and prints the command that resumes, with the
-token given the same way: a token typed with --token is repeated, one from
-LARGO_TOKEN or a file is named by its variable or its file, never printed.` + exitCodesHelp,
+Ctrl-C stops with the upload's state kept and prints the command that
+resumes.
+` + credentialsHelp + exitCodesHelp,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPut(cmd.Context(), e, cfg, args[0], args[1])
@@ -79,7 +86,8 @@ LARGO_TOKEN or a file is named by its variable or its file, never printed.` + ex
 	f.BoolVar(&cfg.plain, "plain", false, "send one PUT instead of a resumable tus upload")
 	f.Var(&cfg.protocol, "protocol", "resumable upload protocol: tus, or ietf (the IETF draft, at the file's own URL)")
 	f.BoolVar(&cfg.cancel, "cancel", false, "terminate the remembered upload of FILE to URL on the server, and forget it")
-	f.IntVarP(&cfg.parallel, "parallel", "j", defaultParallel, "pieces of one file (of 64 MiB or more) to send at once, over as many connections, to a server with tus concatenation; 1 sends one stream")
+	f.IntVarP(&cfg.parallel, "parallel", "j", defaultParallel, "connections at once for one file: pieces sent at once (a file of 64 MiB or more, to a server with tus concatenation); 1 sends one stream")
+	f.BoolVar(&cfg.checksum, "checksum", false, "with -r: skip a file the server holds only when the server's sha-256 of it matches (default: the size, and the digest where the server keeps one)")
 	cfg.flags(f)
 	documentEnv(f)
 	return cmd
@@ -103,23 +111,30 @@ func runPut(ctx context.Context, e *env, cfg *putConfig, file, rawURL string) er
 	if ietf && cfg.plain {
 		return usageErr(errors.New("--plain sends one PUT: it takes no --protocol"))
 	}
-	if cfg.parallel < 1 || cfg.parallel > 64 {
-		return usageErr(errors.New("--parallel must be between 1 and 64"))
+	if cfg.checksum && !cfg.recursive {
+		return usageErr(errors.New("--checksum goes with -r: it decides which files of a folder are already in place"))
 	}
-	c, err := cfg.client(e)
+	if cfg.parallel < 1 || cfg.parallel > 64 {
+		return usageErr(errors.New("--parallel (-j) must be between 1 and 64"))
+	}
+	c, rawURL, err := cfg.client(e, rawURL)
 	if err != nil {
 		return err
 	}
 	c.Parallel = cfg.parallel
+	c.Checksum = cfg.checksum
 	ctx, stop := untilSignal(ctx, e)
 	defer stop()
 	jobs := 0
-	if cfg.parallel != defaultParallel && !cfg.plain && !ietf {
-		jobs = cfg.parallel
+	if !cfg.plain && !ietf {
+		jobs = jobsArg(cfg.parallel)
 	}
 	resume := resumeCommand("put", cfg.transferConfig, jobs, file, rawURL)
 	if cfg.plain {
 		resume += " --plain"
+	}
+	if cfg.checksum {
+		resume += " --checksum"
 	}
 	var dest *client.Destination
 	start := time.Now()
@@ -145,12 +160,18 @@ func runPut(ctx context.Context, e *env, cfg *putConfig, file, rawURL string) er
 	}
 	if cfg.recursive {
 		tr, err := c.PutTree(ctx, file, dest)
+		if cfg.askLinkPassword(e, c, err) {
+			tr, err = c.PutTree(ctx, file, dest)
+		}
 		if !cfg.quiet && !errors.Is(err, client.ErrResumable) {
 			fmt.Fprintln(e.stderr, treeSummary("uploaded", tr, time.Since(start)))
 		}
 		return cfg.transferErr(err, resume)
 	}
 	res, err := c.Put(ctx, file, dest, "")
+	if cfg.askLinkPassword(e, c, err) {
+		res, err = c.Put(ctx, file, dest, "")
+	}
 	if err == nil && !cfg.quiet {
 		fmt.Fprintln(e.stderr, summary("uploaded", res, time.Since(start)))
 	}

@@ -43,8 +43,8 @@ func addQuotaFlags(f *pflag.FlagSet, q *quotaConfig, serving bool) {
 	if !serving {
 		return
 	}
-	f.DurationVar(&q.sync, "quota-sync", defaultQuotaSync, "how often the usage counted against quotas is added to the store's record, which instances serving one bucket share: a quota may be overrun by what other instances admit in this time")
-	f.DurationVar(&q.reconcile, "quota-reconcile", defaultQuotaReconcile, "how often the usage is counted again from the files themselves, to see changes made behind largo's back (0: only at start-up when none is recorded, and after changes only a count sees)")
+	durationVar(f, &q.sync, "quota-sync", defaultQuotaSync, "how often the usage counted against quotas is added to the store's record, which instances serving one bucket share: a quota may be overrun by what other instances admit in this time")
+	durationVar(f, &q.reconcile, "quota-reconcile", defaultQuotaReconcile, "how often the usage is counted again from the files themselves, to see changes made behind largo's back (0: only at start-up when none is recorded, and after changes only a count sees)")
 }
 
 // perUser is the quota of users the flags give.

@@ -14,8 +14,9 @@ import (
 
 // TestReadmeQuickStart runs the README's quick start as a newcomer would,
 // line by line in one shell, with largo (this test binary, run as largo)
-// and curl: a folder served, a download with curl and largo get, an upload
-// with curl and largo put. Only the port changes, to a free one, and the
+// and curl: a folder served, a download with curl and largo get (verified:
+// the file was there before the server, which hashed it at start), an
+// upload with curl and largo put. Only the port changes, to a free one, and the
 // shell waits for the server's health check before the first download,
 // where a person would glance at its first line.
 func TestReadmeQuickStart(t *testing.T) {
@@ -76,6 +77,11 @@ func TestReadmeQuickStart(t *testing.T) {
 		if err != nil || string(got) != "hello\n" {
 			t.Errorf("%s after the quick start: %q, %v\n%s", name, got, err, out)
 		}
+	}
+	// hello.txt was written before the server started: its background
+	// hashing gave it its digest, and the download checked it.
+	if !strings.Contains(string(out), "saved copy.txt") || !strings.Contains(string(out), "verified against the server's sha-256") {
+		t.Errorf("largo get of a file copied onto the disk is not verified:\n%s", out)
 	}
 	for _, want := range []string{`"one.txt"`, `"copy.txt"`} {
 		if !strings.Contains(string(out), want) {

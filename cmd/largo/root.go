@@ -87,7 +87,7 @@ LARGO_MAX_CONNS). A flag on the command line wins over the variable.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
-	root.AddCommand(newServe(e), newGet(e), newPut(e), newPrecompress(e), newDigest(e), newUsage(e), newHooksCmd(e), newBench(e), newShare(e), newPasswd(e), newVersion(e), newHealthcheck(e), newDocs(e))
+	root.AddCommand(newServe(e), newGet(e), newPut(e), newPrecompress(e), newDigest(e), newUsage(e), newHooksCmd(e), newBench(e), newShare(e), newAccess(e), newPasswd(e), newS3Key(e), newVersion(e), newHealthcheck(e), newDocs(e))
 	return root
 }
 
@@ -96,10 +96,27 @@ func envName(flag string) string {
 	return "LARGO_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
+// noEnvAnnotation marks a flag that no environment variable sets: one
+// whose variable means something else (LARGO_PASSWORD is a user's
+// password, not share's --password).
+const noEnvAnnotation = "largo-no-env"
+
+// noEnv marks the flags names as set by no environment variable.
+func noEnv(fs *pflag.FlagSet, names ...string) {
+	for _, n := range names {
+		fs.SetAnnotation(n, noEnvAnnotation, []string{"true"})
+	}
+}
+
+// hasEnv reports whether an environment variable may set f.
+func hasEnv(f *pflag.Flag) bool { return f.Annotations[noEnvAnnotation] == nil }
+
 // documentEnv appends each flag's environment variable to its help.
 func documentEnv(fs *pflag.FlagSet) {
 	fs.VisitAll(func(f *pflag.Flag) {
-		f.Usage += " [$" + envName(f.Name) + "]"
+		if hasEnv(f) {
+			f.Usage += " [$" + envName(f.Name) + "]"
+		}
 	})
 }
 
@@ -108,7 +125,7 @@ func documentEnv(fs *pflag.FlagSet) {
 func applyEnv(fs *pflag.FlagSet, getenv func(string) (string, bool)) error {
 	var err error
 	fs.VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Changed || f.Name == "help" {
+		if err != nil || f.Changed || f.Name == "help" || !hasEnv(f) {
 			return
 		}
 		v, ok := getenv(envName(f.Name))

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/netip"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -46,6 +47,7 @@ type serveConfig struct {
 	s3PartConc    int
 	slices        sliceConfig
 	listen        string
+	publicURL     string
 	adminListen   string
 	idleTimeout   time.Duration
 	minRate       sizeValue
@@ -87,6 +89,7 @@ type serveConfig struct {
 
 	quota quotaConfig
 	hooks hookConfig
+	s3api s3Config
 }
 
 // defaultLinkMaxUpload is the largest file a write through a share link
@@ -190,6 +193,7 @@ func newServe(e *env) *cobra.Command {
 		access:        accessConfig{forwarded: choiceValue{value: auth.XForwardedFor, choices: []string{auth.XForwardedFor, auth.Forwarded}}},
 		linkMaxUpload: defaultLinkMaxUpload,
 	}
+	var helpAll bool
 	cmd := &cobra.Command{
 		Use:   "serve [DIR]",
 		Short: "Serve a folder or a bucket over HTTP",
@@ -293,6 +297,9 @@ defaults). Nothing appears at the key before the body is complete and its
 digest checked; If-None-Match and If-Match are applied by the store.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if wantsHelpAll(cmd, helpAll) {
+				return nil
+			}
 			if len(args) == 1 {
 				if cfg.store != "" {
 					return usageErr(errors.New("give a folder or --store ($LARGO_STORE), not both"))
@@ -311,8 +318,9 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.IntVar(&cfg.s3PartConc, "s3-part-concurrency", s3.DefaultPartConcurrency, "parts of one upload of unknown length in memory at once (the one filling and those being sent), and parts of resumable uploads sent to the bucket at once")
 	addSliceFlags(f, &cfg.slices)
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address to serve on, host:port (port 0 picks a free one)")
+	f.StringVar(&cfg.publicURL, "public-url", "", "the base URL clients reach this server at, such as https://files.example/ behind a proxy: recorded in the store's state area for largo share's links (default: the address it listens on)")
 	f.StringVar(&cfg.adminListen, "admin-listen", "", "separate address for metrics and pprof, answered to whoever reaches it (default none: no pprof, and metrics at /_largo/metrics only for the users an access-file rule for that path names)")
-	f.DurationVar(&cfg.idleTimeout, "idle-timeout", 60*time.Second, "cut a client that takes or sends no bytes for this long, and close idle keep-alive connections")
+	durationVar(f, &cfg.idleTimeout, "idle-timeout", 60*time.Second, "cut a client that takes or sends no bytes for this long, and close idle keep-alive connections")
 	f.Var(&cfg.minRate, "min-rate", "cut a client that sends or takes fewer than this many bytes per second on average, counted after the first idle timeout (0: no minimum); a body trickled a byte now and then cannot hold its connection")
 	f.Var(&cfg.rates.transfer, "rate", "cap each transfer at this many bytes per second, each way, such as 5MB (0: no cap)")
 	f.Var(&cfg.rates.user, "rate-per-user", "cap all transfers of one signed-in user together, and of the share links that user made, at this many bytes per second each way, however many connections carry them; a user's rate in the access file replaces it (0: no cap)")
@@ -320,8 +328,8 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.rates.link, "rate-per-link", "cap all transfers through one share link together at this many bytes per second each way; a link made with a lower max rate keeps its own (0: no cap of the server's)")
 	f.IntVar(&cfg.maxConns, "max-conns", 10000, "most connections held at once; beyond it clients get 503 (0: no limit)")
 	f.IntVar(&cfg.maxConnsPerIP, "max-conns-per-ip", defaultMaxConnsPerIP, "most connections held at once from one client address, so that one address cannot take every slot (0: no limit; the connections of a --trusted-proxy are not capped)")
-	f.DurationVar(&cfg.drainTimeout, "drain-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long transfers in flight may finish before they are cut")
-	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on a stop, how long the server's own last work may take once the transfers are over: stopping its background work, adding the usage it counted to the quotas' record, giving up the hooks' outbox")
+	durationVar(f, &cfg.drainTimeout, "drain-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long transfers in flight may finish before they are cut")
+	durationVar(f, &cfg.shutdownTimeout, "shutdown-timeout", 10*time.Second, "on a stop, how long the server's own last work may take once the transfers are over: stopping its background work, adding the usage it counted to the quotas' record, giving up the hooks' outbox")
 	f.StringVar(&cfg.tlsCert, "tls-cert", "", "TLS certificate file, PEM (with --tls-key: serve HTTPS and HTTP/2)")
 	f.StringVar(&cfg.tlsKey, "tls-key", "", "TLS private key file, PEM")
 	f.Var(&cfg.logFormat, "log-format", "log format: text or json")
@@ -354,10 +362,13 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.BoolVar(&cfg.noMkdir, "no-mkdir", false, "refuse writes into folders that do not exist (409) instead of creating them")
 	addQuotaFlags(f, &cfg.quota, true)
 	f.StringVar(&cfg.ietfVersions, "ietf-versions", joinInts(resumable.DefaultVersions()), "interop versions of the IETF resumable-upload draft that make a PUT or POST resumable (Upload-Draft-Interop-Version), comma-separated, or off")
-	f.DurationVar(&cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
-	f.DurationVar(&cfg.expirySweep, "expiry-sweep", time.Minute, "how often expired files are removed: those under an access file's [[expire]] paths, and those a drop box with a file TTL received")
+	durationVar(f, &cfg.uploadExpiry, "upload-expiry", resumable.DefaultExpiry, "remove a resumable upload that receives no bytes for this long; on a bucket, also abort the multipart uploads of interrupted writes older than this")
+	durationVar(f, &cfg.expirySweep, "expiry-sweep", time.Minute, "how often expired files are removed: those under an access file's [[expire]] paths, and those a drop box with a file TTL received")
 	addHookFlags(f, &cfg.hooks)
+	addS3APIFlags(f, &cfg.s3api)
+	addHelpAll(f, &helpAll)
 	documentEnv(f)
+	setServeHelp(cmd)
 	return cmd
 }
 
@@ -466,14 +477,32 @@ func httpServer(h http.Handler, cfg *serveConfig, logger *slog.Logger, tlsConf *
 
 // announce says where the server serves: a line for people, and the ready
 // line for programs (package ready).
-func announce(e *env, where string, addr net.Addr, https bool, adminURL string) {
+func announce(e *env, where string, addr net.Addr, https bool, adminURL, s3URL string) {
+	url := listenURL(addr, https)
+	fmt.Fprintf(e.stdout, "largo: serving %s at %s\n", where, url)
+	ready.Write(e.stdout, ready.Line{URL: url, Addr: addr.String(), Admin: adminURL, S3: s3URL})
+}
+
+// listenURL is the base URL of a server listening on addr.
+func listenURL(addr net.Addr, https bool) string {
 	scheme := "http"
 	if https {
 		scheme = "https"
 	}
-	url := fmt.Sprintf("%s://%s/", scheme, displayAddr(addr))
-	fmt.Fprintf(e.stdout, "largo: serving %s at %s\n", where, url)
-	ready.Write(e.stdout, ready.Line{URL: url, Addr: addr.String(), Admin: adminURL})
+	return fmt.Sprintf("%s://%s/", scheme, displayAddr(addr))
+}
+
+// publicURL is the base URL recorded for largo share: --public-url,
+// checked, or the address the server listens on.
+func publicURL(cfg *serveConfig, addr net.Addr, https bool) (string, error) {
+	if cfg.publicURL == "" {
+		return listenURL(addr, https), nil
+	}
+	u, err := url.Parse(cfg.publicURL)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", usageErr(fmt.Errorf("--public-url %s: an http or https URL such as https://files.example/", cfg.publicURL))
+	}
+	return strings.TrimSuffix(u.String(), "/") + "/", nil
 }
 
 // adminMux serves metrics and pprof on the admin listener.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,5 +55,41 @@ func TestListingConfig(t *testing.T) {
 	}
 	if listing.MinMax != 256<<10 {
 		t.Errorf("listing.MinMax %d: the help says 256KiB", listing.MinMax)
+	}
+}
+
+// TestServeHelp: largo serve --help is short: the common flags, grouped,
+// and where the others are; --help-all is the whole help, every flag.
+func TestServeHelp(t *testing.T) {
+	help := func(arg string) string {
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"serve", arg}, quietEnv(&out, io.Discard)); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	short := help("--help")
+	if lines := strings.Count(short, "\n"); lines > 50 {
+		t.Errorf("serve --help is %d lines", lines)
+	}
+	shown := 0
+	for _, g := range commonServeFlags {
+		if !strings.Contains(short, "\n"+g.group+":\n") {
+			t.Errorf("serve --help lacks the group %q", g.group)
+		}
+		for _, f := range g.flags {
+			if strings.Contains(short, "  --"+f[0]+" ") {
+				shown++
+			}
+		}
+	}
+	if shown != 15 || !strings.Contains(short, "--help-all") || !strings.Contains(short, "docs/serving.md") || strings.Contains(short, "--s3-part-size") {
+		t.Errorf("serve --help shows %d flags:\n%s", shown, short)
+	}
+	all := help("--help-all")
+	for _, want := range []string{"--s3-part-size", "--hook-pre-upload", "--digest-rate", "Bandwidth caps"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("serve --help-all lacks %q", want)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"largo"
+	"largo/archive"
 	"largo/dav"
 	"largo/expiry"
 	"largo/gate"
@@ -25,6 +26,7 @@ import (
 	"largo/pageapi"
 	"largo/quota"
 	"largo/resumable"
+	"largo/s3api"
 	"largo/serve"
 	"largo/sidecar"
 )
@@ -44,6 +46,8 @@ type server struct {
 	log   *slog.Logger
 	where string // the store, as the user is told of it
 	https bool
+	// url is where clients reach the server, recorded for largo share.
+	url string
 	// drain is how long transfers in flight may finish at a stop, and
 	// shutdown how long the server's own last work may take after them.
 	drain, shutdown time.Duration
@@ -57,6 +61,11 @@ type server struct {
 	requests *requests
 	adminLn  net.Listener // nil without an admin listener
 	admin    *http.Server
+	// The S3 API's listener and server (--s3-listen), nil without.
+	s3ln   net.Listener
+	s3lim  *limit.Listener
+	s3http *http.Server
+	s3     *s3api.Handler
 
 	quota   *quota.Keeper // nil without quotas
 	hooks   *hooks.Hooks  // nil without hooks
@@ -115,6 +124,9 @@ func newServer(ctx context.Context, e *env, cfg *serveConfig, logger *slog.Logge
 	if s.ln, err = s.handed.listen(cfg.listen); err != nil {
 		return nil, usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.listen, netErrText(err)))
 	}
+	if s.url, err = publicURL(cfg, s.ln.Addr(), s.https); err != nil {
+		return nil, err
+	}
 	proxies, trusted, err := newProxies(logger, &cfg.access)
 	if err != nil {
 		return nil, err
@@ -125,6 +137,11 @@ func newServer(ctx context.Context, e *env, cfg *serveConfig, logger *slog.Logge
 	if s.adminLn, err = s.handed.listenAdmin(cfg.adminListen); err != nil {
 		return nil, usageErr(fmt.Errorf("cannot listen on %s: %v", cfg.adminListen, netErrText(err)))
 	}
+	if cfg.s3api.listen != "" {
+		if s.s3ln, err = net.Listen("tcp", cfg.s3api.listen); err != nil {
+			return nil, usageErr(fmt.Errorf("--s3-listen: cannot listen on %s: %v", cfg.s3api.listen, netErrText(err)))
+		}
+	}
 	m := newMetrics()
 	if s.handler, err = s.newHandler(ctx, cfg, m, logOut, trusted); err != nil {
 		return nil, err
@@ -133,9 +150,17 @@ func newServer(ctx context.Context, e *env, cfg *serveConfig, logger *slog.Logge
 	if proxies != nil {
 		front = proxies.Handler(front)
 	}
-	s.requests = &requests{h: front}
+	s.requests = &requests{}
 	s.lim = limitConns(s.ln, cfg, trusted, logger, tlsConf == nil)
-	s.http = httpServer(s.requests, cfg, logger, tlsConf)
+	s.http = httpServer(s.requests.count(front), cfg, logger, tlsConf)
+	if s.s3 != nil {
+		var s3front http.Handler = s.handler.Front(s.s3)
+		if proxies != nil {
+			s3front = proxies.Handler(s3front)
+		}
+		s.s3lim = limitConns(s.s3ln, cfg, trusted, logger, tlsConf == nil)
+		s.s3http = httpServer(s.requests.count(s.s3Handler(cfg, s3front)), cfg, logger, tlsConf)
+	}
 	if s.adminLn != nil {
 		// The admin listener answers only its own names too: on a
 		// loopback address, loopback names, so that a page on a
@@ -200,7 +225,12 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 	sidecars := sidecarPolicy(files, cfg.sidecars.value == "any")
 	// One sender of archives for the file tree and the page, so that
 	// their tar.zst archives take the same compression slots.
-	archives := serve.NewArchives(lcfg.Dir, nil, enc)
+	// A zip of files whose CRC-32s are all recorded resumes.
+	var crc32 archive.CRC32Func
+	if digests != nil {
+		crc32 = digests.CRC32
+	}
+	archives := serve.NewArchives(lcfg.Dir, crc32, enc)
 	hcfg := serve.Config{
 		Store:       gated,
 		Gate:        g,
@@ -255,6 +285,11 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 		CORSOrigins: cfg.access.corsOrigins,
 		Logger:      logger,
 	})
+	if s.s3ln != nil {
+		if err := s.newS3API(cfg, gated, hcfg.Writes, files, digests, lcfg); err != nil {
+			return nil, err
+		}
+	}
 	return serve.New(hcfg), nil
 }
 
@@ -265,12 +300,12 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 // without the writes' own.
 func (s *server) newWrites(ctx context.Context, cfg *serveConfig, g *gate.Gate, m *metrics.Metrics, icfg ingest.Config, exp *expiry.Expiry, locks *dav.Locks, trusted []netip.Prefix, state largo.State, hcfg *serve.Config) error {
 	st, logger := s.store, s.log
-	if err := prepare(ctx, logger, st); err != nil {
+	if err := prepare(ctx, logger, st, s.where); err != nil {
 		return err
 	}
 	staging, err := resumable.StagingFor(st)
 	if err != nil {
-		return usageErr(fmt.Errorf("--upload: %v", pathErrText(err)))
+		return cannotWrite(s.where, err)
 	}
 	if sw, ok := st.(sweeper); ok {
 		// Every quarter of the upload expiry, between a second and a
@@ -362,7 +397,13 @@ func (s *server) Run(ctx context.Context) error {
 		adminURL = fmt.Sprintf("http://%s/", s.adminLn.Addr())
 		fmt.Fprintf(s.e.stdout, "largo: metrics and pprof at %s\n", adminURL)
 	}
-	announce(s.e, s.where, s.ln.Addr(), s.https, adminURL)
+	s3URL := ""
+	if s.s3ln != nil {
+		s3URL = listenURL(s.s3ln.Addr(), s.https)
+		fmt.Fprintf(s.e.stdout, "largo: S3 API at %s, bucket %s\n", s3URL, s.s3.Bucket())
+	}
+	s.recordAddress(ctx)
+	announce(s.e, s.where, s.ln.Addr(), s.https, adminURL, s3URL)
 	select {
 	case <-s.failed.Done():
 	case <-ctx.Done():
@@ -390,6 +431,20 @@ func (s *server) Run(ctx context.Context) error {
 	return nil
 }
 
+// recordAddress records where the server is reached in its store's
+// state area, for largo share (address.go); a store without one records
+// nothing, and a failure is only logged: share then says it knows no
+// address.
+func (s *server) recordAddress(ctx context.Context) {
+	sk, ok := s.store.(largo.StateKeeper)
+	if !ok {
+		return
+	}
+	if err := recordAddress(ctx, sk.State(), s.url); err != nil {
+		s.log.Info("this server's address is not recorded: largo share needs --url", "err", err)
+	}
+}
+
 // start runs the workers and the listeners' loops in the server's group.
 func (s *server) start() {
 	s.group, s.failed = errgroup.WithContext(context.Background())
@@ -401,18 +456,10 @@ func (s *server) start() {
 			return nil
 		})
 	}
-	s.group.Go(func() error {
-		var err error
-		if s.https {
-			err = s.http.ServeTLS(s.lim, "", "")
-		} else {
-			err = s.http.Serve(s.lim)
-		}
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return err // ends the group's context: the server stops
-	})
+	s.group.Go(func() error { return s.serve(s.http, s.lim) })
+	if s.s3http != nil {
+		s.group.Go(func() error { return s.serve(s.s3http, s.s3lim) })
+	}
 	if s.admin != nil {
 		s.group.Go(func() error {
 			if err := s.admin.Serve(s.adminLn); !errors.Is(err, http.ErrServerClosed) {
@@ -421,6 +468,21 @@ func (s *server) start() {
 			return nil
 		})
 	}
+}
+
+// serve serves srv on ln until it is shut down; any other end is an
+// error, which ends the group's context: the server stops.
+func (s *server) serve(srv *http.Server, ln net.Listener) error {
+	var err error
+	if s.https {
+		err = srv.ServeTLS(ln, "", "")
+	} else {
+		err = srv.Serve(ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
 }
 
 // Shutdown stops the server Run started. It stops accepting connections
@@ -436,7 +498,13 @@ func (s *server) Shutdown(ctx context.Context) error {
 	s.handler.Drain()
 	s.log.Info("draining: no new connections; transfers in flight may finish", "timeout", s.drain, "connections", s.lim.Open())
 	dctx, cancel := context.WithTimeout(ctx, s.drain)
-	err := s.http.Shutdown(dctx)
+	s3done := make(chan error, 1)
+	if s.s3http != nil {
+		go func() { s3done <- s.s3http.Shutdown(dctx) }()
+	} else {
+		s3done <- nil
+	}
+	err := errors.Join(s.http.Shutdown(dctx), <-s3done)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -445,6 +513,9 @@ func (s *server) Shutdown(ctx context.Context) error {
 			s.log.Warn("drain timeout: cutting transfers still in flight", "connections", s.lim.Open())
 		}
 		s.http.Close()
+		if s.s3http != nil {
+			s.s3http.Close()
+		}
 	}
 	if s.admin != nil {
 		s.admin.Close()
@@ -474,6 +545,11 @@ func (s *server) Shutdown(ctx context.Context) error {
 			s.log.Warn("hooks: the outbox's lease was not given up: it runs out by itself", "err", err)
 		}
 	}
+	if sk, ok := s.store.(largo.StateKeeper); ok {
+		if err := forgetAddress(ctx, sk.State()); err != nil {
+			s.log.Warn("removing the record of this server's address", "err", err)
+		}
+	}
 	s.log.Info("stopped")
 	return errors.Join(errs...)
 }
@@ -494,7 +570,7 @@ func (s *server) wait(ctx context.Context) (error, bool) {
 // close closes what the server holds: the listeners (closed already once
 // served) and the store.
 func (s *server) close() {
-	for _, l := range []net.Listener{s.ln, s.adminLn} {
+	for _, l := range []net.Listener{s.ln, s.adminLn, s.s3ln} {
 		if l != nil {
 			l.Close()
 		}
@@ -507,23 +583,25 @@ func (s *server) close() {
 	}
 }
 
-// requests counts the requests being answered, so that a stop can wait
-// for those the connections it cut leave running: a handler runs on
-// until it notices its connection is gone, and may still write.
+// requests counts the requests being answered, on every listener, so
+// that a stop can wait for those the connections it cut leave running: a
+// handler runs on until it notices its connection is gone, and may still
+// write.
 type requests struct {
-	h http.Handler
-
 	mu   sync.Mutex
 	n    int
 	idle chan struct{} // closed when n comes back to zero, for wait
 }
 
-func (r *requests) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	r.mu.Lock()
-	r.n++
-	r.mu.Unlock()
-	defer r.done()
-	r.h.ServeHTTP(w, req)
+// count returns h, its requests counted.
+func (r *requests) count(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.n++
+		r.mu.Unlock()
+		defer r.done()
+		h.ServeHTTP(w, req)
+	})
 }
 
 func (r *requests) done() {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -23,6 +26,7 @@ type shareConfig struct {
 	expires   time.Duration
 	write     bool
 	password  bool
+	passFile  string
 	as        string
 	maxUpload sizeValue
 	maxRate   sizeValue
@@ -39,7 +43,18 @@ func newShare(e *env) *cobra.Command {
 		Use:   "share [PATH]",
 		Short: "Make, list, extend or revoke share links",
 		Long: `Print a share link to PATH (a file, or a folder and everything below it) that
-works without an account until it expires. Each link is a record in the
+works without an account until it expires. PATH is a path inside the
+served folder or bucket (/docs/a.pdf), or the path of a file or folder of
+this machine inside the served folder (/srv/files/docs/a.pdf, or
+docs/a.pdf from the current folder); without --dir or --store, the served
+folder of such a path is the nearest folder above it that holds largo's
+.largo state folder.
+
+The link starts with --url; without it, with the address the server
+serving the same folder or bucket recorded in its state area when it
+started (its --public-url, or the address it listens on); with neither, with
+http://127.0.0.1:8080, and a warning says so. Durations (--expires,
+--file-ttl) are Go durations or days and weeks: 90m, 36h, 7d, 2w. Each link is a record in the
 served folder's or bucket's state area, which every largo serving it reads:
 --list shows them, --revoke ID stops one (within seconds on every instance),
 --extend ID --expires 48h gives one more time. The link's token is signed
@@ -51,13 +66,19 @@ removed, with their download counts, by the server's hourly sweep.
 
 --as USER makes the link answer to a user of the access file: it grants
 only what USER may still do when it is used (a rule reloaded or the user
-removed takes effect at once). Without --as, the link is the operator's,
-bounded by its scope alone.
+removed takes effect at once). A link USER cannot use today (a link to
+read what USER may not read, a drop box into a folder USER may not write)
+is made all the same, with a warning: it works once a rule lets USER.
+Without --as, the link is the operator's, bounded by its scope alone.
 
 --write makes a drop box instead: the link uploads new files into the
 folder PATH, at most --max-upload each, and never reads, lists or replaces
-anything. --password asks for a password the link will need too (at least
-8 characters; sent as the password of basic auth, with any user name).
+anything. --password gives the link a password it will need too (at least
+8 characters; sent as the password of basic auth, with any user name;
+largo get and put send it from --link-password-file, $LARGO_LINK_PASSWORD
+or a prompt): read from --link-password-file, else from
+$LARGO_LINK_PASSWORD, else asked for twice on a terminal, else one line of
+standard input.
 --max-rate caps the bandwidth of everyone using the link together.
 
 --file-ttl 7d, with --write, removes each file that lands through the drop
@@ -71,14 +92,15 @@ link, so that a download resumed or made in segments counts once.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.dir, "dir", ".", "the served folder (where the share key and the links' records are kept), unless --store names a bucket")
+	f.StringVar(&cfg.dir, "dir", "", "the served folder (where the share key and the links' records are kept), unless --store names a bucket")
 	addStoreFlags(f, &cfg.serveConfig, "where the files are: s3://BUCKET/PREFIX for a bucket (default: --dir)")
 	f.StringVar(&cfg.access.accessFile, "access", "", "the server's access file (its users, and its share key if it names one)")
 	f.StringVar(&cfg.access.shareKeyFile, "share-key-file", "", "the share key's file, as given to largo serve")
-	f.StringVar(&cfg.url, "url", "http://127.0.0.1:8080", "the server's address, as clients reach it")
-	f.DurationVar(&cfg.expires, "expires", 24*time.Hour, "how long the link works (with --extend: from now)")
+	f.StringVar(&cfg.url, "url", "", "the server's address, as clients reach it (default: the address the running server recorded, else http://127.0.0.1:8080 with a warning)")
+	durationVar(f, &cfg.expires, "expires", 24*time.Hour, "how long the link works (with --extend: from now)")
 	f.BoolVar(&cfg.write, "write", false, "a drop box: the link uploads new files into the folder PATH, never reads")
-	f.BoolVar(&cfg.password, "password", false, "ask for a password the link will need too")
+	f.BoolVar(&cfg.password, "password", false, "give the link a password it will need too: from --link-password-file, $"+linkPasswordEnv+", or asked for")
+	f.StringVar(&cfg.passFile, linkPassFileFlag, "", "with --password: read the link's password from this file")
 	f.StringVar(&cfg.as, "as", "", "the user of the access file the link answers to (default: the operator)")
 	f.Var(&cfg.maxUpload, "max-upload", "with --write: the largest file the drop box takes, such as 1GiB (default: the server's --link-max-upload)")
 	f.Var(&cfg.maxRate, "max-rate", "the link's bandwidth cap, shared by every transfer through it, in bytes per second each way, such as 5MB (default: the server's --rate-per-link, which also governs when lower)")
@@ -87,6 +109,7 @@ link, so that a download resumed or made in segments counts once.`,
 	f.BoolVar(&cfg.list, "list", false, "list the links (with --as, those USER made)")
 	f.StringVar(&cfg.revoke, "revoke", "", "revoke the link with this ID")
 	f.StringVar(&cfg.extend, "extend", "", "give the link with this ID --expires more, from now")
+	noEnv(f, "password") // $LARGO_PASSWORD is a user's password, for get and put
 	documentEnv(f)
 	return cmd
 }
@@ -105,6 +128,19 @@ func runShare(cmd *cobra.Command, e *env, cfg *shareConfig, args []string) error
 		return usageErr(errors.New("--expires must be positive"))
 	}
 	ctx := cmd.Context()
+	var local *string // PATH as a name inside a served folder of this machine
+	if len(args) == 1 {
+		name, ok, err := localSharePath(&cfg.serveConfig, args[0])
+		if err != nil {
+			return err
+		}
+		if ok {
+			local = &name
+		}
+	}
+	if cfg.dir == "" {
+		cfg.dir = "."
+	}
 	st, _, err := openStore(ctx, e, &cfg.serveConfig)
 	if err != nil {
 		return err
@@ -131,11 +167,12 @@ func runShare(cmd *cobra.Command, e *env, cfg *shareConfig, args []string) error
 		return failed(err)
 	}
 	all := cfg.as == ""
+	base := shareBase(ctx, e, cfg, sk.State())
 	switch {
 	case cfg.list:
 		list, err := ls.List(ctx, cfg.as, all)
 		if err == nil {
-			err = printLinks(ctx, e, cfg, ls, list)
+			err = printLinks(ctx, e, base, ls, list)
 		}
 		if err != nil {
 			return failed(err)
@@ -155,19 +192,29 @@ func runShare(cmd *cobra.Command, e *env, cfg *shareConfig, args []string) error
 		fmt.Fprintf(e.stdout, "%s now expires %s\n", l.ID, l.Expires.Local().Format(time.RFC3339))
 		return nil
 	}
-	return makeShare(cmd, e, cfg, st, ls, args[0])
+	return makeShare(cmd, e, cfg, st, ls, p, base, args[0], local)
 }
 
-// makeShare makes a link to target and prints it.
-func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, ls *links.Links, target string) error {
+// makeShare makes a link to target (or to *local, the name inside the
+// served folder of the local path target, when target is no name the
+// store has) and prints it under base.
+func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, ls *links.Links, p *auth.Policy, base, target string, local *string) error {
 	name, err := largo.ParseName("/" + strings.TrimPrefix(target, "/"))
-	if err != nil || largo.Reserved(name) {
+	if err == nil && largo.Reserved(name) {
+		err = largo.ErrReservedName
+	}
+	if local != nil {
+		if _, serr := st.Stat(cmd.Context(), name); err != nil || serr != nil {
+			name, err = *local, nil
+		}
+	}
+	if err != nil {
 		return usageErr(fmt.Errorf("PATH %q: not a path largo serves", target))
 	}
 	in, err := st.Stat(cmd.Context(), name)
 	switch {
 	case err != nil:
-		return usageErr(fmt.Errorf("PATH %s: %v", target, pathErrText(err)))
+		return usageErr(fmt.Errorf("PATH %s: %v in the served folder or bucket (a path inside it, such as /docs/a.pdf, or a file of this machine inside the served folder)", target, pathErrText(err)))
 	case cfg.write && !in.IsDir:
 		return usageErr(fmt.Errorf("--write: %s is not a folder", target))
 	case !cfg.write && cfg.maxUpload != 0:
@@ -202,23 +249,37 @@ func makeShare(cmd *cobra.Command, e *env, cfg *shareConfig, st largo.Store, ls 
 	}
 	var password string
 	if cfg.password {
-		if password, err = readSecret(e, "Link password: ", true); err != nil {
+		if password, err = newLinkPassword(e, cfg.passFile); err != nil {
 			return err
 		}
 		if len([]rune(password)) < links.MinPassword {
 			return usageErr(links.ErrShortPassword)
 		}
 	}
+	if cfg.as != "" {
+		warnUnusable(e, p, cfg.as, l)
+	}
 	token, l, err := ls.Make(cmd.Context(), l, password)
 	if err != nil {
 		return failed(err)
 	}
-	fmt.Fprintln(e.stdout, strings.TrimSuffix(cfg.url, "/")+l.URLPath(token))
+	fmt.Fprintln(e.stdout, base+l.URLPath(token))
 	return nil
 }
 
-// printLinks prints list as a table, with their URLs under --url.
-func printLinks(ctx context.Context, e *env, cfg *shareConfig, ls *links.Links, list []links.Link) error {
+// newLinkPassword is the password of a new link: from file, else from
+// $LARGO_LINK_PASSWORD, else asked for (twice on a terminal, else one
+// line of standard input).
+func newLinkPassword(e *env, file string) (string, error) {
+	s, err := fileOrEnv(file, linkPassFileFlag, linkPasswordEnv, e.getenv)
+	if err != nil || s.value != "" {
+		return s.value, err
+	}
+	return readSecret(e, "Link password: ", true)
+}
+
+// printLinks prints list as a table, with their URLs under base.
+func printLinks(ctx context.Context, e *env, base string, ls *links.Links, list []links.Link) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tPATH\tMAKER\tEXPIRES\tLIMITS\tURL")
 	now := time.Now()
@@ -235,21 +296,31 @@ func printLinks(ctx context.Context, e *env, cfg *shareConfig, ls *links.Links, 
 		if !now.Before(l.Expires) {
 			exp += " (expired)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t/%s\t%s\t%s\t%s\t%s\n", l.ID, l.Kind, l.Path, maker, exp, linkLimits(ctx, ls, l), strings.TrimSuffix(cfg.url, "/")+l.URLPath(token))
+		fmt.Fprintf(tw, "%s\t%s\t/%s\t%s\t%s\t%s\t%s\n", l.ID, l.Kind, l.Path, maker, exp, linkLimits(ctx, ls, l), base+l.URLPath(token))
 	}
 	return tw.Flush()
 }
 
-// linkLimits describes a link's download limit (downloads used/limit)
-// and a drop box's file TTL, "-" for neither.
+// linkLimits describes every limit of a link: its password, bandwidth
+// cap, download limit (downloads used/limit), a drop box's largest file
+// and file TTL; "-" for none.
 func linkLimits(ctx context.Context, ls *links.Links, l *links.Link) string {
 	var parts []string
+	if l.Password != "" {
+		parts = append(parts, "password: yes")
+	}
+	if l.MaxRate > 0 {
+		parts = append(parts, "max rate "+largo.FormatSize(l.MaxRate)+"/s")
+	}
 	if l.MaxDownloads > 0 {
 		used := "?"
 		if c, err := ls.Downloads(ctx, l.ID); err == nil {
 			used = strconv.FormatInt(c.Used, 10)
 		}
 		parts = append(parts, fmt.Sprintf("downloads %s/%d", used, l.MaxDownloads))
+	}
+	if l.MaxUpload > 0 {
+		parts = append(parts, "max upload "+largo.FormatSize(l.MaxUpload))
 	}
 	if l.FileTTL > 0 {
 		parts = append(parts, "files expire after "+largo.FormatAge(time.Duration(l.FileTTL)*time.Second))
@@ -258,4 +329,105 @@ func linkLimits(ctx context.Context, ls *links.Links, l *links.Link) string {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// defaultShareBase is the base of links when neither --url nor a running
+// server gives one.
+const defaultShareBase = "http://127.0.0.1:8080"
+
+// shareBase is the base URL of the links printed: --url, else the
+// address the running server recorded in state (address.go), else
+// defaultShareBase with a warning.
+func shareBase(ctx context.Context, e *env, cfg *shareConfig, state largo.State) string {
+	if cfg.url != "" {
+		return strings.TrimSuffix(cfg.url, "/")
+	}
+	u, ok, gone, err := recordedAddress(ctx, state)
+	if ok {
+		return strings.TrimSuffix(u, "/")
+	}
+	why := "no server serving it has recorded its address"
+	switch {
+	case err != nil:
+		why = "its servers' addresses cannot be read (" + err.Error() + ")"
+	case gone != "":
+		why = "the server that recorded " + gone + " is gone"
+	}
+	fmt.Fprintf(e.stderr, "largo: warning: %s: the links start with %s, which may not reach the server: give --url\n", why, defaultShareBase)
+	return defaultShareBase
+}
+
+// localSharePath reads PATH as the path of a file or folder of this
+// machine inside a served folder, and returns its name there, or "" when
+// it is none (PATH is then a name inside the store). The served folder
+// is --dir (or a folder --store), or, when neither is given, the nearest
+// folder above PATH that holds largo's state folder, which then becomes
+// --dir.
+func localSharePath(cfg *serveConfig, target string) (name string, ok bool, err error) {
+	abs, aerr := filepath.Abs(target)
+	if aerr != nil {
+		return "", false, nil
+	}
+	fi, serr := os.Stat(abs)
+	if serr != nil {
+		return "", false, nil
+	}
+	root := cmp.Or(cfg.dir, cfg.store)
+	switch {
+	case strings.Contains(root, "://"):
+		return "", false, nil // a bucket: PATH is a name in it
+	case root == "":
+		start := abs
+		if !fi.IsDir() {
+			start = filepath.Dir(abs)
+		}
+		found, ok := stateRoot(start)
+		if !ok {
+			return "", false, nil
+		}
+		root = found
+	}
+	rootAbs, rerr := filepath.Abs(root)
+	if rerr != nil {
+		return "", false, nil
+	}
+	rel, lerr := filepath.Rel(rootAbs, abs)
+	if lerr != nil || rel != "." && !filepath.IsLocal(rel) {
+		return "", false, nil
+	}
+	if rel != "." {
+		name, err = largo.ParseName("/" + filepath.ToSlash(rel))
+		if err != nil || largo.Hidden(name) {
+			return "", false, usageErr(fmt.Errorf("PATH %s: not a name largo serves", target))
+		}
+	}
+	if cfg.dir == "" && cfg.store == "" {
+		cfg.dir = rootAbs
+	}
+	return name, true, nil
+}
+
+// warnUnusable warns when the user a link answers to cannot, today, do
+// what the link gives: read a file, read and list a folder, write into a
+// drop box's folder. The link is made all the same: it grants what its
+// maker may do when it is used, and a rule may come.
+func warnUnusable(e *env, p *auth.Policy, user string, l links.Link) {
+	need := map[links.Kind]auth.Perm{links.File: auth.Read, links.Folder: auth.Read | auth.List, links.Drop: auth.Write}[l.Kind]
+	if has := p.Allowed(user, l.Path); has&need != need {
+		fmt.Fprintf(e.stderr, "largo: warning: the access rules do not let %s %s /%s: the link gives nothing until they do\n", user, permWords(need&^has), l.Path)
+	}
+}
+
+// permWords names the permissions of p: "read and list".
+func permWords(p auth.Perm) string {
+	var words []string
+	for _, w := range []struct {
+		p    auth.Perm
+		word string
+	}{{auth.Read, "read"}, {auth.List, "list"}, {auth.Write, "write into"}, {auth.Delete, "delete"}} {
+		if p&w.p != 0 {
+			words = append(words, w.word)
+		}
+	}
+	return strings.Join(words, " and ")
 }

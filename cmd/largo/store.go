@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -124,13 +126,13 @@ type (
 // prepare readies a store for writes: its own checks and the removal of
 // what a crash left (logged), and a warning when it cannot apply
 // conditions.
-func prepare(ctx context.Context, logger *slog.Logger, st largo.Store) error {
+func prepare(ctx context.Context, logger *slog.Logger, st largo.Store, where string) error {
 	if p, ok := st.(writePreparer); ok {
 		ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
 		defer cancel()
 		n, err := p.PrepareWrites(ctx)
 		if err != nil {
-			return usageErr(fmt.Errorf("cannot write: %v", pathErrText(err)))
+			return cannotWrite(where, err)
 		}
 		if n > 0 {
 			logger.Info("removed temporary files left by an interrupted run", "files", n)
@@ -140,6 +142,18 @@ func prepare(ctx context.Context, logger *slog.Logger, st largo.Store) error {
 		logger.Warn("the store does not apply conditional writes: writes with If-None-Match or If-Match are answered 501")
 	}
 	return nil
+}
+
+// cannotWrite is the refusal to start with writes on a store largo
+// cannot write in (where, as the user is told of it): the store, what
+// failed and why, and what writes need.
+func cannotWrite(where string, err error) error {
+	what := ""
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		what = " (" + pe.Op + " " + pe.Path + ")"
+	}
+	return usageErr(fmt.Errorf("writes are on, but largo cannot write in %s%s: %s: writes need the folder and its %s state folder writable by the user largo runs as; or turn writes off (no --upload, no rule that grants writes)", where, what, pathErrText(err), largo.StateDir))
 }
 
 // lockSweepPeriod is how often the records of expired WebDAV locks are

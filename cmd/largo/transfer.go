@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -19,11 +23,30 @@ type transferConfig struct {
 	retries      int
 	stallTimeout time.Duration
 	quiet        bool
-	token        string
-	tokenFile    string
-	// cred is the token and where it came from, found by client.
+	creds        credentialFlags
+	cacert       string
+	insecure     bool
+	// cred is the credential and where it came from, found by client;
+	// link is whether the transfer goes through a share link.
 	cred credential
+	link bool
 }
+
+// credentialsHelp is how get and put sign in, and trust a server.
+const credentialsHelp = `
+Signing in: a token with --token, --token-file or LARGO_TOKEN; or a user of
+the access file with --user NAME, the password from --password-file,
+LARGO_PASSWORD or a prompt on a terminal. A share link with a password
+takes it from --link-password-file, LARGO_LINK_PASSWORD or, on a terminal,
+a prompt when the link asks for it. A name and password in the URL
+(http://NAME:PASSWORD@host/...) are taken out of it and used the same way.
+No secret is printed or kept in a state file: the command printed to
+resume gives it as it was given (a token typed with --token is repeated; a
+variable or a file is named; a password typed or given in the URL is asked
+for again). A refusal says what refused: a token, a password, the access
+rules, or the server's own message (a pre-upload hook's, a drop box's).
+--cacert FILE trusts a self-signed or private CA's certificate besides the
+system's; --insecure checks none.`
 
 // exitCodesHelp is the exit-code table of get and put.
 const exitCodesHelp = `
@@ -36,27 +59,42 @@ command it prints to resume.`
 func (t *transferConfig) flags(f *pflag.FlagSet) {
 	f.BoolVarP(&t.recursive, "recursive", "r", false, "transfer a whole folder tree")
 	f.IntVar(&t.retries, "retries", 5, "retries in a row after a network error, with exponential backoff (the count restarts whenever bytes move)")
-	f.DurationVar(&t.stallTimeout, "stall-timeout", 60*time.Second, "give up an attempt (and retry) when no byte moves for this long")
+	durationVar(f, &t.stallTimeout, "stall-timeout", 60*time.Second, "give up an attempt (and retry) when no byte moves for this long")
 	f.BoolVarP(&t.quiet, "quiet", "q", false, "print nothing but errors")
-	f.StringVar(&t.token, tokenFlag, "", "send this bearer token (Authorization: Bearer)")
-	f.StringVar(&t.tokenFile, tokenFileFlag, "", "read the bearer token from this file, so that it appears in no process listing")
+	f.StringVar(&t.creds.token, tokenFlag, "", "send this bearer token (Authorization: Bearer)")
+	f.StringVar(&t.creds.tokenFile, tokenFileFlag, "", "read the bearer token from this file, so that it appears in no process listing")
+	f.StringVar(&t.creds.user, userFlag, "", "sign in as this user of the server's access file, with the password from --password-file, $"+passwordEnv+" or a prompt on a terminal")
+	f.StringVar(&t.creds.passwordFile, passwordFileFlag, "", "read the password of --user from this file (or set $"+passwordEnv+")")
+	f.StringVar(&t.creds.linkPasswordFile, linkPassFileFlag, "", "read a share link's password from this file (or set $"+linkPasswordEnv+"; on a terminal it is asked for when the link wants it)")
+	f.StringVar(&t.cacert, "cacert", "", "trust the certificates of this PEM file (a self-signed server's, a private CA's) besides the system's")
+	f.BoolVar(&t.insecure, "insecure", false, "do not check the server's TLS certificate at all (anyone on the way can read and change the transfer)")
 }
 
-// client makes the client the flags describe.
-func (t *transferConfig) client(e *env) (*client.Client, error) {
+// client makes the client the flags describe, for a transfer to rawURL;
+// it returns rawURL without the user name and password it may hold,
+// which become the credential and reach no message nor state file.
+func (t *transferConfig) client(e *env, rawURL string) (*client.Client, string, error) {
 	if t.retries < 0 {
-		return nil, usageErr(errors.New("--retries must be 0 or more"))
+		return nil, "", usageErr(errors.New("--retries must be 0 or more"))
 	}
 	if t.stallTimeout <= 0 {
-		return nil, usageErr(errors.New("--stall-timeout must be above 0"))
+		return nil, "", usageErr(errors.New("--stall-timeout must be above 0"))
 	}
-	cred, err := resolveCredential(t.token, t.tokenFile, e.getenv)
+	rawURL, inURL, err := urlCredentials(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	t.cred = cred
+	cred, err := resolveCredential(t.creds, rawURL, inURL, e)
+	if err != nil {
+		return nil, "", err
+	}
+	t.cred, t.link = cred, isShareLink(rawURL)
+	tlsConf, err := t.tlsConfig(e)
+	if err != nil {
+		return nil, "", err
+	}
 	c := &client.Client{
-		Token:        cred.token,
+		TLS:          tlsConf,
 		Retries:      t.retries,
 		StallTimeout: t.stallTimeout,
 		Progress:     progressFor(e.stderr, t.quiet),
@@ -64,7 +102,51 @@ func (t *transferConfig) client(e *env) (*client.Client, error) {
 			fmt.Fprintf(e.stderr, "largo: "+format+"\n", args...)
 		},
 	}
-	return c, nil
+	cred.apply(c)
+	return c, rawURL, nil
+}
+
+// tlsConfig is the TLS configuration of --cacert and --insecure; nil for
+// the system's trusted roots.
+func (t *transferConfig) tlsConfig(e *env) (*tls.Config, error) {
+	switch {
+	case t.insecure && t.cacert != "":
+		return nil, usageErr(errors.New("--cacert and --insecure: give one"))
+	case t.insecure:
+		fmt.Fprintln(e.stderr, "largo: --insecure: the server's certificate is not checked")
+		return &tls.Config{InsecureSkipVerify: true}, nil
+	case t.cacert == "":
+		return nil, nil
+	}
+	pem, err := os.ReadFile(t.cacert)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--cacert %s: %v", t.cacert, pathErrText(err)))
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, usageErr(fmt.Errorf("--cacert %s: no PEM certificate in it", t.cacert))
+	}
+	return &tls.Config{RootCAs: pool}, nil
+}
+
+// askLinkPassword asks, on a terminal, for the password of the share
+// link a transfer went to, when the link refused it for want of one
+// (401); it reports whether the transfer should run again with it.
+func (t *transferConfig) askLinkPassword(e *env, c *client.Client, err error) bool {
+	var se *client.StatusError
+	if !t.link || t.cred.kind == kindLink || !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+		return false
+	}
+	pw, ok, aerr := askSecret(e, "Password of the share link: ")
+	if aerr != nil || !ok || pw == "" {
+		return false
+	}
+	t.cred = credential{kind: kindLink, secret: secret{value: pw, from: "typed at the prompt"}}
+	t.cred.apply(c)
+	return true
 }
 
 // errSignal is the cause of a transfer stopped by SIGINT or SIGTERM.
@@ -100,9 +182,18 @@ func (t *transferConfig) transferErr(err error, resume string) error {
 		}
 		return &exitError{code: exitInterrupted, err: fmt.Errorf("%s; to resume, run again: %s", msg, resume)}
 	case errors.As(err, &se) && (se.Code == 401 || se.Code == 403):
-		return failed(t.cred.refused(se, err))
+		return failed(t.cred.refused(se, err, t.link))
+	case untrusted(err):
+		return failed(fmt.Errorf("%w: the server's certificate is not trusted here: give the certificate (or its CA's) with --cacert FILE, or skip the check with --insecure", err))
 	}
 	return failed(err)
+}
+
+// untrusted reports whether err is a TLS certificate this machine does
+// not trust (self-signed, a private CA's).
+func untrusted(err error) bool {
+	var ua x509.UnknownAuthorityError
+	return errors.As(err, &ua)
 }
 
 // summary is the line printed when a transfer ends well.

@@ -10,7 +10,8 @@
 //
 // "url" is the base URL to give a client, "addr" the address listened on
 // (host:port, as the listener reports it), and "admin", when there is an
-// admin listener, that listener's base URL. Fields may be added; none will
+// admin listener, that listener's base URL, and "s3", when there is an
+// S3 API listener, its base URL. Fields may be added; none will
 // change meaning. The package keeps no state; its functions are safe for
 // concurrent use.
 package ready
@@ -34,6 +35,8 @@ type Line struct {
 	Addr string `json:"addr"`
 	// Admin is the admin listener's base URL, if there is one.
 	Admin string `json:"admin,omitempty"`
+	// S3 is the base URL of the S3 API's listener, if there is one.
+	S3 string `json:"s3,omitempty"`
 }
 
 // Write writes l as the ready line to w.

@@ -82,8 +82,10 @@ func (e Errors) Fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.As(err, &qe):
 		log.Info("write refused by a quota", "method", r.Method, "path", r.URL.Path, "err", err) // the client's doing, not a failure
-	case code >= 500:
-		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	default:
+		if level, ok := wire.Level(code); ok {
+			log.Log(r.Context(), level, "request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
+		}
 	}
 	var de *largo.DigestError
 	if errors.As(err, &de) {
