@@ -39,6 +39,9 @@ type Policy struct {
 	quotas []Quota
 	// redirects: some rule sends its downloads to presigned URLs.
 	redirects bool
+	// nameless is the user of the one-user token (--token), who has no
+	// name of its own; "" for none.
+	nameless string
 }
 
 type user struct {
@@ -315,11 +318,17 @@ func OneUser(token string, open bool) *Policy {
 	case token != "":
 		const name = "token"
 		p.users[name] = user{name: name}
+		p.nameless = name
 		p.tokens[sha256.Sum256([]byte(token))] = name
 		p.rules = append(p.rules, Rule{Path: "", Users: []string{name}, Allow: All})
 	}
 	return p
 }
+
+// Nameless reports whether user is the holder of the one-user flags'
+// token (--token), who has no name of its own: whoever sends the token
+// is that user, under any user name.
+func (p *Policy) Nameless(user string) bool { return p.nameless != "" && user == p.nameless }
 
 // Allowed returns what user ("" for no credential) may do on name, by
 // the rules that name the user, their groups, or everyone.
@@ -341,14 +350,19 @@ func (p *Policy) AllowedBelow(user, name string) Perm {
 // (/_largo/metrics) are judged: a route is opened only by a rule of its
 // own, never by one that opens "/" to everyone.
 func (p *Policy) GrantedAt(user, name string) Perm {
+	m := p.member(user)
+	return p.rulesAt(name).allowed(&m, name)
+}
+
+// rulesAt returns the rules whose path is name itself.
+func (p *Policy) rulesAt(name string) Rules {
 	var own Rules
 	for _, r := range p.rules {
 		if r.Path == name {
 			own = append(own, r)
 		}
 	}
-	m := p.member(user)
-	return own.allowed(&m, name)
+	return own
 }
 
 // Redirected reports whether the downloads of user ("" for no

@@ -38,7 +38,7 @@ func TestBrowserAccessibility(t *testing.T) {
 	}
 	b.setColorScheme("light")
 	b.open(s.URL)
-	b.signIn("someone", "a11y-token", "token")
+	b.signIn("someone", "a11y-token", "someone")
 	b.waitJS("the upload area", `!document.getElementById("upload").hidden`, 10*time.Second)
 	for _, scheme := range []string{"light", "dark"} {
 		b.setColorScheme(scheme)

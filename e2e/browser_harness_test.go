@@ -226,8 +226,8 @@ func (d *signInDialog) stop() {
 
 // signIn follows the open page's "Sign in" link, answers the browser's
 // dialog with user and password, and waits to be back on the same page,
-// which now says who is signed in: as, the policy's name for the user (a
-// token signs in as "token", whatever the name given with it). From then
+// which now says who is signed in: as, the policy's name for the user (or
+// the name given with the server's one token, which is no user's). From then
 // on the browser sends the credential with every request to the server
 // by itself.
 func (b *browser) signIn(user, password, as string) {

@@ -317,8 +317,8 @@ func browserManage(t *testing.T, g *target) {
 		b.checkAccessibility("the share dialog")
 	}
 	b.do(chromedp.Click(chromedp.CSS(`#share-entry button[type="submit"]`)))
-	b.waitJS("the link", `document.querySelector("#entry-link a") !== null`, 10*time.Second)
-	link := eval[string](b, `document.querySelector("#entry-link a").href`)
+	b.waitJS("the link", `document.querySelector("#entry-link .made-url") !== null`, 10*time.Second)
+	link := eval[string](b, `document.querySelector("#entry-link .made-url").value`)
 	if resp := get(t, link); resp.StatusCode != 200 {
 		t.Errorf("the new link: %d", resp.StatusCode)
 	}

@@ -157,7 +157,7 @@ func TestBrowserSearch(t *testing.T) {
 	s := startServer(t, dir)
 	b := newBrowser(t)
 	b.open(s.URL)
-	b.waitJS("the search box", `!document.getElementById("tools").hidden`, 10*time.Second)
+	b.waitJS("the search box", `getComputedStyle(document.getElementById("find")).display !== "none"`, 10*time.Second)
 
 	// The folder big matches as the walk meets it, before it goes
 	// through the 100,000 files in it: the match reaches the page in a
@@ -244,11 +244,7 @@ func TestBrowserManagePhone(t *testing.T) {
 	g := &target{kind: "disk", dir: t.TempDir()}
 	s := manageServer(t, g)
 	b := newBrowser(t)
-	b.open(s.URL + "work/")
-	b.signIn("alice", aliceBrowserPassword, "alice")
-	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
-	defer b.do(chromedp.ResetViewport())
-	b.open(s.URL + "work/")
+	b.openOnPhone(s.URL+"work/", "alice", aliceBrowserPassword)
 	b.waitJS("the tools", `!document.getElementById("tools").hidden`, 10*time.Second)
 	const sideways = `document.documentElement.scrollWidth > document.documentElement.clientWidth`
 	if eval[bool](b, sideways) {

@@ -233,7 +233,7 @@ func TestBrowserUploadControls(t *testing.T) {
 	b := newBrowser(t)
 	b.throttleUploads(16 << 20)
 	// The one-user token signs in as the password, under any name.
-	b.openToUpload(s.URL+"in/", "anyone", "tok-for-the-controls", "token")
+	b.openToUpload(s.URL+"in/", "anyone", "tok-for-the-controls", "anyone")
 
 	t.Run("drop a folder", func(t *testing.T) {
 		b := b.with(t)
@@ -338,7 +338,7 @@ func TestBrowserUploadLostConnection(t *testing.T) {
 	s := startServer(t, root, "--upload", "--token", "tok-for-the-lost-one")
 	b := newBrowser(t)
 	b.throttleUploads(24 << 20)
-	b.openToUpload(s.URL+"in/", "anyone", "tok-for-the-lost-one", "token")
+	b.openToUpload(s.URL+"in/", "anyone", "tok-for-the-lost-one", "anyone")
 	b.do(chromedp.SetUploadFiles(chromedp.ID("pick-files"), []string{src}))
 	b.waitJS("progress", rowJS("cut.bin")+`?.querySelector("progress").value > 0.2`, 20*time.Second)
 

@@ -339,7 +339,7 @@ func TestParallelPage(t *testing.T) {
 		b := b.with(t)
 		s := g.serve(t)
 		b.throttleUploads(48 << 20)
-		b.openToUpload(s.URL, "anyone", testToken, "token")
+		b.openToUpload(s.URL, "anyone", testToken, "anyone")
 		row := rowJS("big.bin")
 		progress := func(what string, share float64) {
 			t.Helper()

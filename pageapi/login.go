@@ -1,11 +1,13 @@
 package pageapi
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
 
 	"largo"
+	"largo/auth"
 	"largo/wire"
 )
 
@@ -79,3 +81,57 @@ func loginTarget(value, self string) (string, error) {
 	// with "//": it cannot be read as a host.
 	return (&url.URL{Path: p}).EscapedPath(), nil
 }
+
+// Signing out: the browser keeps a Basic credential until it closes, and
+// no header tells it to forget one; but it forgets the credential it sent
+// when the answer to it is 401, and then asks for another only when the
+// answer offers a scheme it can answer itself. The "Sign out" link of a
+// page names the root with ?logout=PATH; while the request carries the
+// browser's credential, the answer is 401 with a Bearer challenge (which
+// no browser answers with a dialog) and a page that leads to PATH; once
+// it carries none, 303 to PATH.
+
+// Logout answers a GET or HEAD of a folder with ?logout=PATH (see above).
+func (a *API) Logout(w http.ResponseWriter, r *http.Request) error {
+	target, err := loginTarget(r.URL.Query().Get("logout"), r.URL.Path)
+	if err != nil {
+		return err
+	}
+	if principal(r).LinkID() != "" {
+		return errShareLogin
+	}
+	hdr := w.Header()
+	hdr.Set("Cache-Control", "no-store")
+	if _, _, ok := r.BasicAuth(); !ok {
+		hdr.Set("Location", target)
+		w.WriteHeader(http.StatusSeeOther)
+		return nil
+	}
+	hdr.Set("WWW-Authenticate", `Bearer realm="`+auth.Realm+`"`)
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Content-Security-Policy", "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	w.WriteHeader(http.StatusUnauthorized)
+	if r.Method == http.MethodHead {
+		return nil
+	}
+	return signedOutPage.Execute(w, target)
+}
+
+// signedOutPage is what a browser shows once it forgot its credential,
+// when no script of the page went on by itself.
+var signedOutPage = template.Must(template.New("signed-out").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<title>Signed out · largo</title>
+</head>
+<body>
+<main>
+<h1>Signed out</h1>
+<p>This browser no longer sends your credential to this server. <a href="{{.}}">Go on</a></p>
+</main>
+</body>
+</html>
+`))

@@ -160,3 +160,44 @@ func FuzzLoginTarget(f *testing.F) {
 		}
 	})
 }
+
+// logout sends GET path?logout=value with the given Authorization.
+func logout(h http.Handler, path, value, authz string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("GET", path+"?"+url.Values{"logout": {value}}.Encode(), nil)
+	req.Host = "127.0.0.1"
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestLogout: ?logout answers a request with the browser's credential
+// 401 with no challenge a browser answers by asking (so it forgets the
+// credential and asks for none), and a page that goes on; one without
+// a credential, 303 on; a target elsewhere is refused.
+func TestLogout(t *testing.T) {
+	h := loginFixture(t)
+	carol := basic("carol", "carol's password")
+	rec := logout(h, "/", "/docs/", carol)
+	if rec.Code != http.StatusUnauthorized || hasBasicChallenge(rec.Header()) || rec.Header().Get("WWW-Authenticate") == "" || rec.Header().Get("Cache-Control") != "no-store" {
+		t.Errorf("signed in: %d %v", rec.Code, rec.Header())
+	}
+	if body := rec.Body.String(); !strings.Contains(body, `<a href="/docs/">Go on</a>`) || !strings.Contains(body, "<h1>Signed out</h1>") {
+		t.Errorf("the page after signing out:\n%s", body)
+	}
+	if rec := logout(h, "/", "/docs/", ""); rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/docs/" {
+		t.Errorf("signed out already: %d to %q", rec.Code, rec.Header().Get("Location"))
+	}
+	for _, value := range []string{"https://evil.example/", "//evil.example/"} {
+		if rec := logout(h, "/", value, carol); rec.Code != http.StatusBadRequest || rec.Header().Get("Location") != "" {
+			t.Errorf("%q: %d", value, rec.Code)
+		}
+	}
+	f := newAccessFixture(t)
+	path := f.link(t, links.Link{Kind: links.Folder, Path: "pub", Expires: f.now.Add(time.Hour)}, "")
+	if rec := logout(f.h, path, "/", ""); rec.Code != http.StatusForbidden {
+		t.Errorf("share link: %d", rec.Code)
+	}
+}

@@ -1,6 +1,8 @@
 package pageapi
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -85,7 +87,69 @@ func TestPageSignedIn(t *testing.T) {
 	if p := withToken.get("/", "").Body.String(); !strings.Contains(p, `<a href="/?login=%2F">Sign in</a>`) {
 		t.Error("a server with a token offers no sign-in")
 	}
-	if p := withToken.get("/", "", "Authorization", basic("anyone", token)).Body.String(); !strings.Contains(p, "Signed in as") || !strings.Contains(p, `id="upload"`) {
-		t.Error("the token as a basic-auth password does not sign in to the upload area")
+	p := withToken.get("/", "", "Authorization", basic("anyone", token)).Body.String()
+	if !strings.Contains(p, `Signed in as <strong>anyone</strong><span class="by"> with the server's token</span>`) || !strings.Contains(p, `id="upload"`) {
+		t.Error("the token as a basic-auth password does not sign in, by the name given, to the upload area")
+	}
+	if !strings.Contains(p, `<a class="button small" id="sign-out" href="/?logout=%2F">Sign out</a>`) {
+		t.Error("a browser signed in with a basic credential cannot sign out")
+	}
+	if p := withToken.get("/", "", "Authorization", "Bearer "+token).Body.String(); !strings.Contains(p, "Signed in with the server's token") || strings.Contains(p, "Sign out") || strings.Contains(p, ">Sign in<") {
+		t.Error("a bearer token's page does not say it is signed in, or offers to sign out what no browser keeps")
+	}
+	// Signing out of a folder anonymous visitors may not see goes to the
+	// root.
+	if p := f.get("/private/", "", "Authorization", basic("x", "alice-token-0123456789")).Body.String(); !strings.Contains(p, `href="/?logout=%2F"`) {
+		t.Error("signing out of /private/ does not go to the root")
+	}
+	if p := f.get("/pub/", "", "Authorization", basic("x", "alice-token-0123456789")).Body.String(); !strings.Contains(p, `href="/?logout=%2Fpub%2F"`) {
+		t.Error("signing out of /pub/ does not come back to it")
+	}
+}
+
+// TestPageKeys: the page's help names the keys that rename and delete
+// only to who may do it in the folder, and the keys that select only
+// where entries can be selected.
+func TestPageKeys(t *testing.T) {
+	f := newAccessFixture(t)
+	keys := func(path, user string) string {
+		page := f.get(path, user).Body.String()
+		i := strings.Index(page, `<p id="keys"`)
+		if i < 0 {
+			t.Fatalf("%s as %q: no keys on the page:\n%s", path, user, page)
+		}
+		return page[i : i+strings.Index(page[i:], "</p>")]
+	}
+	if k := keys("/private/", "alice"); !strings.Contains(k, "<kbd>F2</kbd> renames") || !strings.Contains(k, "<kbd>Delete</kbd> deletes") || !strings.Contains(k, "selects") {
+		t.Errorf("alice's keys in /private/: %s", k)
+	}
+	for _, c := range []struct{ path, user string }{{"/pub/", ""}, {"/pub/", "bob"}, {"/", "bob"}} {
+		if k := keys(c.path, c.user); strings.Contains(k, "renames") || strings.Contains(k, "deletes") {
+			t.Errorf("%s as %q: the keys offer renames or deletes: %s", c.path, c.user, k)
+		}
+	}
+	link := f.link(t, links.Link{Kind: links.Folder, Path: "pub", Expires: f.now.Add(time.Hour)}, "")
+	if k := keys(link, ""); strings.Contains(k, "selects") || strings.Contains(k, "renames") || !strings.Contains(k, "previews") {
+		t.Errorf("a share link's keys: %s", k)
+	}
+}
+
+// TestPageVisibleTo: the page says who may see its folder, by the rules
+// in force; a share link's page does not.
+func TestPageVisibleTo(t *testing.T) {
+	f := newAccessFixture(t)
+	os.MkdirAll(filepath.Join(f.dir, "pub", "sealed"), 0o755)
+	for path, want := range map[string]string{
+		"/pub/":        "Visible to everyone<",
+		"/private/":    "Visible to alice<",
+		"/pub/sealed/": "Visible to everyone but bob<",
+	} {
+		if page := f.get(path, "alice").Body.String(); !strings.Contains(page, want) {
+			t.Errorf("%s: the page does not say %q", path, want)
+		}
+	}
+	shared := f.get(f.link(t, links.Link{Kind: links.Folder, Path: "pub", Expires: f.now.Add(time.Hour)}, ""), "").Body.String()
+	if strings.Contains(shared, "Visible to") {
+		t.Error("a share link's page says who may see the folder")
 	}
 }

@@ -44,6 +44,9 @@ type linkView struct {
 	Base string
 	Root string
 	Link *links.Link
+	// Uploads: the request creates a tus upload through a drop box
+	// (dropUploads), and goes to the tus endpoint.
+	Uploads bool
 }
 
 type linkViewKey struct{}
@@ -117,6 +120,9 @@ func (h *Handler) shareGuard(r *http.Request) (*http.Request, error) {
 		return r, wire.Refuse(http.StatusForbidden, err.Error())
 	case err != nil:
 		return r, err
+	}
+	if rest == dropUploads && l.Kind == links.Drop && r.Method == http.MethodPost {
+		return dropUpload(r, token, l)
 	}
 	name, err := largo.ParseName("/" + rest)
 	if err != nil {

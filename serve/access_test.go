@@ -67,6 +67,7 @@ allow = ["read"]
 
 type accessFixture struct {
 	h   *Handler
+	d   *disk.Store
 	dir string
 	now time.Time
 }
@@ -88,6 +89,7 @@ func newAccessFixture(t *testing.T) *accessFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	f.d = s
 	clock := func() time.Time { return f.now }
 	g, gated := gatedStore(s, auth.New(pol, clock), clock)
 	f.h = New(Config{

@@ -37,6 +37,19 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 		// yet: the challenge, then back.
 		return h.cfg.Page.Login(w, r)
 	}
+	if h.cfg.Page != nil && r.URL.Query().Has("logout") && (errors.Is(err, largo.ErrIsDir) || errors.Is(err, largo.ErrUnauthorized) || errors.Is(err, largo.ErrPermission)) {
+		// Signing out, from a folder or from one the browser's credential
+		// no longer opens.
+		return h.cfg.Page.Logout(w, r)
+	}
+	if err != nil && h.uploadsOnly(r, name, err) {
+		// A folder its visitor may put files in and not see.
+		if !strings.HasSuffix(r.URL.Path, "/") {
+			redirectSlash(w, r)
+			return nil
+		}
+		return h.uploadPage(w, r, name, http.StatusOK, nil)
+	}
 	if errors.Is(err, largo.ErrIsDir) {
 		if !strings.HasSuffix(r.URL.Path, "/") {
 			redirectSlash(w, r)

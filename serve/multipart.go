@@ -39,7 +39,8 @@ type Stored struct {
 // parts are read one by one, as they arrive (Request.MultipartReader,
 // never ParseMultipartForm), and each file part is stored through the
 // write pipeline like a PUT to the folder, under its file name. The answer
-// is 201 with the JSON list of the files stored. If-None-Match: * applies
+// is 201 with the JSON list of the files stored, or for a browser that
+// asks for HTML, the folder's upload page listing them (uploadpage.go). If-None-Match: * applies
 // to every file. A failure ends the request; the files stored before it
 // stay.
 func (h *Handler) postForm(w http.ResponseWriter, r *http.Request, folder string) error {
@@ -91,6 +92,11 @@ func (h *Handler) postForm(w http.ResponseWriter, r *http.Request, folder string
 	}
 	if len(stored) == 0 {
 		return fmt.Errorf("%w: no file in the form", errBadForm)
+	}
+	if acceptsHTML(r) && !wantsJSON(r) {
+		// A browser's form (an upload page's, without JavaScript): the
+		// page again, with what was stored.
+		return h.uploadPage(w, r, folder, http.StatusCreated, stored)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

@@ -256,6 +256,9 @@ type Page interface {
 	// Login answers a GET or HEAD of a folder with ?login=PATH, or of
 	// one its visitor may not see yet.
 	Login(w http.ResponseWriter, r *http.Request) error
+	// Logout answers a GET or HEAD of a folder with ?logout=PATH, or of
+	// one its visitor may not see.
+	Logout(w http.ResponseWriter, r *http.Request) error
 	// Controls sets what the page of the folder f.Name offers its
 	// visitor besides its rows and its upload area (f.Upload, set
 	// first): who is signed in or how to sign in, the share form, the
@@ -547,6 +550,9 @@ func (h *Handler) route(tw *transfer.Response, r *http.Request) {
 	if err != nil {
 		h.errs.Fail(tw, r, err)
 		return
+	}
+	if v := viewOf(r); v != nil && v.Uploads {
+		own = true // a drop box's tus creation (dropupload.go)
 	}
 	defer h.pace(tw, r)()
 	if !strings.HasPrefix(r.URL.Path, ResumablePrefix) && h.cors(tw, r) {

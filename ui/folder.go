@@ -33,6 +33,18 @@ type Entry struct {
 type Upload struct {
 	// Endpoint is the URL path of the tus 1.0 endpoint.
 	Endpoint string
+	// Heading is the area's heading; "" means "Upload".
+	Heading string
+	// Scope keeps apart, in the browser's storage, the uploads of pages
+	// that must not see each other's (a drop box's: its link's ID); ""
+	// is the server's own pages'.
+	Scope string
+	// FilesOnly takes files and no folders: a drop box writes directly
+	// in its folder.
+	FilesOnly bool
+	// CreateOnly: a name already taken is refused (a drop box), which
+	// the page says in words when the server answers so.
+	CreateOnly bool
 }
 
 // Share describes the share form of a page.
@@ -66,6 +78,10 @@ type Manage struct {
 	// the visitor's (pageapi.SharePath, pageapi.LinksPath); "" when links
 	// are off or nobody is signed in.
 	Share, Links string
+	// Rename and Delete: the folder's rules let the visitor rename and
+	// delete its entries (the page's help names their keys only then;
+	// each entry is asked again, May).
+	Rename, Delete bool
 }
 
 // Folder is what a folder page shows.
@@ -83,8 +99,15 @@ type Folder struct {
 	View View
 	// Upload is the upload area; nil where the requester may not write.
 	Upload *Upload
-	// User is who is signed in; "" for an anonymous visitor.
+	// User is who is signed in, by the name the page shows; "" for an
+	// anonymous visitor, or for the holder of the server's one token
+	// who gave no name (ByToken).
 	User string
+	// ByToken: the visitor signed in with the server's one token
+	// (--token), which is no user's; User is the name they gave, if any.
+	ByToken bool
+	// SignOut is the URL that signs the visitor out; "" shows none.
+	SignOut string
 	// May is what User may do in this folder, by permission name
 	// ("read", "list", "write", "delete"), in that order.
 	May []string
@@ -100,9 +123,58 @@ type Folder struct {
 	// Archives are the formats the folder can be downloaded as, by their
 	// ?archive= values ("zip", "tar"...), in the order to show them.
 	Archives []string
+	// Visible, when set, is who may see the folder (list it or read its
+	// files), as the page says it under its heading.
+	Visible *Visible
 	// Nonce is the nonce of the policy the page is sent with (CSP, with
 	// a new Nonce for each response); required.
 	Nonce string
+}
+
+// Visible is who may see a folder, by the access rules.
+type Visible struct {
+	// Anonymous: a visitor without a credential may.
+	Anonymous bool
+	// SignedIn: every signed-in user may, but those in Except.
+	SignedIn bool
+	// Names are the users and groups ("group:NAME") who may, when
+	// SignedIn is false; Except those who may not, when it is true.
+	Names, Except []string
+}
+
+// String says who in a few words: "everyone", "every signed-in user but
+// bob", "alice and the group admins".
+func (v *Visible) String() string {
+	var who string
+	switch {
+	case v.Anonymous && v.SignedIn:
+		who = "everyone"
+	case v.SignedIn:
+		who = "every signed-in user"
+	case v.Anonymous:
+		who = sentence(append([]string{"visitors who are not signed in"}, people(v.Names)...))
+	case len(v.Names) == 0:
+		return "no user (only through share links)"
+	default:
+		return sentence(people(v.Names))
+	}
+	if len(v.Except) > 0 {
+		who += " but " + sentence(people(v.Except))
+	}
+	return who
+}
+
+// people writes users and groups as a sentence names them: "alice",
+// "the group admins".
+func people(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		if g, ok := strings.CutPrefix(n, "group:"); ok {
+			n = "the group " + g
+		}
+		out[i] = n
+	}
+	return out
 }
 
 // Folder writes the HTML page of f to w. It fails, writing nothing, when
@@ -171,10 +243,13 @@ type page struct {
 	Upload   *Upload
 	Archives []archiveLink
 	User     string
+	ByToken  bool
 	May      string // "read, list and write"
 	SignIn   string
+	SignOut  string
 	Share    *Share
 	Manage   *Manage
+	Visible  string // who may see the folder; "" says nothing
 	Nonce    string
 }
 
@@ -225,9 +300,12 @@ type archiveLink struct{ Format, Href string }
 
 // newPage prepares what f shows above and below the rows.
 func newPage(f Folder) page {
-	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != f.Root, User: f.User, May: sentence(f.May), Nonce: f.Nonce, Share: f.Share, Manage: f.Manage}
-	if f.User == "" {
+	p := page{Path: "/", Folder: f.Name, View: f.View, Upload: f.Upload, Parent: f.Name != f.Root, User: f.User, ByToken: f.ByToken, May: sentence(f.May), SignOut: f.SignOut, Nonce: f.Nonce, Share: f.Share, Manage: f.Manage}
+	if f.User == "" && !f.ByToken {
 		p.SignIn = f.SignIn
+	}
+	if f.Visible != nil {
+		p.Visible = f.Visible.String()
 	}
 	if f.Name != "" {
 		p.Path = "/" + f.Name + "/"

@@ -1,6 +1,8 @@
 // Package ui is largo's face in a browser: the folder page, rendered on
 // the server from an embedded template so that browsing, sorting and
-// filtering work without JavaScript, and the static assets that enhance it
+// filtering work without JavaScript; the upload page of a folder its
+// visitor may put files in and not see (a drop box's: UploadPage), a
+// form without JavaScript; and the static assets that enhance them
 // (a style sheet with light and dark themes, and ES modules for live
 // sorting and filtering, keyboard navigation, resumable uploads over
 // tus 1.0, and a file manager: selections, moves, renames, removals, new
@@ -107,8 +109,9 @@ type UI struct {
 	base    string
 	version string
 	assets  map[string]*asset
-	// page parses the folder page's template when a page is first shown:
-	// a server that only sends files never runs the template parser.
+	// page parses the pages' templates (the folder page's, the upload
+	// page's) when a page is first shown: a server that only sends files
+	// never runs the template parser.
 	page func() *template.Template
 }
 
@@ -150,7 +153,7 @@ func New(base string) *UI {
 	u.page = sync.OnceValue(func() *template.Template {
 		return template.Must(template.New("folder.html").Funcs(template.FuncMap{
 			"asset": func(name string) string { return u.base + u.version + "/" + name },
-		}).ParseFS(files, "templates/folder.html"))
+		}).ParseFS(files, "templates/*.html"))
 	})
 	return u
 }

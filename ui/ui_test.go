@@ -262,6 +262,31 @@ func TestSentence(t *testing.T) {
 	}
 }
 
+func TestVisible(t *testing.T) {
+	for _, c := range []struct {
+		v    Visible
+		want string
+	}{
+		{Visible{Anonymous: true, SignedIn: true}, "everyone"},
+		{Visible{Anonymous: true, SignedIn: true, Except: []string{"bob", "group:interns"}}, "everyone but bob and the group interns"},
+		{Visible{SignedIn: true}, "every signed-in user"},
+		{Visible{Names: []string{"alice", "carol", "group:admins"}}, "alice, carol and the group admins"},
+		{Visible{Anonymous: true, Names: []string{"alice"}}, "visitors who are not signed in and alice"},
+		{Visible{}, "no user (only through share links)"},
+	} {
+		if got := c.v.String(); got != c.want {
+			t.Errorf("%+v: %q; want %q", c.v, got, c.want)
+		}
+	}
+	page := render(t, New("/_largo/ui/"), Folder{Name: "team", Visible: &Visible{Names: []string{"<b>al</b>"}}})
+	if !strings.Contains(page, `<p class="visible" id="visible">Visible to &lt;b&gt;al&lt;/b&gt;</p>`) {
+		t.Error("the page does not say who may see the folder, escaped")
+	}
+	if strings.Contains(render(t, New("/_largo/ui/"), Folder{Name: "team"}), "Visible to") {
+		t.Error("a page told nothing says who may see the folder")
+	}
+}
+
 // checkPolicy fails on anything the page's Content-Security-Policy would
 // block: inline script, inline style, event handler attributes, resources
 // from elsewhere.

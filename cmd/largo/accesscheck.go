@@ -74,8 +74,9 @@ func explainPolicy(w io.Writer, p *auth.Policy) {
 	fmt.Fprintln(tw, "PATH\tREAD\tLIST\tWRITE\tDELETE")
 	for _, path := range paths {
 		fmt.Fprintf(tw, "/%s", path)
+		e := p.Explain(path)
 		for _, perm := range []auth.Perm{auth.Read, auth.List, auth.Write, auth.Delete} {
-			fmt.Fprintf(tw, "\t%s", who(p, users, path, perm))
+			fmt.Fprintf(tw, "\t%s", who(e, users, perm))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -92,22 +93,17 @@ func explainPolicy(w io.Writer, p *auth.Policy) {
 	}
 }
 
-// who says who may do perm at path: "anyone", "every user", the names
-// (with "anonymous"), or "-".
-func who(p *auth.Policy, users []string, path string, perm auth.Perm) string {
-	allowed := p.Allowed
-	if largo.Reserved(path) {
-		// The server's routes (/_largo/metrics) open only by rules of
-		// their own path.
-		allowed = p.GrantedAt
-	}
+// who says who may do perm at the path e explains, for the users of the
+// access file: "anyone", "every user", the names (with "anonymous"), or
+// "-".
+func who(e auth.Explanation, users []string, perm auth.Perm) string {
 	var may []string
 	for _, u := range users {
-		if allowed(u, path)&perm != 0 {
+		if e.User(u)&perm != 0 {
 			may = append(may, u)
 		}
 	}
-	anonymous := allowed("", path)&perm != 0
+	anonymous := e.Anonymous&perm != 0
 	switch {
 	case anonymous && len(may) == len(users):
 		return "anyone"
@@ -136,7 +132,7 @@ func leftOpen(p *auth.Policy, rules auth.Rules, path string) string {
 			named = append(named, r.Users...)
 		}
 	}
-	has := p.Allowed("", path)
+	has := p.Explain(path).Anonymous
 	if has == 0 {
 		return ""
 	}

@@ -13,8 +13,10 @@ import { Selection } from "./select.js";
 import { Manager } from "./manage.js";
 import { Finder } from "./search.js";
 import { Links } from "./links.js";
+import { signOut } from "./http.js";
 
 document.documentElement.classList.add("js");
+signOut(document.getElementById("sign-out"));
 const main = document.getElementById("main");
 const listing = new Listing(document.getElementById("files"));
 listing.init();

@@ -77,3 +77,23 @@ export function entryPath(folder, name, dir) {
 export function folderPath(folder) {
 	return folder === "" ? "/" : `/${folder}/`;
 }
+
+// signOut makes the page's "Sign out" link (a) sign out where it is: it
+// asks the server to refuse the credential the browser holds, which the
+// browser then forgets (see pageapi.Logout), and goes on to the page the
+// link names.
+export function signOut(a) {
+	a?.addEventListener("click", async (ev) => {
+		ev.preventDefault();
+		const link = new URL(a.href);
+		try {
+			await fetch(link, { cache: "no-store" });
+		} catch {
+			// Without an answer nothing was forgotten: the server's page,
+			// by the link itself, says so.
+			location.assign(link);
+			return;
+		}
+		location.assign(link.searchParams.get("logout") || "/");
+	});
+}

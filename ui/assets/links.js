@@ -5,8 +5,9 @@
 // revokes them. The server decides what may be shared: a link grants
 // only what its maker may still do.
 
-import { shareForm } from "./share.js";
+import { formatTime } from "./format.js";
 import { explain, form, send } from "./http.js";
+import { shareForm } from "./share.js";
 
 const KIND = { file: "file", folder: "folder", drop: "drop box" };
 
@@ -103,7 +104,7 @@ export class Links {
 			}
 			const changed = await r.res.json();
 			this.setExpiry(when, changed);
-			this.status.textContent = `The link to ${l.path} works until ${new Date(changed.expires).toLocaleString()}.`;
+			this.status.textContent = `The link to ${l.path} works until ${formatTime(new Date(changed.expires))} UTC.`;
 		});
 		revoke.addEventListener("click", async () => {
 			const r = await send(this.endpoint + encodeURIComponent(l.id), { method: "DELETE" });
@@ -120,7 +121,7 @@ export class Links {
 	}
 
 	setExpiry(td, l) {
-		const until = new Date(l.expires).toLocaleString();
+		const until = `${formatTime(new Date(l.expires))} UTC`;
 		td.textContent = l.expired ? `expired ${until}` : until;
 		td.classList.toggle("expired", !!l.expired);
 	}

@@ -282,7 +282,7 @@ function row(r, modified, picks, expires) {
 		small.className = "exp";
 		const time = document.createElement("time");
 		time.dateTime = expires.toISOString().replace(/\.\d{3}Z$/, "Z");
-		time.textContent = formatTime(expires);
+		time.textContent = `${formatTime(expires)} UTC`;
 		small.append("expires ", time);
 		name.append(" ", small);
 	}

@@ -96,7 +96,8 @@ export class Manager {
 			if (this.menuFor && !this.menu.contains(ev.target) && ev.target !== this.menuFor.button) this.closeMenu(false);
 		});
 		if (!this.mays) return;
-		this.el("tools").hidden = false;
+		const tools = this.el("tools");
+		if (tools) tools.hidden = false;
 		this.el("new-folder")?.addEventListener("click", () => this.newFolder());
 		for (const b of this.el("selbar").querySelectorAll("button[data-act]")) {
 			b.addEventListener("click", () => this.onSelectionAction(b.dataset.act));

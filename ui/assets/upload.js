@@ -1,5 +1,6 @@
 // upload.js: the upload area of a folder page, which the server renders
-// only where the visitor may write. It takes files from the pickers or
+// only where the visitor may write, and of an upload page (a drop box's).
+// It takes files from the pickers or
 // from files and folders dropped anywhere on the page, and sends each
 // through the tus client (tus.js), a few at a time (a file of PARALLEL_MIN
 // or more as pieces over several connections, a ParallelUpload), with one
@@ -7,7 +8,10 @@
 // cancel. Upload URLs are kept in localStorage, so an upload cut by a
 // reload or a lost connection resumes when the same file is chosen or
 // dropped again; the page lists such unfinished uploads. The folder's
-// table refreshes as uploads finish.
+// table refreshes as uploads finish. The area's data attributes say where
+// it sends (endpoint), whose uploads it lists and resumes (scope: a drop
+// box's page sees only its own link's), whether it takes folders
+// (files-only) and whether a name already taken is refused (create-only).
 //
 // The page holds no credential and asks for none: the browser sends the
 // one it was given when its user signed in (Basic auth, kept by the
@@ -68,9 +72,17 @@ const store = {
 };
 
 // uploadKey names a file and its target: the same file chosen again for
-// the same folder finds its upload.
-function uploadKey(folder, file) {
-	return JSON.stringify([folder, file.name, file.size, file.lastModified]);
+// the same folder, on a page of the same scope, finds its upload.
+function uploadKey(scope, folder, file) {
+	const key = [folder, file.name, file.size, file.lastModified];
+	return JSON.stringify(scope ? [...key, scope] : key);
+}
+
+// scoped is the store of a scope's uploads: what it keeps is marked
+// with the scope, so that a page lists no other scope's.
+function scoped(scope) {
+	if (!scope) return store;
+	return { ...store, set: (key, value) => store.set(key, { ...value, scope }) };
 }
 
 function join(...parts) {
@@ -80,13 +92,21 @@ function join(...parts) {
 const hidden = (name) => name.startsWith(".");
 
 export class Uploader {
-	constructor(section, listing) {
+	// listing is the folder's table to refresh (null: none); onDone is
+	// told of each file uploaded.
+	constructor(section, listing, { onDone } = {}) {
 		this.section = section;
 		this.listing = listing;
+		this.onDone = onDone;
 		this.endpoint = section.dataset.endpoint;
+		this.scope = section.dataset.scope || "";
+		this.store = scoped(this.scope);
+		this.filesOnly = section.dataset.filesOnly !== undefined;
+		this.createOnly = section.dataset.createOnly !== undefined;
 		this.folder = document.getElementById("main").dataset.folder || "";
 		this.jobs = [];
 		this.skipped = 0;
+		this.folders = 0; // folders dropped where only files are taken
 		this.refreshTimer = 0;
 		this.el = (id) => document.getElementById(id);
 	}
@@ -96,12 +116,12 @@ export class Uploader {
 		const files = this.el("pick-files");
 		const folder = this.el("pick-folder");
 		this.el("choose-files").addEventListener("click", () => files.click());
-		this.el("choose-folder").addEventListener("click", () => folder.click());
 		files.addEventListener("change", () => {
 			for (const f of files.files) this.add(f, "");
 			files.value = "";
 		});
-		folder.addEventListener("change", () => {
+		this.el("choose-folder")?.addEventListener("click", () => folder.click());
+		folder?.addEventListener("change", () => {
 			for (const f of folder.files) {
 				const rel = (f.webkitRelativePath || f.name).split("/");
 				rel.pop();
@@ -162,6 +182,11 @@ export class Uploader {
 			return;
 		}
 		if (!entry.isDirectory) return;
+		if (this.filesOnly) {
+			this.folders++;
+			this.summarize();
+			return;
+		}
 		const reader = entry.createReader();
 		const sub = join(dir, entry.name);
 		for (;;) {
@@ -174,7 +199,7 @@ export class Uploader {
 	// add queues a file for the folder dir below the page's folder.
 	add(file, dir) {
 		const folder = join(this.folder, dir);
-		const key = uploadKey(folder, file);
+		const key = uploadKey(this.scope, folder, file);
 		let job = this.jobs.find((j) => j.key === key);
 		if (job && job.upload && !["done", "cancelled"].includes(job.state)) return;
 		if (!job || job.upload) {
@@ -186,7 +211,7 @@ export class Uploader {
 		job.upload = new Kind(file, {
 			endpoint: this.endpoint,
 			metadata: { filename: file.name, folder },
-			store,
+			store: this.store,
 			key,
 			onProgress: (b) => {
 				job.bytes = b;
@@ -229,10 +254,14 @@ export class Uploader {
 		if (news) this.el("upload-news").textContent = `${job.label} ${news}.`;
 		this.draw(job);
 		if (state !== "uploading" && state !== "retrying") this.pump();
-		if (state === "done") this.scheduleRefresh();
+		if (state === "done") {
+			this.onDone?.(job);
+			this.scheduleRefresh();
+		}
 	}
 
 	scheduleRefresh() {
+		if (!this.listing) return;
 		clearTimeout(this.refreshTimer);
 		this.refreshTimer = setTimeout(() => {
 			this.listing.refresh().catch(() => {});
@@ -275,7 +304,7 @@ export class Uploader {
 		} else {
 			// An unfinished upload from an earlier visit: end it on the
 			// server (each of its pieces, for a parallel one).
-			store.remove(job.key);
+			this.store.remove(job.key);
 			if (job.pieces) {
 				await cancelPieces(job.pieces);
 			} else {
@@ -296,14 +325,14 @@ export class Uploader {
 	async showUnfinished() {
 		const below = (f) => f === this.folder || this.folder === "" || f.startsWith(`${this.folder}/`);
 		for (const [key, saved] of store.entries()) {
-			if (!saved || typeof saved.folder !== "string" || !below(saved.folder) || this.jobs.some((j) => j.key === key)) continue;
+			if (!saved || typeof saved.folder !== "string" || (saved.scope || "") !== this.scope || !below(saved.folder) || this.jobs.some((j) => j.key === key)) continue;
 			let offset = 0;
 			try {
 				// A parallel upload (tus.js) keeps the bytes of its complete
 				// pieces: what the page shows until it resumes.
 				const res = saved.pieces ? null : await fetch(saved.url, { method: "HEAD", headers: TUS_HEADERS, cache: "no-store" });
 				if (res && (res.status === 404 || res.status === 410 || res.status === 403)) {
-					store.remove(key);
+					this.store.remove(key);
 					continue;
 				}
 				offset = res ? Number(res.headers.get("Upload-Offset")) || 0 : saved.sent || 0;
@@ -380,6 +409,7 @@ export class Uploader {
 		if (!err) return "unknown error";
 		if (err.status === 401) return "not signed in: reload the page, sign in and retry";
 		if (err.status === 403) return "not allowed here";
+		if (err.status === 412 && this.createOnly) return "a file of this name is here already: rename yours and send it again";
 		return err.message || String(err);
 	}
 
@@ -400,6 +430,7 @@ export class Uploader {
 			if (failed > 0) out.push(`${failed} failed`);
 		}
 		if (this.skipped > 0) out.push(`${this.skipped} hidden ${this.skipped === 1 ? "name" : "names"} skipped`);
+		if (this.folders > 0) out.push(`${this.folders === 1 ? "1 folder" : `${this.folders} folders`} skipped: only files are taken here`);
 		this.el("upload-summary").textContent = out.join(" · ");
 	}
 }
