@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: serve test test-lab deps check build bench-quick
+.PHONY: serve test test-lab test-engines deps check build bench-quick
 
 # Serve the current folder on http://127.0.0.1:8080/.
 serve:
@@ -21,6 +21,12 @@ test: deps check
 # beside nginx, Caddy and Node.js, minutes each.
 test-lab: deps
 	LARGO_TEST_STRICT=1 $(GO) test -timeout 30m -tags 'e2e lab' -run '^TestLab' -v ./e2e
+
+# Another S3 engine than versitygw (opt-in, minutes): builds SeaweedFS's
+# weed once (cached), then runs the s3 store suite and the replica tests
+# against `weed mini` on 127.0.0.1 (docs/buckets.md#engines has the results).
+test-engines: deps
+	./scripts/seaweedfs test
 
 deps:
 	./scripts/test-deps

@@ -270,7 +270,7 @@ func TestS3IETFTwoInstances(t *testing.T) {
 			t.Fatalf("append %d: %d %v %s", i, resp.StatusCode, resp.Header, body)
 		}
 	}
-	if got := fileSHA(t, filepath.Join(srv.Dir, srv.Bucket, "parts.bin")); got != want {
+	if got := objectSHA(t, srv, "parts.bin"); got != want {
 		t.Fatalf("stored sha %s; want %s", got, want)
 	}
 	if keys := stateKeys(t, srv); len(keys) != 0 {

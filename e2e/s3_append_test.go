@@ -84,7 +84,7 @@ func firstAlone(t *testing.T, srv *s3test.Server, release chan struct{}, first <
 	if resp := <-first; resp == nil || resp.StatusCode != code {
 		t.Fatalf("the first append: %v; want %d", resp, code)
 	}
-	if got := fileSHA(t, filepath.Join(srv.Dir, srv.Bucket, name)); got != want {
+	if got := objectSHA(t, srv, name); got != want {
 		t.Errorf("stored sha %s; want the first client's %s", got, want)
 	}
 	if keys := leaseKeys(t, srv); len(keys) != 0 {
@@ -178,8 +178,8 @@ func TestS3ConcurrentAppends(t *testing.T) {
 		if resp, text := send(t, "PATCH", onInstance(b, upload), strings.NewReader("def"), 3, hdr(3)...); resp.StatusCode != 204 {
 			t.Fatalf("second half through b: %d %s", resp.StatusCode, text)
 		}
-		if b, err := os.ReadFile(filepath.Join(srv.Dir, srv.Bucket, "after.bin")); err != nil || string(b) != "abcdef" {
-			t.Errorf("after.bin = %q, %v", b, err)
+		if b, ok := srv.Get(t, srv.Bucket, "after.bin"); !ok || string(b) != "abcdef" {
+			t.Errorf("after.bin = %q, %v", b, ok)
 		}
 	})
 }

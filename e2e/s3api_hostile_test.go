@@ -152,6 +152,11 @@ func TestS3APIRefusals(t *testing.T) {
 				t.Errorf("a wrong %s: %d %s", h[0], resp.StatusCode, code)
 			}
 		}
+		// An empty Content-MD5 is no MD5, not none.
+		resp = signed(t, s, "PUT", "refused/x.txt", "", body, aliceKey, now, "Content-MD5", "")
+		if code := s3Code(t, resp); code != "InvalidDigest" {
+			t.Errorf("an empty Content-MD5: %d %s", resp.StatusCode, code)
+		}
 		absent(t, g.dir, "refused")
 
 		// Keys that can be no name, and the state area's.

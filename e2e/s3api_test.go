@@ -175,6 +175,10 @@ func TestS3APISDK(t *testing.T) {
 		if apiCode(err) != "PreconditionFailed" {
 			t.Errorf("If-Match of another version: %v", err)
 		}
+		_, err = c.PutObject(ctx, &awss3.PutObjectInput{Bucket: bucket, Key: aws.String("docs/absent.txt"), Body: strings.NewReader("x"), IfMatch: aws.String(`"not-it"`)})
+		if apiCode(err) != "NoSuchKey" {
+			t.Errorf("If-Match on a key that is not there: %v; want NoSuchKey, as S3", err)
+		}
 		_, err = c.GetObject(ctx, &awss3.GetObjectInput{Bucket: bucket, Key: aws.String("docs/hello.txt"), IfNoneMatch: put.ETag})
 		var re interface{ HTTPStatusCode() int }
 		if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusNotModified {

@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"testing"
@@ -76,6 +78,18 @@ func (g *target) clean(t testing.TB) {
 }
 
 // multipartUploads counts the multipart uploads in srv's bucket.
+// objectSHA returns the sha256 of the object at key in srv's bucket, read
+// through the S3 API (so on any engine); "" when there is none.
+func objectSHA(t testing.TB, srv *s3test.Server, key string) string {
+	t.Helper()
+	b, ok := srv.Get(t, srv.Bucket, key)
+	if !ok {
+		return ""
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
 func multipartUploads(t testing.TB, srv *s3test.Server) int {
 	t.Helper()
 	return len(srv.Uploads(t, srv.Bucket, ""))

@@ -85,46 +85,56 @@ func (g *Gate) Decide(ctx context.Context, op Op, name string, tree bool) (*Deci
 // the spelled one (no link on the way), which a store that follows no
 // link verifies by failing with largo.ErrSymlink where it is wrong.
 func (g *Gate) decide(ctx context.Context, op Op, name string, tree, resolve bool) (*Decision, error) {
+	d := new(Decision)
+	if err := g.decideIn(d, ctx, op, name, tree, resolve); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// decideIn is decide, into d: a caller that keeps no decision past its
+// call (a read) decides on its own stack, and a read costs the gate no
+// allocation.
+func (g *Gate) decideIn(d *Decision, ctx context.Context, op Op, name string, tree, resolve bool) error {
 	p, ok := From(ctx)
 	if !ok {
 		g.log.Error("store call without a principal refused", "name", name)
-		return nil, errNoPrincipal
+		return errNoPrincipal
 	}
-	d := &Decision{Op: op, Tree: tree, Principal: p, Name: name, Physical: name}
+	*d = Decision{Op: op, Tree: tree, Principal: p, Name: name, Physical: name}
 	if p.kind == server {
 		d.j = judge{p: p}
 		if resolve {
 			phys, err := g.physical(ctx, op, name)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			d.Physical, d.resolved = phys, true
 		}
-		return d, nil
+		return nil
 	}
 	if largo.Reserved(name) {
-		return nil, fmt.Errorf("%s: hidden: %w", name, largo.ErrNotFound)
+		return fmt.Errorf("%s: hidden: %w", name, largo.ErrNotFound)
 	}
-	j, err := g.judge(ctx, p)
-	if err != nil {
-		return nil, err
+	if err := g.judgeIn(&d.j, ctx, p); err != nil {
+		return err
 	}
-	d.j, d.Link = j, j.link
-	if !j.allows(op.Perm, name, tree) {
-		return nil, j.refusal(name)
+	d.Link = d.j.link
+	if !d.j.allows(op.Perm, name, tree) {
+		return d.j.refusal(name)
 	}
 	if !resolve {
-		return d, nil
+		return nil
 	}
 	phys, err := g.physical(ctx, op, name)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if phys != name && !j.allows(op.Perm, phys, tree) {
-		return nil, j.refusal(name)
+	if phys != name && !d.j.allows(op.Perm, phys, tree) {
+		return d.j.refusal(name)
 	}
 	d.Physical, d.resolved = phys, true
-	return d, nil
+	return nil
 }
 
 // physical returns the name of what op on name reaches, or ErrNotFound

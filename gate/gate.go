@@ -204,31 +204,31 @@ type judge struct {
 	all  bool        // the link's maker is the operator: its scope alone
 }
 
-// judge returns the judge of p, or the refusal of a link that grants
-// nothing any more.
-func (g *Gate) judge(ctx context.Context, p Principal) (judge, error) {
-	j := judge{p: p, pol: g.cfg.Access.Policy(), user: p.name}
+// judgeIn makes j the judge of p, or returns the refusal of a link that
+// grants nothing any more.
+func (g *Gate) judgeIn(j *judge, ctx context.Context, p Principal) error {
+	*j = judge{p: p, pol: g.cfg.Access.Policy(), user: p.name}
 	if p.kind != link {
-		return j, nil
+		return nil
 	}
 	l, err := g.cfg.Links.Get(ctx, p.name)
 	if err != nil {
 		if errors.Is(err, links.ErrRevoked) || errors.Is(err, links.ErrOff) || errors.Is(err, links.ErrInvalid) {
-			return j, fmt.Errorf("%w: %w", err, largo.ErrPermission)
+			return fmt.Errorf("%w: %w", err, largo.ErrPermission)
 		}
-		return j, err
+		return err
 	}
 	if !g.cfg.Access.Now().Before(l.Expires) {
-		return j, fmt.Errorf("%w: %w", links.ErrExpired, largo.ErrPermission)
+		return fmt.Errorf("%w: %w", links.ErrExpired, largo.ErrPermission)
 	}
 	j.link, j.user = l, l.Maker
 	switch {
 	case l.Maker == "":
 		j.all = true
 	case !j.pol.Knows(l.Maker):
-		return j, fmt.Errorf("share link of a user who is no longer: %w", largo.ErrPermission)
+		return fmt.Errorf("share link of a user who is no longer: %w", largo.ErrPermission)
 	}
-	return j, nil
+	return nil
 }
 
 // allows reports whether the judge's principal may do perm on name (and

@@ -112,3 +112,62 @@ func TestHooksTold(t *testing.T) {
 		t.Errorf("e/b holds %q", got)
 	}
 }
+
+// changesTold keeps the names Changes is told of.
+type changesTold struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (c *changesTold) Changed(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.names = append(c.names, name)
+}
+
+func (c *changesTold) told() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.names...)
+}
+
+// TestChangesTold: every commit, removal and move is told to Changes
+// before it returns (what keeps files for reads forgets them there), a
+// move by copies with both names of each file and folder, and a refused
+// or aborted write tells nothing.
+func TestChangesTold(t *testing.T) {
+	s, _ := newStore(t, map[string]string{"d/a": "a", "f": "ff"})
+	c := &changesTold{}
+	p := New(Config{Store: s, Changes: c})
+	ctx := context.Background()
+
+	w, err := p.Begin(ctx, Target{Name: "new.txt", Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.ReadFrom(strings.NewReader("abc"))
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.told(); fmt.Sprint(got) != "[new.txt]" {
+		t.Fatalf("after a commit, told %q", got)
+	}
+	w, err = p.Begin(ctx, Target{Name: "aborted", Size: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Abort()
+	if _, err := p.Begin(ctx, Target{Name: "f", Size: 1, Cond: largo.Condition{IfNoneMatch: true}}); err == nil {
+		t.Fatal("a refused write began")
+	}
+	p.Removed(ctx, "f", largo.Info{Size: 2})
+	p.Expired(ctx, "gone", largo.Info{})
+	p.Renamed(ctx, "x", "y")
+	if err := p.MoveByCopy(ctx, noCopy{s}, "d", "e", nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"new.txt", "f", "gone", "x", "y", "e/a", "d/a", "e/a", "d", "e"}
+	if got := c.told(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("told %q\nwant %q", got, want)
+	}
+}

@@ -54,6 +54,9 @@
 //     upload once the pipeline admits it (Begin, BeginCopy, and Accept at
 //     a resumable upload's creation, never again at Place), and every
 //     change told (a commit, a removal, a move, an expiry);
+//   - changes told (Config.Changes): every commit, removal and move, as
+//     it is made and before it is answered, so that what keeps files for
+//     reads (package filecache) serves the change at once;
 //   - one table from error to HTTP status and reason (Status), which every
 //     front end uses: package serve answers with it, package resumable
 //     turns it into tus errors.
@@ -113,6 +116,19 @@ type Lander interface {
 	Landed(ctx context.Context, name string, in largo.Info, rec *record.File)
 }
 
+// Changes is told of each change the pipeline makes to the files of its
+// store, before the write, removal or move that made it is answered: a
+// file committed (written, copied, placed), a file or folder removed
+// (by a client, as expired, as a derived file left behind), and both
+// names of a move. name is the name as the request spelled it; a folder
+// stands for everything below it. What keeps files' bytes or metadata
+// for reads (package filecache) forgets them here, so that a change made
+// through the server is served at once. Implementations must be safe
+// for concurrent use, and quick: they run on the request's path.
+type Changes interface {
+	Changed(name string)
+}
+
 // Config configures a Pipeline. Only Store is required; the zero value of
 // every other field means no limit.
 type Config struct {
@@ -153,6 +169,8 @@ type Config struct {
 	// sidecars), which the pipeline removes when a change leaves them
 	// behind (derived.go); nil: none.
 	Derived Derived
+	// Changes is told of every change made; nil tells no one.
+	Changes Changes
 	// Now is the clock of the promises of space; nil means time.Now.
 	Now func() time.Time
 	// Logger receives the failures that fail no write (a record not
@@ -322,6 +340,7 @@ func (p *Pipeline) CheckRemove(ctx context.Context, name string, cond largo.Cond
 // Forget tells the Guard and the quotas that name is gone, and drops its
 // record (records.go).
 func (p *Pipeline) Forget(ctx context.Context, name string) {
+	p.changed(name)
 	if p.cfg.Guard != nil {
 		p.cfg.Guard.Forget(ctx, name)
 	}
@@ -337,6 +356,8 @@ func (p *Pipeline) Forget(ctx context.Context, name string) {
 // go along, a file's derived files go (Derived), and the hooks are told of
 // one move. A move by copies (MoveByCopy) needs no telling.
 func (p *Pipeline) Renamed(ctx context.Context, from, to string) {
+	p.changed(from)
+	p.changed(to)
 	if p.cfg.Guard != nil {
 		p.cfg.Guard.Renamed(ctx, from, to)
 	}
@@ -347,6 +368,13 @@ func (p *Pipeline) Renamed(ctx context.Context, from, to string) {
 	p.moveRecords(ctx, from, to)
 	p.followMove(ctx, from, to, largo.Info{}, rec)
 	p.moved(ctx, from, to)
+}
+
+// changed tells Changes that name changed.
+func (p *Pipeline) changed(name string) {
+	if p.cfg.Changes != nil {
+		p.cfg.Changes.Changed(name)
+	}
 }
 
 // CheckLock refuses, with an error wrapping largo.ErrLocked, a change to name

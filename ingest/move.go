@@ -118,6 +118,8 @@ func (p *Pipeline) leave(ctx context.Context, d movedDir) error {
 // a file or a folder whose entries moved already, at to: what they keep
 // beside it (its dead properties, and what those count) follows it.
 func (p *Pipeline) carried(ctx context.Context, from, to string) {
+	p.changed(from)
+	p.changed(to)
 	if p.cfg.Guard != nil {
 		p.cfg.Guard.Renamed(ctx, from, to)
 	}

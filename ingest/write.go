@@ -190,7 +190,9 @@ func (w *Write) Commit(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, CondErr(targetErr(err), w.t.Cond)
 	}
-	if err := w.p.landed(ctx, w.t.Name, in); err != nil {
+	err = w.p.landed(ctx, w.t.Name, in)
+	w.p.changed(w.t.Name) // committed, or taken back since
+	if err != nil {
 		return Result{}, err
 	}
 	if w.copied {

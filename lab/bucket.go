@@ -26,7 +26,11 @@ var bucketScenario = &scenario{
 	name:     "bucket",
 	caseHead: "case",
 	about: func(s Settings) string {
-		return fmt.Sprintf("The %s file as an object of a bucket on versitygw (its posix backend, on loopback), read by %d clients at once, then written by one. largo serves the bucket (--store s3://); the rclone peer is rclone's s3 backend talking to the same server directly, with no server between (rclone cat per reader, rclone copyto for the write), so for it only the rates are measured. Other servers do not take part.", largo.FormatSize(s.Size), bucketReaders)
+		on := "versitygw (its posix backend, on loopback)"
+		if s.BucketServer != "" {
+			on = "the S3 server at " + s.BucketServer
+		}
+		return fmt.Sprintf("The %s file as an object of a bucket on %s, read by %d clients at once, then written by one. largo serves the bucket (--store s3://); the rclone peer is rclone's s3 backend talking to the same server directly, with no server between (rclone cat per reader, rclone copyto for the write), so for it only the rates are measured. Other servers do not take part.", largo.FormatSize(s.Size), on, bucketReaders)
 	},
 	cases:   func(Config) []string { return []string{fmt.Sprintf("read %d", bucketReaders), "write 1"} },
 	columns: []column{colWall, colMBps, colCPUPerGiB, colIdle, colAbove},
@@ -41,6 +45,13 @@ type gateway struct {
 }
 
 func startGateway(ctx context.Context, r *runner) (*gateway, error) {
+	if b := r.cfg.Bucket; b.Endpoint != "" {
+		s, err := versitygw.Attach(b.Endpoint, b.AccessKey, b.SecretKey, b.Region)
+		if err != nil {
+			return nil, err
+		}
+		return fillGateway(ctx, r, &gateway{Server: s})
+	}
 	bin := versitygw.Find()
 	if bin == "" {
 		return nil, fmt.Errorf("%w: %s not found (scripts/test-deps installs it)", errUnsupported, versitygw.Program)
@@ -58,7 +69,11 @@ func startGateway(ctx context.Context, r *runner) (*gateway, error) {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	g := &gateway{Server: s, tmp: tmp}
+	return fillGateway(ctx, r, &gateway{Server: s, tmp: tmp})
+}
+
+// fillGateway puts the warm-up file and the random file into g's bucket.
+func fillGateway(ctx context.Context, r *runner, g *gateway) (*gateway, error) {
 	for _, f := range []dataFile{r.data.warmUp, r.data.random} {
 		if err := g.put(ctx, f); err != nil {
 			g.stop()
@@ -94,7 +109,9 @@ func (g *gateway) size(ctx context.Context, key string) (int64, error) {
 
 func (g *gateway) stop() {
 	g.Stop()
-	os.RemoveAll(g.tmp)
+	if g.tmp != "" {
+		os.RemoveAll(g.tmp)
+	}
 }
 
 func runBucket(ctx context.Context, r *runner, srv Server, cs string) Result {

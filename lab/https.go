@@ -23,7 +23,7 @@ var httpsScenario = &scenario{
 	name:     "https",
 	caseHead: "protocol",
 	about: func(s Settings) string {
-		return fmt.Sprintf("One download of the %s file over HTTPS by curl (-k: a self-signed P-256 certificate the lab makes), HTTP/1.1 and HTTP/2 (what browsers use). Only the servers the lab knows how to serve over TLS run it: largo, nginx and Caddy.", largo.FormatSize(s.Size))
+		return fmt.Sprintf("One download of the %s file over HTTPS by curl (-k: a self-signed P-256 certificate the lab makes), HTTP/1.1 and HTTP/2 (what browsers use). Only the servers the lab knows how to serve over TLS run it: largo, nginx, Caddy, and a peer whose command names {tmp}/cert.pem and {tmp}/key.pem (the lab writes them there).", largo.FormatSize(s.Size))
 	},
 	cases:   func(Config) []string { return []string{"h1", "h2"} },
 	columns: []column{colWall, colMBps, colCPUPerGiB, colIdle, colAbove, {key: "version", head: "HTTP", text: true}},
@@ -32,8 +32,12 @@ var httpsScenario = &scenario{
 
 // tlsForm returns the HTTPS form of srv, serving the certificate and key
 // at {tmp}/cert.pem and {tmp}/key.pem, or false for a server the lab does
-// not know how to serve over TLS.
+// not know how to serve over TLS. A peer whose command names
+// {tmp}/cert.pem serves TLS itself and is taken as it is.
 func tlsForm(srv Server) (Server, bool) {
+	if strings.Contains(srv.Command, "{tmp}/cert.pem") {
+		return srv, true
+	}
 	switch srv.Name {
 	case "largo":
 		if !strings.Contains(srv.Command, "{exe} serve") {

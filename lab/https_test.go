@@ -65,6 +65,10 @@ func TestTLSForm(t *testing.T) {
 			t.Errorf("%s (%s): given a TLS form", s.Name, s.Command)
 		}
 	}
+	own := Server{Name: "old", Command: "exec /elsewhere/largo-old serve {dir} --listen 127.0.0.1:{port} --tls-cert {tmp}/cert.pem --tls-key {tmp}/key.pem"}
+	if ts, ok := tlsForm(own); !ok || ts.Command != own.Command {
+		t.Errorf("a peer naming the lab's certificate: %+v, %v; want it as it is", ts, ok)
+	}
 }
 
 func mapValues(m map[string]string) []string {

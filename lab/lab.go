@@ -107,6 +107,10 @@ type Config struct {
 	Client string
 	// Servers are the servers under test. Default: Largo and Naive.
 	Servers []Server
+	// Bucket is the S3 server of the bucket scenario when its Endpoint is
+	// set: one already running, on which each case makes a bucket of its
+	// own. Default: a versitygw the lab starts for each case.
+	Bucket BucketServer
 	// DataDir holds the data files, generated there if missing and kept.
 	// Default: a temporary folder, removed at the end.
 	DataDir string
@@ -379,4 +383,10 @@ func findScenario(name string) *scenario {
 		return nil
 	}
 	return scenarios[i]
+}
+
+// BucketServer is an S3 server already running, with the credentials and
+// region to reach it by.
+type BucketServer struct {
+	Endpoint, AccessKey, SecretKey, Region string
 }

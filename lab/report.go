@@ -89,6 +89,9 @@ type Settings struct {
 	Client      string            `json:"client"`
 	MemoryGuard int64             `json:"memory_guard"`
 	Servers     map[string]string `json:"servers"` // name: command
+	// BucketServer is the endpoint of the bucket scenario's S3 server
+	// when it is one already running (Config.Bucket), "" for versitygw.
+	BucketServer string `json:"bucket_server,omitempty"`
 
 	// The distance scenario's path: round trips, and each connection's
 	// cap and window (bytes per second, bytes; 0: none).
@@ -122,6 +125,7 @@ func newReport(cfg Config, dataDir string) *Report {
 			Scenarios: cfg.Scenarios, Size: cfg.Size, Quick: cfg.Quick, Concurrency: cfg.Concurrency, Files: cfg.Files,
 			HoldSeconds: cfg.Hold.Seconds(), Reps: cfg.Reps, Client: cfg.Client, MemoryGuard: cfg.MemoryGuard,
 			Servers: servers, RTTMillis: rttMillis(cfg.RTTs), StreamRate: cfg.StreamRate, StreamWindow: cfg.StreamWindow,
+			BucketServer: cfg.Bucket.Endpoint,
 		},
 	}
 }

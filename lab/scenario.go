@@ -31,7 +31,7 @@ type scenario struct {
 var scenarios = []*scenario{
 	downloadScenario, ceilingScenario, stalledScenario, dripScenario,
 	abortScenario, resumeScenario, uploadScenario, compressScenario,
-	listingScenario, archiveHeadScenario, hostileScenario, smallScenario, httpsScenario, idleScenario,
+	listingScenario, archiveHeadScenario, hostileScenario, smallScenario, manyScenario, httpsScenario, idleScenario,
 	bucketScenario, capsScenario, distanceScenario,
 }
 

@@ -77,12 +77,17 @@ var (
 )
 
 // runWrk drives url with wrk, two threads over conns connections for d,
-// and returns the requests answered and the time they took.
-func runWrk(ctx context.Context, wrk, url string, conns int, d time.Duration) (int64, time.Duration, error) {
+// and returns the requests answered and the time they took; with a
+// script (wrk's -s), the script makes the requests.
+func runWrk(ctx context.Context, wrk, url string, conns int, d time.Duration, script ...string) (int64, time.Duration, error) {
 	cctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
 	defer cancel()
 	secs := strconv.Itoa(max(1, int(d.Round(time.Second)/time.Second)))
-	out, err := exec.CommandContext(cctx, wrk, "-t2", "-c"+strconv.Itoa(conns), "-d"+secs+"s", url).CombinedOutput()
+	args := []string{"-t2", "-c" + strconv.Itoa(conns), "-d" + secs + "s"}
+	for _, s := range script {
+		args = append(args, "-s", s)
+	}
+	out, err := exec.CommandContext(cctx, wrk, append(args, url)...).CombinedOutput()
 	if err != nil {
 		return 0, 0, fmt.Errorf("wrk: %v: %s", err, lastLine(out))
 	}
@@ -123,6 +128,12 @@ func lastLine(out []byte) string {
 // keep-alive connection, GET url one after the other for d, and each
 // answer must be 200 with size bytes.
 func hammer(ctx context.Context, url string, size int64, conns int, d time.Duration) (int64, time.Duration, error) {
+	return hammerEach(ctx, func(int, int) string { return url }, size, conns, d)
+}
+
+// hammerEach is hammer with the URL of each request made by urlOf, given
+// the connection's number and the request's on that connection.
+func hammerEach(ctx context.Context, urlOf func(conn, i int) string, size int64, conns int, d time.Duration) (int64, time.Duration, error) {
 	tr := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: conns}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: tr, Timeout: 30 * time.Second}
@@ -133,10 +144,10 @@ func hammer(ctx context.Context, url string, size int64, conns int, d time.Durat
 	var first error
 	start := time.Now()
 	var wg sync.WaitGroup
-	for range conns {
+	for conn := range conns {
 		wg.Go(func() {
-			for dctx.Err() == nil {
-				err := getOnce(c, url, size)
+			for i := 0; dctx.Err() == nil; i++ {
+				err := getOnce(c, urlOf(conn, i), size)
 				if err != nil {
 					if dctx.Err() == nil {
 						once.Do(func() { first = err })

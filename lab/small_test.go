@@ -2,8 +2,10 @@ package lab
 
 import (
 	"context"
+	"io"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -80,4 +82,49 @@ func warmUpRunner(t *testing.T) (*runner, string, dataFile) {
 	}
 	r.data = &dataSet{dir: dir, warmUp: f}
 	return r, dir, f
+}
+
+// TestMany runs the many scenario over a few files, with wrk when it is
+// installed (its script walking them) and with the lab's own client
+// either way: figures, every file asked for, and answers all checked.
+func TestMany(t *testing.T) {
+	r, _, _ := warmUpRunner(t)
+	r.cfg.Progress = io.Discard
+	res := runMany(context.Background(), r, roleServer("stand-in", "serve"), "16")
+	if res.Outcome != "" && res.Outcome != OK {
+		t.Fatalf("many: %s", res.Outcome)
+	}
+	if res.Values["rps"] <= 0 || res.Values["cpu_us_per_req"] <= 0 {
+		t.Fatalf("many: figures %v", res.Values)
+	}
+	dir, err := r.data.smallFiles(context.Background(), r.cfg, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := r.start(context.Background(), roleServer("stand-in", "serve"), dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.stop()
+	var mu sync.Mutex
+	asked := map[string]bool{}
+	urlOf := func(conn, i int) string {
+		u := in.base + manyName((conn+i*4)%16)
+		mu.Lock()
+		asked[u] = true
+		mu.Unlock()
+		return u
+	}
+	if n, _, err := hammerEach(context.Background(), urlOf, warmUpSize, 4, 300*time.Millisecond); err != nil || n < 16 {
+		t.Fatalf("hammer: %d answers, %v", n, err)
+	}
+	if len(asked) != 16 {
+		t.Errorf("%d of 16 files asked for", len(asked))
+	}
+	if _, err := exec.LookPath("wrk"); err == nil {
+		script := string(manyScript(16))
+		if !strings.Contains(script, "cursor >= 16") || !strings.Contains(script, `"/f%05d.bin"`) {
+			t.Errorf("wrk script:\n%s", script)
+		}
+	}
 }

@@ -32,9 +32,9 @@ import (
 // group's partials write straight into one sparse staged file, each at its
 // offset, so that the final upload only renames that file; on a bucket
 // each is an upload of its own which, as it ends, the S3 server copies
-// into one multipart upload at the file's own key (UploadPartCopy, part
-// numbers from its offset: s3assembly.go), so that the final only
-// completes that upload in place. largo's own
+// into one multipart upload at the file's own key (UploadPartCopy, as
+// parts of one size, numbered from its offset: s3assembly.go), so that
+// the final only completes that upload in place. largo's own
 // clients (largo put -j, the page) send placed partials; any tus client
 // can (tus-js-client through its onBeforeRequest hook).
 //
@@ -42,9 +42,11 @@ import (
 // final joins the partials in the order it lists them: on a folder by the
 // kernel (copy_file_range: a reflink where the filesystem shares blocks, a
 // copy at the disk's speed where it does not, as on ext4), on a bucket by
-// part copies. Either way no byte passes through largo (but for partials
-// below S3's smallest part, on a bucket, within a file of at most
-// smallJoin bytes).
+// part copies. Either way no byte passes through largo, but, on a bucket,
+// the parts that hold bytes of two partials (partials off the cut of the
+// file into parts of one size: below S3's smallest part, within a file
+// of at most smallJoin bytes, or of uneven sizes), and every part on a
+// server that refuses UploadPartCopy.
 //
 // Every partial names its target like any upload (filename and folder,
 // which tus-js-client sends with metadataForPartialUploads), so that it is

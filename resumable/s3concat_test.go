@@ -10,6 +10,7 @@ import (
 	"largo"
 	"largo/gate"
 	"largo/internal/poll"
+	"largo/s3/s3test"
 	"largo/wire"
 )
 
@@ -123,4 +124,51 @@ func TestS3ConcatSmall(t *testing.T) {
 	urls := f.sendPieces(t, "small.bin", data, pieces(data, 1<<20), "")
 	r := f.a.final(t, "small.bin", urls)
 	f.checkJoined(t, r.Header, r.StatusCode, "small.bin", data)
+}
+
+// TestS3ConcatEngines joins files on servers that take parts of one size
+// only (all but the last), or no UploadPartCopy: placed partials of
+// uneven sizes, whose parts the final cuts at the first that can set the
+// cut (passing the bytes of the parts two partials share through
+// largo); plain partials of uneven sizes; a tus upload sent in chunks of
+// uneven sizes, each of whose parts but the last is of the part size.
+func TestS3ConcatEngines(t *testing.T) {
+	for _, e := range s3test.Engines() {
+		if !e.Quirks.EqualParts && !e.Quirks.NoPartCopy {
+			continue
+		}
+		t.Run(e.Name, func(t *testing.T) {
+			f := newS3FixtureOn(t, Config{}, e.Quirks, 6<<20)
+			data := randomData(21<<20 + 321)
+			uneven := []piece{{at: 0, size: 7 << 20}, {at: 7 << 20, size: 5 << 20}, {at: 12 << 20, size: 9<<20 + 321}}
+			urls := f.sendPieces(t, "uneven.bin", data, uneven, "uneven-file")
+			g := groupKey(gate.User("").String(), "uneven-file")
+			poll.Wait(t, 20*time.Second, "the group's hash to cover the file", func() bool {
+				return f.a.h.loadGroupHash(context.Background(), g).n == int64(len(data))
+			})
+			r := f.a.final(t, "uneven.bin", urls)
+			f.checkJoined(t, r.Header, r.StatusCode, "uneven.bin", data)
+
+			urls = f.sendPieces(t, "plain.bin", data, uneven, "")
+			r = f.b.final(t, "plain.bin", urls)
+			f.checkJoined(t, r.Header, r.StatusCode, "plain.bin", data)
+
+			x := f.a
+			url, resp := x.create(t, int64(len(data)), map[string]string{"filename": "chunks.bin"})
+			if resp.StatusCode != 201 {
+				t.Fatalf("create: %d", resp.StatusCode)
+			}
+			off := 0
+			for _, n := range []int{11 << 20, 3 << 20, 4 << 20, len(data) - 18<<20} {
+				if r := x.patch(t, url, int64(off), string(data[off:off+n])); r.StatusCode != 204 {
+					t.Fatalf("PATCH at %d: %d", off, r.StatusCode)
+				}
+				off += n
+			}
+			poll.Wait(t, 20*time.Second, "the upload to be placed", func() bool { return f.object(t, "site/chunks.bin") != "" })
+			if f.object(t, "site/chunks.bin") != string(data) {
+				t.Fatal("chunks.bin is not the bytes sent")
+			}
+		})
+	}
 }

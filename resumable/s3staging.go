@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -36,9 +34,11 @@ type S3Config struct {
 	// Staged is Prefix as a name of the served store (largo.StateDir and
 	// "tus"), for largo.Adopter.
 	Staged string
-	// PartSize is the preferred size of the parts an upload's chunks are
-	// cut into; zero means 16 MiB. Chunks smaller than S3's minimum part
-	// (5 MiB) wait in an object of their own for the next chunk.
+	// PartSize is the size of the parts an upload's chunks are cut
+	// into; zero means 16 MiB. Every part but an upload's last has that
+	// size, as some servers require (Cloudflare R2): a chunk's tail
+	// smaller than a part waits in an object of its own for the next
+	// chunk.
 	PartSize int64
 	// PartConcurrency is how many parts are sent to the bucket at once,
 	// across all uploads; zero means 2.
@@ -46,9 +46,9 @@ type S3Config struct {
 	// TempDir is where the parts of a chunk are written before they are
 	// sent; empty means the system's temporary folder.
 	TempDir string
-	// Assembler, when not nil, begins assemblies of files at their own
-	// keys (s3.Store.BeginAssembly), into which placed partials are
-	// copied as they end (s3assembly.go); nil joins them at the final.
+	// Assembler is the served store (s3.Store), which begins assemblies
+	// of files at their own keys, into which placed partials are copied
+	// as they end (s3assembly.go), and places the parts of joins.
 	Assembler assembler
 }
 
@@ -60,13 +60,13 @@ type S3Config struct {
 // and the multipart upload's ID.
 type s3Staging struct {
 	s3store.S3Store
-	api     *s3.Client
-	bucket  string
-	prefix  string // ends with a slash
-	staged  string
-	tempDir string
-	asm     assembler
-	locks   keylock.Set // by group, held while its assembly is made or used
+	api      *s3.Client
+	bucket   string
+	prefix   string // ends with a slash
+	staged   string
+	partSize int64 // of every part but the last
+	asm      assembler
+	locks    keylock.Set // by group, held while its assembly is made or used
 }
 
 var _ Staging = (*s3Staging)(nil)
@@ -76,8 +76,8 @@ var _ Staging = (*s3Staging)(nil)
 // (cfg.TempDir) before they go to the bucket, at most two parts per PATCH
 // in progress besides the cfg.PartConcurrency parts being sent.
 func S3Staging(cfg S3Config) (Staging, error) {
-	if cfg.Client == nil || cfg.Bucket == "" || cfg.Prefix == "" {
-		return nil, errors.New("S3 staging: client, bucket and prefix are required")
+	if cfg.Client == nil || cfg.Bucket == "" || cfg.Prefix == "" || cfg.Assembler == nil {
+		return nil, errors.New("S3 staging: client, bucket, prefix and assembler are required")
 	}
 	api := cfg.Client
 	st := s3store.New(cfg.Bucket, api)
@@ -86,6 +86,9 @@ func S3Staging(cfg S3Config) (Staging, error) {
 	if st.PreferredPartSize == 0 {
 		st.PreferredPartSize = 16 << 20
 	}
+	// Parts of one size: tusd sends a part of at least MinPartSize, and
+	// keeps a shorter tail for the next chunk.
+	st.MinPartSize = st.PreferredPartSize
 	st.MaxBufferedParts = 1
 	st.TemporaryDirectory = cfg.TempDir
 	conc := cfg.PartConcurrency
@@ -93,7 +96,7 @@ func S3Staging(cfg S3Config) (Staging, error) {
 		conc = 2
 	}
 	st.SetConcurrentPartUploads(conc)
-	return &s3Staging{S3Store: st, api: api, bucket: cfg.Bucket, prefix: st.ObjectPrefix + "/", staged: cfg.Staged, tempDir: cfg.TempDir, asm: cfg.Assembler}, nil
+	return &s3Staging{S3Store: st, api: api, bucket: cfg.Bucket, prefix: st.ObjectPrefix + "/", staged: cfg.Staged, partSize: st.PreferredPartSize, asm: cfg.Assembler}, nil
 }
 
 // objectID is the part of a tus ID before the plus: the key of the
@@ -280,11 +283,21 @@ func (s *s3Staging) SaveHash(ctx context.Context, id string, state []byte) error
 }
 
 // putRecord writes a small object of the staging's own; with onlyNew,
-// only where there is none (If-None-Match: *).
+// only where there is none: If-None-Match: *, or, where the server does
+// not apply it (one instance), a look under the lock the caller holds.
 func (s *s3Staging) putRecord(ctx context.Context, key *string, b []byte, onlyNew bool) error {
 	in := &s3.PutObjectInput{Bucket: &s.bucket, Key: key, Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b)))}
-	if onlyNew {
+	switch {
+	case onlyNew && s.asm.Engine().Shared:
 		in.IfNoneMatch = aws.String("*")
+	case onlyNew:
+		_, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: key})
+		if err == nil {
+			return &smithy.GenericAPIError{Code: "PreconditionFailed", Message: "the record exists"}
+		}
+		if !notFound(err) {
+			return err
+		}
 	}
 	_, err := s.api.PutObject(ctx, in)
 	return err
@@ -340,11 +353,13 @@ func (s *s3Staging) Seal(ctx context.Context, parts []part) error {
 // JoinsInPlace is false: every join makes a new object.
 func (s *s3Staging) JoinsInPlace() bool { return false }
 
-// Join copies the partials' objects, server-side, as the parts of the
-// final upload's multipart upload (UploadPartCopy, a part per partial,
-// or per 5 GiB of one), then completes it. S3 takes no part below 5 MiB
-// but the last: partials that small are joined through largo, for a file
-// of at most smallJoin bytes, and refused above.
+// Join places the partials' bytes as the parts of the final upload's
+// multipart upload, then completes it. The parts are all of one size
+// but the last (joinCut), as some servers require: each a range of one
+// partial, copied by the server, or, where it spans several, read and
+// sent through largo (PlacePart). S3 takes no part below 5 MiB but the
+// last: partials that small are joined only for a file of at most
+// smallJoin bytes, and refused above.
 func (s *s3Staging) Join(ctx context.Context, final string, parts []part, _ bool) error {
 	small := false
 	var total int64
@@ -352,16 +367,13 @@ func (s *s3Staging) Join(ctx context.Context, final string, parts []part, _ bool
 		small = small || p.Size < minPart && i < len(parts)-1
 		total += p.Size
 	}
-	obj, mp := objectID(final)
-	switch {
-	case small && total > smallJoin:
+	if small && total > smallJoin {
 		return errSmallParts
-	case small:
-		if err := s.joinThrough(ctx, obj, mp, parts); err != nil {
-			return err
-		}
-	default:
-		if err := s.copyParts(ctx, obj, mp, parts); err != nil {
+	}
+	obj, mp := objectID(final)
+	if total > 0 {
+		size := joinCut(parts, s.partSize)
+		if err := s.placeParts(ctx, assembly{Key: s.prefix + obj, ID: mp}, 1, s.spans(parts, size)); err != nil {
 			return err
 		}
 	}
@@ -372,86 +384,24 @@ func (s *s3Staging) Join(ctx context.Context, final string, parts []part, _ bool
 	return up.FinishUpload(ctx)
 }
 
-// copyParts makes each partial one part of the multipart upload mp, or
-// several of up to maxCopy bytes each, copied by the S3 server.
-func (s *s3Staging) copyParts(ctx context.Context, obj, mp string, parts []part) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(8)
-	n := int32(0)
+// joinCut returns the size of the parts a join cuts the file of parts
+// into: the partials' own (equalCut), when every one but the last has it
+// and the last no more, so that each is copied whole; else preferred, or
+// more where the file would take more than S3's most parts.
+func joinCut(parts []part, preferred int64) int64 {
+	var total int64
 	for _, p := range parts {
-		if p.Size == 0 {
-			continue
+		total += p.Size
+	}
+	if len(parts) > 0 {
+		each := parts[0].Size
+		uniform := parts[len(parts)-1].Size <= each
+		for _, p := range parts[:len(parts)-1] {
+			uniform = uniform && p.Size == each
 		}
-		pieces := (p.Size + maxCopy - 1) / maxCopy
-		each := (p.Size + pieces - 1) / pieces
-		for off := int64(0); off < p.Size; off += each {
-			n++
-			num, rng := n, fmt.Sprintf("bytes=%d-%d", off, min(off+each, p.Size)-1)
-			if n > maxParts {
-				return errTooManyPart
-			}
-			g.Go(func() error {
-				_, err := s.api.UploadPartCopy(ctx, &s3.UploadPartCopyInput{
-					Bucket:          &s.bucket,
-					Key:             aws.String(s.prefix + obj),
-					UploadId:        &mp,
-					PartNumber:      aws.Int32(num),
-					CopySource:      aws.String(copySource(s.bucket, *s.key(p.ID, ""))),
-					CopySourceRange: aws.String(rng),
-				})
-				return err
-			})
+		if cut, ok := equalCut(each, total); uniform && ok {
+			return cut
 		}
 	}
-	return g.Wait()
-}
-
-// joinThrough sends the partials' bytes, read back, as the one part of
-// the multipart upload mp: for a small file whose partials S3 will not
-// take as parts. The part is spooled to a temporary file so that the
-// request has a length and can be retried.
-func (s *s3Staging) joinThrough(ctx context.Context, obj, mp string, parts []part) error {
-	f, err := os.CreateTemp(s.tempDir, "largo-join-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	var n int64
-	for _, p := range parts {
-		rc, err := s.ReadPart(ctx, p, 0)
-		if err != nil {
-			return err
-		}
-		m, err := io.Copy(f, rc)
-		rc.Close()
-		if err != nil {
-			return err
-		}
-		n += m
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	_, err = s.api.UploadPart(ctx, &s3.UploadPartInput{
-		Bucket:        &s.bucket,
-		Key:           aws.String(s.prefix + obj),
-		UploadId:      &mp,
-		PartNumber:    aws.Int32(1),
-		Body:          f,
-		ContentLength: aws.Int64(n),
-	})
-	return err
-}
-
-// copySource is the x-amz-copy-source of key in bucket: its path,
-// percent-encoded but for the slashes.
-func copySource(bucket, key string) string {
-	var b strings.Builder
-	b.WriteString(bucket)
-	for elem := range strings.SplitSeq(key, "/") {
-		b.WriteByte('/')
-		b.WriteString(url.PathEscape(elem))
-	}
-	return b.String()
+	return max(preferred, (total+maxParts-1)/maxParts)
 }

@@ -20,15 +20,27 @@ import (
 // s3Fixture is two servers (Handlers on their own Store and Staging, as
 // two instances) over one bucket of a real S3 server.
 type s3Fixture struct {
-	srv  *s3test.Server
-	a, b *fixture
+	srv      *s3test.Server
+	endpoint string // where the instances reach srv
+	partSize int64
+	a, b     *fixture
 }
 
 func newS3Fixture(t *testing.T, cfg Config) *s3Fixture {
 	t.Helper()
+	return newS3FixtureOn(t, cfg, s3test.Quirks{}, s3.MinPartSize)
+}
+
+// newS3FixtureOn is newS3Fixture with instances that reach the server
+// through a proxy with quirks q, and write parts of partSize.
+func newS3FixtureOn(t *testing.T, cfg Config, q s3test.Quirks, partSize int64) *s3Fixture {
+	t.Helper()
 	srv := s3test.Start(t, s3test.Options{})
 	srv.Put(t, "site/exists.txt", []byte("old"))
-	f := &s3Fixture{srv: srv}
+	f := &s3Fixture{srv: srv, endpoint: srv.Endpoint, partSize: partSize}
+	if q != (s3test.Quirks{}) {
+		f.endpoint = srv.QuirkProxy(t, q).URL
+	}
 	f.a, f.b = f.instance(t, cfg), f.instance(t, cfg)
 	return f
 }
@@ -36,7 +48,7 @@ func newS3Fixture(t *testing.T, cfg Config) *s3Fixture {
 func (f *s3Fixture) instance(t *testing.T, cfg Config) *fixture {
 	t.Helper()
 	srv := f.srv
-	store, err := s3.New(context.Background(), s3.Config{Bucket: srv.Bucket, Prefix: "site", Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PartSize: s3.MinPartSize})
+	store, err := s3.New(context.Background(), s3.Config{Bucket: srv.Bucket, Prefix: "site", Endpoint: f.endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey, PartSize: f.partSize})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,9 +90,10 @@ func (a *assemblySender) abort() {}
 
 // WriteAssemblyPart sends size bytes of r, read once as they arrive, as
 // the part number n of the assembly id of the file name, streamed as the
-// store's own writes are (unsigned aws-chunked with a CRC32 trailer, tried
-// once), and returns the part's ETag. A part sent again under its number
-// replaces the earlier one; a body that fails before its end leaves none.
+// store's own writes are (unsigned aws-chunked with a CRC32 trailer where
+// the server takes one, tried once), and returns the part's ETag. A part
+// sent again under its number replaces the earlier one; a body that fails
+// before its end leaves none.
 // Each part renews the assembly's record, so that Sweep aborts an
 // assembly only once it has received nothing for as long as its expiry.
 func (s *Store) WriteAssemblyPart(ctx context.Context, name, id string, n int32, r io.Reader, size int64) (string, error) {
@@ -104,7 +105,7 @@ func (s *Store) WriteAssemblyPart(ctx context.Context, name, id string, n int32,
 		PartNumber:    aws.Int32(n),
 		Body:          r,
 		ContentLength: aws.Int64(size),
-	}, streamed)
+	}, s.streamed())
 	if err != nil {
 		return "", mapErr(name, err)
 	}

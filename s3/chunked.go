@@ -17,10 +17,11 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
-// streamed is the option of a request whose body is read once, as it
-// arrives (a pipe). Such a body goes in the aws-chunked encoding, unsigned,
-// with a CRC32 trailer (STREAMING-UNSIGNED-PAYLOAD-TRAILER), and the
-// request is tried once, since the body cannot be sent again.
+// chunkedTrailer is the option of a request whose body is read once, as
+// it arrives (a pipe), on a server that takes checksum trailers. Such a
+// body goes in the aws-chunked encoding, unsigned, with a CRC32 trailer
+// (STREAMING-UNSIGNED-PAYLOAD-TRAILER), and the request is tried once,
+// since the body cannot be sent again.
 //
 // Not signed: a signature of the payload would be needed before its first
 // byte. Not UNSIGNED-PAYLOAD either, although it would do on Amazon S3:
@@ -31,12 +32,36 @@ import (
 // cut short, and the CRC32 guards the bytes on a connection without TLS.
 // The SDK sends the same encoding itself for PutObject over HTTPS, but
 // refuses it without TLS.
-func streamed(o *awss3.Options) {
+func chunkedTrailer(o *awss3.Options) {
 	o.Retryer = aws.NopRetryer{}
 	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
 		_, err := stack.Finalize.Swap(payloadHashID, chunkedPayload{})
 		return err
 	})
+}
+
+// unsignedStream is the option of a request whose body is read once, as
+// it arrives, on a server that refuses checksum trailers
+// (ChecksumOff): the body goes as it is, its payload announced as
+// UNSIGNED-PAYLOAD, and the request is tried once. Since a server may
+// keep a body cut short (see chunkedTrailer), such a body is only ever
+// sent as the part of a multipart upload, which an aborted write never
+// completes.
+func unsignedStream(o *awss3.Options) {
+	o.Retryer = aws.NopRetryer{}
+	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		_, err := stack.Finalize.Swap(payloadHashID, unsignedPayload{})
+		return err
+	})
+}
+
+// streamed returns the option of a request whose body is read once, as
+// it arrives: chunkedTrailer or unsignedStream, as the server takes.
+func (s *Store) streamed() func(*awss3.Options) {
+	if s.trailers.Load() {
+		return chunkedTrailer
+	}
+	return unsignedStream
 }
 
 // payloadHashID is the ID of the SDK's middleware that sets the payload
@@ -76,6 +101,20 @@ func (chunkedPayload) HandleFinalize(ctx context.Context, in middleware.Finalize
 	in.Request = req
 	return next.HandleFinalize(v4.SetPayloadHash(ctx, streamingTrailer), in)
 }
+
+// unsignedPayload is a finalize middleware that signs a request without
+// its payload's hash.
+type unsignedPayload struct{}
+
+func (unsignedPayload) ID() string { return payloadHashID }
+
+func (unsignedPayload) HandleFinalize(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+	return next.HandleFinalize(v4.SetPayloadHash(ctx, unsignedPayloadHash), in)
+}
+
+// unsignedPayloadHash is the payload hash of a request signed without
+// its payload.
+const unsignedPayloadHash = "UNSIGNED-PAYLOAD"
 
 // chunkedBody is n bytes of r in the aws-chunked encoding, as one chunk
 // and the trailer of their CRC32:

@@ -17,7 +17,7 @@ var _ largo.DirMaker = (*Store)(nil)
 
 // MakeDir implements largo.DirMaker: an empty folder is a marker object
 // named with a trailing slash, put with If-None-Match: * where the server
-// applies it. A bucket has no rename: a folder is moved by copying and
+// applies it, under the key's lock where this process does. A bucket has no rename: a folder is moved by copying and
 // removing what it holds (package dav).
 func (s *Store) MakeDir(ctx context.Context, name string) error {
 	if name == "" {
@@ -32,14 +32,17 @@ func (s *Store) MakeDir(ctx context.Context, name string) error {
 			return fmt.Errorf("%s: %w", dir, largo.ErrNotDir)
 		}
 	}
+	key := s.key(name) + "/"
+	if s.local.Load() {
+		defer s.locks.Lock(key)()
+	}
 	if _, err := s.Stat(ctx, name); err == nil {
 		return fmt.Errorf("%s: %w", name, largo.ErrExist)
 	} else if !errors.Is(err, largo.ErrNotFound) {
 		return err
 	}
-	key := s.key(name) + "/"
 	in := &awss3.PutObjectInput{Bucket: &s.bucket, Key: &key, Body: strings.NewReader(""), ContentLength: aws.Int64(0)}
-	if s.ConditionalWrites() {
+	if s.shared() {
 		in.IfNoneMatch = aws.String("*")
 	}
 	if _, err := s.api.PutObject(ctx, in); err != nil {

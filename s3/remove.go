@@ -2,13 +2,11 @@ package s3
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,12 +39,14 @@ func (s *Store) removeFile(ctx context.Context, name string, o object, cond larg
 	if err := cond.Check(name, fileInfo(name, o), true); err != nil {
 		return err
 	}
+	unlock, err := s.lockCond(ctx, name, s.key(name), cond)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	in := &awss3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.key(name))}
-	if cond.IfMatch != "" && cond.IfMatch != "*" {
-		if s.noCond.Load() {
-			return errNoConditions(name)
-		}
-		in.IfMatch = &cond.IfMatch
+	if sc := s.serverCond(cond); sc.IfMatch != "" && sc.IfMatch != "*" {
+		in.IfMatch = &sc.IfMatch
 	}
 	if _, err := s.api.DeleteObject(ctx, in); err != nil {
 		return writeErr(name, cond, err)
@@ -60,7 +60,7 @@ func (s *Store) removeDir(ctx context.Context, name string, opt largo.RemoveOpti
 	}
 	dir := s.key(name) + "/"
 	if !opt.Recursive {
-		out, err := s.api.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &dir, MaxKeys: aws.Int32(2)})
+		out, err := s.listObjects(ctx, &awss3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &dir, MaxKeys: aws.Int32(2)})
 		if err != nil {
 			return mapErr(name, err)
 		}
@@ -76,7 +76,7 @@ func (s *Store) removeDir(ctx context.Context, name string, opt largo.RemoveOpti
 	}
 	// A page of keys at a time (a thousand at most), each page removed
 	// in one request before the next is listed.
-	pages := awss3.NewListObjectsV2Paginator(s.api, &awss3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &dir})
+	pages := s.pages(&awss3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &dir})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
@@ -100,111 +100,6 @@ func (s *Store) removeDir(ctx context.Context, name string, opt largo.RemoveOpti
 		}
 	}
 	return nil
-}
-
-// PrepareWrites checks, before a server takes writes, that the credentials
-// may write to the bucket, and finds out whether the server applies the
-// conditional writes largo relies on for If-None-Match and If-Match
-// (If-None-Match: * on PUT and on the completion of a multipart upload,
-// If-Match on DELETE and on PUT). It does so with a few requests on a probe object in
-// largo's state folder, removed afterwards. When the server ignores a
-// condition, writes under a condition are refused (largo.ErrUnsupported)
-// rather than done with a check that would race with other writers.
-// Without PrepareWrites, the server is assumed to apply them. It removes
-// nothing (several instances may be writing: the multipart uploads that
-// interrupted writes leave are Sweep's, by age), and returns 0.
-func (s *Store) PrepareWrites(ctx context.Context) (int, error) {
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	probe := largo.StateDir + "/probe-" + hex.EncodeToString(rnd[:])
-	key := s.key(probe)
-	put := func() error {
-		_, err := s.api.PutObject(ctx, &awss3.PutObjectInput{
-			Bucket:        &s.bucket,
-			Key:           &key,
-			Body:          strings.NewReader("probe"),
-			ContentLength: aws.Int64(5),
-			IfNoneMatch:   aws.String("*"),
-		})
-		return err
-	}
-	if err := put(); err != nil {
-		return 0, fmt.Errorf("bucket %q refuses writes: %v", s.bucket, oneLine(errText(err)))
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
-		defer cancel()
-		s.api.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &s.bucket, Key: &key})
-	}()
-	ok, err := refused(put())
-	if ok && err == nil {
-		ok, err = s.probeMultipart(ctx, key)
-	}
-	if ok && err == nil {
-		_, err = s.api.DeleteObject(ctx, &awss3.DeleteObjectInput{Bucket: &s.bucket, Key: &key, IfMatch: aws.String(`"largo-probe-mismatch"`)})
-		ok, err = refused(err)
-	}
-	if ok && err == nil {
-		_, err = s.api.PutObject(ctx, &awss3.PutObjectInput{
-			Bucket:        &s.bucket,
-			Key:           &key,
-			Body:          strings.NewReader("probe"),
-			ContentLength: aws.Int64(5),
-			IfMatch:       aws.String(`"largo-probe-mismatch"`),
-		})
-		ok, err = refused(err)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("bucket %q: probing conditional writes: %v", s.bucket, oneLine(errText(err)))
-	}
-	s.noCond.Store(!ok)
-	return 0, nil
-}
-
-// ConditionalWrites reports whether the store applies If-None-Match and
-// If-Match to writes (see PrepareWrites).
-func (s *Store) ConditionalWrites() bool { return !s.noCond.Load() }
-
-// probeMultipart completes a multipart upload to the existing key under
-// If-None-Match: *, which must be refused.
-func (s *Store) probeMultipart(ctx context.Context, key string) (bool, error) {
-	out, err := s.api.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &key})
-	if err != nil {
-		return false, err
-	}
-	id := out.UploadId
-	defer s.api.AbortMultipartUpload(context.WithoutCancel(ctx), &awss3.AbortMultipartUploadInput{Bucket: &s.bucket, Key: &key, UploadId: id})
-	p, err := s.api.UploadPart(ctx, &awss3.UploadPartInput{
-		Bucket:        &s.bucket,
-		Key:           &key,
-		UploadId:      id,
-		PartNumber:    aws.Int32(1),
-		Body:          strings.NewReader("probe"),
-		ContentLength: aws.Int64(5),
-	})
-	if err != nil {
-		return false, err
-	}
-	_, err = s.api.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{
-		Bucket:          &s.bucket,
-		Key:             &key,
-		UploadId:        id,
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{PartNumber: aws.Int32(1), ETag: p.ETag}}},
-		IfNoneMatch:     aws.String("*"),
-	})
-	return refused(err)
-}
-
-// refused reports whether err is the refusal of a failed precondition
-// (and nil for it), false for a success, and passes any other error on.
-func refused(err error) (bool, error) {
-	if err == nil {
-		return false, nil
-	}
-	if errors.Is(mapErr("", err), largo.ErrPrecondition) {
-		return true, nil
-	}
-	return false, err
 }
 
 // Sweep aborts the multipart uploads that writes of this store (of any

@@ -41,6 +41,7 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"largo"
+	"largo/internal/keylock"
 	"largo/slicecache"
 )
 
@@ -85,6 +86,14 @@ type Config struct {
 	// Slices, when set, keeps the slices of the objects read on the local
 	// disk, and files opened read through it (slices.go).
 	Slices *slicecache.Cache
+	// Instances says whether several instances may share the bucket;
+	// the zero value, InstancesAuto, lets PrepareWrites decide from what
+	// the server applies (engine.go).
+	Instances Instances
+	// Checksum says how a body streamed as it arrives is guarded; the
+	// zero value, ChecksumAuto, sends a checksum trailer where the
+	// server takes it.
+	Checksum Checksum
 }
 
 // Defaults and limits of the write settings.
@@ -110,10 +119,20 @@ type Store struct {
 	// The write side (write.go).
 	partSize  int64
 	partConc  int
-	maxSingle int64       // largest body sent as one PUT
-	copyPart  int64       // largest part of a server-side copy
-	noCond    atomic.Bool // the server ignores conditional writes
-	active    sync.Map    // multipart upload IDs of uploads in progress here
+	maxSingle int64    // largest body sent as one PUT
+	copyPart  int64    // largest part of a server-side copy
+	active    sync.Map // multipart upload IDs of uploads in progress here
+
+	// What the server takes (engine.go), found by PrepareWrites.
+	instances Instances
+	checksum  Checksum
+	engineMu  sync.Mutex   // guards gaps
+	gaps      []string     // what the server lacks of conditional writes
+	local     atomic.Bool  // conditions are applied in this process, not sent
+	trailers  atomic.Bool  // streamed bodies carry a checksum trailer
+	locks     keylock.Set  // by key, the conditional writes made here while local
+	noCopy    atomic.Bool  // the server refuses UploadPartCopy (copy.go)
+	plus      atomic.Int32 // what a plus in a url-encoded listing stands for (list.go)
 
 	slices *slicecache.Cache // nil: files read from the bucket alone
 }
@@ -239,7 +258,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		maxSingle: maxSinglePut,
 		copyPart:  maxCopyPart,
 		slices:    cfg.Slices,
+		instances: cfg.Instances,
+		checksum:  cfg.Checksum,
 	}
+	s.trailers.Store(cfg.Checksum != ChecksumOff)
+	s.local.Store(cfg.Instances == InstancesOne)
 	if p := strings.Trim(cfg.Prefix, "/"); p != "" {
 		s.prefix = p + "/"
 	}
@@ -405,7 +428,11 @@ func (s *Store) List(ctx context.Context, name string) iter.Seq2[largo.Info, err
 			in.MaxKeys = aws.Int32(s.page)
 		}
 		found := name == "" // the root exists even when empty
-		pages := awss3.NewListObjectsV2Paginator(s.api, in)
+		// Common prefixes come in key order, page after page; some
+		// servers repeat at the head of a page the last of the page
+		// before: a folder is yielded once.
+		var last string
+		pages := s.pages(in)
 		for pages.HasMorePages() {
 			page, err := pages.NextPage(ctx)
 			if err != nil {
@@ -424,7 +451,12 @@ func (s *Store) List(ctx context.Context, name string) iter.Seq2[largo.Info, err
 				}
 			}
 			for _, p := range page.CommonPrefixes {
-				elem, _ := strings.CutSuffix(strings.TrimPrefix(aws.ToString(p.Prefix), dir), "/")
+				prefix := aws.ToString(p.Prefix)
+				if last != "" && prefix <= last {
+					continue
+				}
+				last = prefix
+				elem, _ := strings.CutSuffix(strings.TrimPrefix(prefix, dir), "/")
 				if !validElem(elem) {
 					continue
 				}

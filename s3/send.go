@@ -18,7 +18,7 @@ import (
 )
 
 // put stores size bytes of body at the upload's key under cond, in one
-// PUT; opts are the request's options (streamed, for a pipe).
+// PUT; opts are the request's options (Store.streamed, for a pipe).
 func (u *upload) put(ctx context.Context, body io.Reader, size int64, cond largo.Condition, opts ...func(*awss3.Options)) (written, error) {
 	c, err := u.conditions(ctx, cond)
 	if err != nil {
@@ -118,7 +118,7 @@ func (p *streamPut) write(b []byte) error {
 	if p.st == nil {
 		u, cond, size := p.u, p.cond, p.size
 		p.st = startStream(func(r io.Reader) (written, error) {
-			return u.put(u.ctx, r, size, cond, streamed)
+			return u.put(u.ctx, r, size, cond, u.s.streamed())
 		})
 	}
 	if p.sent+int64(len(b)) == p.size {
@@ -187,7 +187,7 @@ func (m *multipart) begin() error {
 }
 
 // sendPart sends part number n, of size bytes of r; opts are the
-// request's options (streamed, for a pipe).
+// request's options (Store.streamed, for a pipe).
 func (m *multipart) sendPart(n int, r io.Reader, size int64, opts ...func(*awss3.Options)) error {
 	u := m.u
 	out, err := u.s.api.UploadPart(u.ctx, &awss3.UploadPartInput{
@@ -276,7 +276,7 @@ func (p *streamParts) write(b []byte) error {
 			n, size := p.next, min(p.partLen, p.size-p.sent)
 			p.left = size
 			p.st = startStream(func(r io.Reader) (written, error) {
-				return written{}, p.mp.sendPart(n, r, size, streamed)
+				return written{}, p.mp.sendPart(n, r, size, p.mp.u.s.streamed())
 			})
 		}
 		k := min(int64(len(b)), p.left)
@@ -419,12 +419,28 @@ func (p *bufferedParts) finish(ctx context.Context, cond largo.Condition) (writt
 		defer r.cut()
 		return u.put(ctx, r, int64(len(p.buf)), cond)
 	}
-	err := p.flush()
-	p.wg.Wait()
-	if err = cmp.Or(err, p.failed()); err != nil {
+	if err := p.settle(); err != nil {
 		return written{}, err
 	}
 	return p.mp.complete(ctx, cond)
+}
+
+// settle sends what is buffered as the last part and waits for every
+// part in flight, once the body is all in: what finish does before it
+// makes the object visible, and what a commit under a condition this
+// process applies does before it checks the condition, so that a failed
+// one aborts no part in flight (a server may go on writing a part whose
+// request was cut, after the abort).
+func (p *bufferedParts) settle() error {
+	if p.next == 0 {
+		return nil // one PUT at the end: nothing in flight
+	}
+	var err error
+	if len(p.buf) > 0 {
+		err = p.flush()
+	}
+	p.wg.Wait()
+	return cmp.Or(err, p.failed())
 }
 
 func (p *bufferedParts) abort() {
@@ -529,34 +545,22 @@ func (c *copySender) finish(ctx context.Context, cond largo.Condition) (written,
 }
 
 // copyParts copies the source in ranges of at most copyPart bytes into a
-// multipart upload, completed under cond.
+// multipart upload (PlacePart), completed under cond.
 func (c *copySender) copyParts(ctx context.Context, cond largo.Condition) (written, error) {
 	mp := &multipart{u: c.u}
 	if err := mp.begin(); err != nil {
 		return written{}, err
 	}
 	s := c.u.s
-	n := 0
+	n := int32(0)
 	for off := int64(0); off < c.size; off += s.copyPart {
 		n++
-		out, err := s.api.UploadPartCopy(ctx, &awss3.UploadPartCopyInput{
-			Bucket:            &s.bucket,
-			Key:               &c.u.key,
-			UploadId:          &mp.id,
-			PartNumber:        aws.Int32(int32(n)),
-			CopySource:        aws.String(copySource(s.bucket, c.src)),
-			CopySourceRange:   aws.String(fmt.Sprintf("bytes=%d-%d", off, min(off+s.copyPart, c.size)-1)),
-			CopySourceIfMatch: nonEmpty(c.etag),
-		})
+		etag, err := s.PlacePart(ctx, c.u.key, mp.id, n, []Span{{Key: c.src, Off: off, N: min(s.copyPart, c.size-off), ETag: c.etag}})
 		if err != nil {
 			mp.abort()
 			return written{}, err
 		}
-		var etag *string
-		if out.CopyPartResult != nil {
-			etag = out.CopyPartResult.ETag
-		}
-		mp.add(n, etag)
+		mp.add(int(n), &etag)
 	}
 	w, err := mp.complete(ctx, cond)
 	if err != nil {

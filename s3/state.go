@@ -27,7 +27,10 @@ const maxRecord = 1 << 20
 // State implements largo.StateKeeper: records are objects under the
 // prefix's largo.StateDir, which every instance serving the bucket sees.
 // A record is written whole by one PUT, so a reader sees the old object or
-// the new one.
+// the new one. Where the server does not apply conditional writes (one
+// instance), or answers one 501, Create, Swap and DeleteIf refuse
+// (largo.ErrUnsupported), and package record makes its changes under a
+// lock of its own.
 func (s *Store) State() largo.State { return state{s} }
 
 type state struct{ s *Store }
@@ -70,7 +73,7 @@ func (st state) GetVersion(ctx context.Context, key string) ([]byte, string, err
 // Swap implements largo.StateSwapper: one PUT with If-Match, which the
 // bucket refuses (412) when the object changed, or (404) is gone.
 func (st state) Swap(ctx context.Context, key string, data []byte, version string) (string, error) {
-	if !st.s.ConditionalWrites() {
+	if !st.s.shared() {
 		return "", fmt.Errorf("state record %s: replace only if unchanged: %w", key, largo.ErrUnsupported)
 	}
 	if version == "" {
@@ -90,6 +93,9 @@ func (st state) Swap(ctx context.Context, key string, data []byte, version strin
 	if err == nil {
 		return aws.ToString(out.ETag), nil
 	}
+	if refusedNotImplemented(err) {
+		return "", fmt.Errorf("state record %s: replace only if unchanged: %w: %v", key, largo.ErrUnsupported, errText(err))
+	}
 	if err = mapErr(key, err); errors.Is(err, largo.ErrNotFound) {
 		return "", fmt.Errorf("state record %s: gone: %w: %w", key, largo.ErrPrecondition, err)
 	}
@@ -98,7 +104,7 @@ func (st state) Swap(ctx context.Context, key string, data []byte, version strin
 
 // DeleteIf implements largo.StateSwapper: one DELETE with If-Match.
 func (st state) DeleteIf(ctx context.Context, key, version string) error {
-	if !st.s.ConditionalWrites() {
+	if !st.s.shared() {
 		return fmt.Errorf("state record %s: remove only if unchanged: %w", key, largo.ErrUnsupported)
 	}
 	if version == "" {
@@ -112,7 +118,18 @@ func (st state) DeleteIf(ctx context.Context, key, version string) error {
 	if err == nil {
 		return nil
 	}
-	if err = mapErr(key, err); errors.Is(err, largo.ErrNotFound) {
+	if refusedNotImplemented(err) {
+		return fmt.Errorf("state record %s: remove only if unchanged: %w: %v", key, largo.ErrUnsupported, errText(err))
+	}
+	err = mapErr(key, err)
+	if errors.Is(err, largo.ErrPrecondition) {
+		// Some servers (SeaweedFS) answer 412 rather than 404 when the
+		// record is gone: gone it is, whatever the version.
+		if _, herr := st.s.headKey(ctx, k); errors.Is(mapErr(key, herr), largo.ErrNotFound) {
+			return nil
+		}
+	}
+	if errors.Is(err, largo.ErrNotFound) {
 		return nil
 	}
 	return err
@@ -125,7 +142,7 @@ func (st state) Put(ctx context.Context, key string, data []byte) error {
 // Create implements largo.StateCreator: one PUT with If-None-Match: *,
 // which the bucket refuses (412) when the key exists.
 func (st state) Create(ctx context.Context, key string, data []byte) error {
-	if !st.s.ConditionalWrites() {
+	if !st.s.shared() {
 		return fmt.Errorf("state record %s: create only if absent: %w", key, largo.ErrUnsupported)
 	}
 	return st.put(ctx, key, data, true)
@@ -146,6 +163,9 @@ func (st state) put(ctx context.Context, key string, data []byte, excl bool) err
 		in.IfNoneMatch = aws.String("*")
 	}
 	_, err = st.s.api.PutObject(ctx, in)
+	if excl && refusedNotImplemented(err) {
+		return fmt.Errorf("state record %s: create only if absent: %w: %v", key, largo.ErrUnsupported, errText(err))
+	}
 	if err != nil {
 		err = mapErr(key, err)
 		if excl && errors.Is(err, largo.ErrPrecondition) {
@@ -173,7 +193,7 @@ func (st state) Delete(ctx context.Context, key string) error {
 func (st state) List(ctx context.Context, prefix string) iter.Seq2[largo.Record, error] {
 	return func(yield func(largo.Record, error) bool) {
 		base := st.s.key(largo.StateDir + "/")
-		p := awss3.NewListObjectsV2Paginator(st.s.api, &awss3.ListObjectsV2Input{Bucket: &st.s.bucket, Prefix: aws.String(base + prefix)})
+		p := st.s.pages(&awss3.ListObjectsV2Input{Bucket: &st.s.bucket, Prefix: aws.String(base + prefix)})
 		for p.HasMorePages() {
 			page, err := p.NextPage(ctx)
 			if err != nil {
@@ -208,7 +228,7 @@ func (st state) Page(ctx context.Context, prefix, after string, limit int) ([]la
 	}
 	var out []largo.Record
 	for len(out) < limit {
-		page, err := st.s.api.ListObjectsV2(ctx, in)
+		page, err := st.s.listObjects(ctx, in)
 		if err != nil {
 			return nil, mapErr(prefix, err)
 		}

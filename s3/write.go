@@ -49,8 +49,12 @@ func (s *Store) Create(ctx context.Context, name string, opt largo.CreateOptions
 	switch {
 	case opt.Size < 0:
 		u.send = &bufferedParts{mp: &multipart{u: u}}
+	case opt.Size <= s.maxSingle && (s.trailers.Load() || opt.Size == 0):
+		u.send = &streamPut{u: u, cond: s.serverCond(opt.Condition), size: opt.Size}
 	case opt.Size <= s.maxSingle:
-		u.send = &streamPut{u: u, cond: opt.Condition, size: opt.Size}
+		// Without a trailer, a body cut short might be stored: it goes
+		// as the one part of a multipart upload, completed at Commit.
+		u.send = &streamParts{mp: &multipart{u: u}, size: opt.Size, partLen: max(opt.Size, 1)}
 	default:
 		u.send = &streamParts{mp: &multipart{u: u}, size: opt.Size, partLen: max(s.partSize, (opt.Size+maxParts-1)/maxParts)}
 	}
@@ -99,12 +103,8 @@ func (s *Store) Copy(ctx context.Context, name, src string, opt largo.CreateOpti
 
 // checkTarget refuses early what the commit would refuse or get wrong: the
 // root, a folder at the target (keys under the name), a file where the
-// target's folder should be, a missing folder under NoMkdir, and a
-// condition the server cannot apply.
+// target's folder should be, and a missing folder under NoMkdir.
 func (s *Store) checkTarget(ctx context.Context, name string, opt largo.CreateOptions) error {
-	if opt.Condition != (largo.Condition{}) && s.noCond.Load() {
-		return errNoConditions(name)
-	}
 	if name == "" {
 		return fmt.Errorf("the root: %w", largo.ErrIsDir)
 	}
@@ -128,13 +128,6 @@ func (s *Store) checkTarget(ctx context.Context, name string, opt largo.CreateOp
 		return nil // folders need no making: they are key prefixes
 	}
 	return fmt.Errorf("folder %s: %w", dir, err)
-}
-
-// errNoConditions is the refusal of a condition by a store whose server
-// does not apply conditional writes: a check followed by a write would
-// race with other writers.
-func errNoConditions(name string) error {
-	return fmt.Errorf("%s: %w: the S3 server does not apply If-None-Match or If-Match to writes", name, largo.ErrUnsupported)
 }
 
 // upload is a write in progress to one key.
@@ -179,8 +172,10 @@ func (u *upload) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Commit implements largo.Upload. The store applies cond itself, in the
-// request that makes the object visible.
+// Commit implements largo.Upload. The server applies cond itself, in the
+// request that makes the object visible; where it cannot (one instance),
+// this process checks cond under the key's lock and writes before it
+// lets go.
 func (u *upload) Commit(ctx context.Context, cond largo.Condition) (largo.Info, bool, error) {
 	if u.done {
 		return largo.Info{}, false, errors.New("commit of a finished upload")
@@ -199,18 +194,27 @@ func (u *upload) commit(ctx context.Context, cond largo.Condition) (largo.Info, 
 	switch {
 	case u.err != nil:
 		return largo.Info{}, false, u.err
-	case cond != (largo.Condition{}) && u.s.noCond.Load():
-		return largo.Info{}, false, errNoConditions(u.name)
 	case u.opt.Size >= 0 && u.n != u.opt.Size:
 		return largo.Info{}, false, fmt.Errorf("%s: the body ended at %d of the %d bytes announced", u.name, u.n, u.opt.Size)
 	}
+	if st, ok := u.send.(interface{ settle() error }); ok && !u.s.shared() && cond != (largo.Condition{}) {
+		if err := st.settle(); err != nil {
+			return largo.Info{}, false, writeErr(u.name, largo.Condition{}, err)
+		}
+	}
+	unlock, err := u.s.lockCond(ctx, u.name, u.key, cond)
+	if err != nil {
+		return largo.Info{}, false, err
+	}
+	defer unlock()
 	created, err := u.created(ctx, cond)
 	if err != nil {
 		return largo.Info{}, false, err
 	}
-	w, err := u.send.finish(ctx, cond)
+	sc := u.s.serverCond(cond)
+	w, err := u.send.finish(ctx, sc)
 	if err != nil {
-		return largo.Info{}, false, u.sendErr(ctx, cond, err)
+		return largo.Info{}, false, u.sendErr(ctx, sc, err)
 	}
 	mod := w.mod
 	if mod.IsZero() {
@@ -233,7 +237,7 @@ func (u *upload) sendErr(ctx context.Context, cond largo.Condition, err error) e
 	missing := herr != nil && errors.Is(mapErr(u.name, herr), largo.ErrNotFound)
 	switch {
 	case herr == nil && cond.IfNoneMatch,
-		herr == nil && cond.IfMatch != "" && cond.IfMatch != "*" && o.etag != cond.IfMatch,
+		herr == nil && cond.IfMatch != "" && cond.IfMatch != "*" && quoteETag(o.etag) != quoteETag(cond.IfMatch),
 		missing && cond.IfMatch != "":
 		return fmt.Errorf("%s: %w (the store cut the request: %v)", u.name, largo.ErrPrecondition, err)
 	}

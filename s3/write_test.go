@@ -225,6 +225,7 @@ func TestAbortCutsThePut(t *testing.T) {
 // its sockets and files.
 func serverRead(t *testing.T, srv *s3test.Server) int64 {
 	t.Helper()
+	srv.NeedLocal(t)
 	st, err := proc.ReadIO(srv.PID)
 	if err != nil {
 		t.Fatal(err)
@@ -232,9 +233,8 @@ func serverRead(t *testing.T, srv *s3test.Server) int64 {
 	return st.RChar
 }
 
-// TestPrepareWrites probes the server (versitygw applies conditions),
-// leaves no probe behind, and refuses conditions on a store whose server
-// does not apply them.
+// TestPrepareWrites probes the server (versitygw applies conditions and
+// takes checksum trailers), and leaves no probe behind.
 func TestPrepareWrites(t *testing.T) {
 	srv := s3test.Start(t, s3test.Options{})
 	s := newWriteStore(t, srv, map[string]string{"f": "f"}, nil)
@@ -242,25 +242,13 @@ func TestPrepareWrites(t *testing.T) {
 	if _, err := s.PrepareWrites(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !s.ConditionalWrites() {
-		t.Error("versitygw applies conditional writes; the probe says it does not")
+	if e := s.Engine(); !e.Shared || len(e.Gaps) != 0 || !e.Trailers {
+		t.Errorf("versitygw takes conditional writes and trailers; the probe found %+v", e)
 	}
 	if keys := srv.Keys(t, s.bucket, ""); !slices.Equal(keys, []string{"w/f"}) {
 		t.Errorf("keys after the probe: %q; want only w/f", keys)
 	}
 	noMultipart(t, srv, s)
-
-	s.noCond.Store(true)
-	f, _ := s.Stat(ctx, "f")
-	if _, err := s.Create(ctx, "g", largo.CreateOptions{Condition: largo.Condition{IfNoneMatch: true}}); !errors.Is(err, largo.ErrUnsupported) {
-		t.Errorf("Create under a condition: %v; want ErrUnsupported", err)
-	}
-	if err := s.Remove(ctx, "f", largo.RemoveOptions{Condition: largo.Condition{IfMatch: f.ETag}}); !errors.Is(err, largo.ErrUnsupported) {
-		t.Errorf("Remove under If-Match: %v; want ErrUnsupported", err)
-	}
-	if readAll(t, s, "f") != "f" {
-		t.Error("a refused removal removed the file")
-	}
 
 	// A bucket that refuses the writes (here: gone since the start):
 	// refused with one line.

@@ -51,8 +51,8 @@ type expect struct {
 // payload (x-amz-content-sha256); trailer names the trailer's headers.
 func expectOf(r *http.Request, payload string, trailer []string) (expect, error) {
 	var e expect
-	if v := r.Header.Get("Content-Md5"); v != "" {
-		b, err := base64.StdEncoding.DecodeString(v)
+	if vs, ok := r.Header["Content-Md5"]; ok {
+		b, err := base64.StdEncoding.DecodeString(vs[0]) // an empty one is no MD5
 		if err != nil || len(b) != md5.Size {
 			return e, errBadMD5
 		}

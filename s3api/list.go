@@ -86,8 +86,10 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
 			if err != nil || !utf8.Valid(k) {
 				return errToken
 			}
-			res.ContinuationToken = tok
 			after = max2(after, string(k))
+		}
+		if tok, ok := q["continuation-token"]; ok {
+			res.ContinuationToken = &tok[0] // echoed, even empty
 		}
 	} else {
 		m := q.Get("marker")
@@ -140,7 +142,11 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
 		n := len(res.Contents) + len(res.CommonPrefixes)
 		res.KeyCount = &n
 	}
-	res.Prefix = encodeKey(prefix, enc)
+	if v2 {
+		// ListObjects answers its prefix as it was asked (the SDKs do
+		// not decode it); ListObjectsV2 encodes it as the keys.
+		res.Prefix = encodeKey(prefix, enc)
+	}
 	res.StartAfter = encodeKey(res.StartAfter, enc)
 	if res.Marker != nil {
 		m := encodeKey(*res.Marker, enc)
@@ -182,13 +188,17 @@ func max2(a, b string) string {
 }
 
 // encodeKey encodes a key of a listing for encoding-type=url: as a
-// query's value, its slashes kept.
+// query's value, its slashes kept and a space as %20, which every SDK's
+// decoding reads as a space (a '+' would stay a '+' in those that decode
+// a path).
 func encodeKey(k, enc string) string {
 	if enc != "url" {
 		return k
 	}
-	return strings.ReplaceAll(url.QueryEscape(k), "%2F", "/")
+	return keyEscaper.Replace(url.QueryEscape(k))
 }
+
+var keyEscaper = strings.NewReplacer("%2F", "/", "+", "%20")
 
 // entries yields the keys that start with prefix and sort after after,
 // in key order: the entries of prefix's folder as files and common

@@ -142,7 +142,7 @@ func TestListDelimiter(t *testing.T) {
 	if got := list(t, h, "list-type=2&delimiter=%2F&prefix=a%2Fc%2Fe"); !slices.Equal(got.Keys, []string{"a/c/e f"}) {
 		t.Errorf("prefix a/c/e: %q", got.Keys)
 	}
-	if got := list(t, h, "list-type=2&delimiter=%2F&encoding-type=url&prefix=a%2Fc%2F"); !slices.Equal(got.Keys, []string{"a/c/d", "a/c/e+f"}) {
+	if got := list(t, h, "list-type=2&delimiter=%2F&encoding-type=url&prefix=a%2Fc%2F"); !slices.Equal(got.Keys, []string{"a/c/d", "a/c/e%20f"}) {
 		t.Errorf("encoding-type=url: %q", got.Keys)
 	}
 }
@@ -176,5 +176,36 @@ func TestListOtherDelimiter(t *testing.T) {
 	}
 	if !slices.Equal(keys, []string{"a/b", "a0", "ab", "b/x/y/z"}) || !slices.Equal(prefixes, []string{"a-c", "a/c"}) {
 		t.Errorf("in pages of 1: keys %q, prefixes %q", keys, prefixes)
+	}
+}
+
+// TestListEcho: ListObjectsV2 echoes a continuation token even empty,
+// and encodes its prefix with encoding-type=url; ListObjects answers its
+// prefix as asked (the SDKs decode V2's and not V1's).
+func TestListEcho(t *testing.T) {
+	h := listHandler(t, keysOrder...)
+	body := func(q string) string {
+		r, err := h.Identify(httptest.NewRequest("GET", "http://h/largo?"+q, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusOK {
+			t.Fatalf("?%s: %d %s", q, w.Code, w.Body)
+		}
+		return w.Body.String()
+	}
+	if b := body("list-type=2&continuation-token="); !strings.Contains(b, "<ContinuationToken></ContinuationToken>") {
+		t.Errorf("an empty continuation token is not echoed: %s", b)
+	}
+	if b := body("list-type=2"); strings.Contains(b, "ContinuationToken>") {
+		t.Errorf("a continuation token echoed that was not asked: %s", b)
+	}
+	if b := body("list-type=2&encoding-type=url&prefix=a%20b"); !strings.Contains(b, "<Prefix>a%20b</Prefix>") {
+		t.Errorf("V2's prefix not encoded: %s", b)
+	}
+	if b := body("encoding-type=url&prefix=a%20b"); !strings.Contains(b, "<Prefix>a b</Prefix>") {
+		t.Errorf("V1's prefix not as asked: %s", b)
 	}
 }

@@ -396,6 +396,7 @@ func (h *Handler) completeUpload(w http.ResponseWriter, r *http.Request, key str
 	}
 	ka := startKeepAlive(w, h.keepAlive)
 	etag, err := h.place(context.WithoutCancel(ctx), u, wr, id, &up, parts, cond)
+	err = h.condFailed(context.WithoutCancel(ctx), up.Name, cond, err)
 	if err == nil {
 		res.ETag = etag
 		u.finish(context.WithoutCancel(ctx), id, &up, etag, listDigest(listed))

@@ -176,6 +176,19 @@ func condOf(h http.Header) (largo.Condition, error) {
 	return c, nil
 }
 
+// condFailed returns err, a write's refusal under cond, as S3 answers it:
+// If-Match on a key that is not there is NoSuchKey, not a failed
+// precondition.
+func (h *Handler) condFailed(ctx context.Context, n string, cond largo.Condition, err error) error {
+	if cond.IfMatch == "" || !errors.Is(err, largo.ErrPrecondition) {
+		return err
+	}
+	if _, serr := h.cfg.Store.Stat(ctx, n); errors.Is(serr, largo.ErrNotFound) {
+		return fmt.Errorf("%s: %w", n, largo.ErrNotFound)
+	}
+	return err
+}
+
 // put answers PutObject: the body through the write pipeline, admitted
 // before a byte of it is read, checked against every digest the request
 // states before it is committed.
@@ -202,7 +215,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string) error 
 	ctx := r.Context()
 	wt, err := wr.Begin(ctx, ingest.Target{Name: n, Size: body.size, Cond: cond, Protocol: protocol, Metadata: userMeta(meta), Meta: meta})
 	if err != nil {
-		return err
+		return h.condFailed(ctx, n, cond, err)
 	}
 	got, err := wt.ReadFrom(body)
 	switch {
@@ -218,7 +231,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request, key string) error 
 	}
 	res, err := wt.Commit(context.WithoutCancel(ctx))
 	if err != nil {
-		return err
+		return h.condFailed(context.WithoutCancel(ctx), n, cond, err)
 	}
 	w.Header().Set("ETag", res.Info.ETag)
 	body.Answer(w.Header())

@@ -47,7 +47,7 @@ type listBucketResult struct {
 	Prefix                string         `xml:"Prefix"`
 	Marker                *string        `xml:"Marker,omitempty"`
 	NextMarker            string         `xml:"NextMarker,omitempty"`
-	ContinuationToken     string         `xml:"ContinuationToken,omitempty"`
+	ContinuationToken     *string        `xml:"ContinuationToken"`
 	NextContinuationToken string         `xml:"NextContinuationToken,omitempty"`
 	StartAfter            string         `xml:"StartAfter,omitempty"`
 	KeyCount              *int           `xml:"KeyCount,omitempty"`

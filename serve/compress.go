@@ -117,7 +117,7 @@ func dynamicETag(orig string, c encode.Coding) string {
 // vanished or went stale since it was chosen is skipped (done=false), and
 // the original is sent instead.
 func (h *Handler) serveSidecar(w http.ResponseWriter, r *http.Request, name string, c encode.Coding, chosen largo.Info) (bool, error) {
-	sf, err := h.cfg.Store.Open(r.Context(), encode.Sidecar(name, c))
+	sf, err := h.reads.Open(r.Context(), encode.Sidecar(name, c))
 	if err != nil {
 		return false, nil
 	}

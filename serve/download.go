@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"largo"
+	"largo/filecache"
 	"largo/transfer"
 )
 
@@ -26,7 +27,7 @@ const maxRanges = 64
 // whether or not it exists, and a folder is redirected to its slash only
 // once it may be seen.
 func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error {
-	f, err := h.cfg.Store.Open(r.Context(), name)
+	f, err := h.reads.Open(r.Context(), name)
 	if errors.Is(err, largo.ErrNotFound) && isSums(name) && !strings.HasSuffix(r.URL.Path, "/") {
 		if done, err := h.serveSums(w, r, largo.Parent(name)); done {
 			return err
@@ -89,14 +90,22 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name string, f largo.File) error {
 	in := f.Info()
 	hdr := w.Header()
-	ct := contentType(in)
-	if ct == "" {
-		var err error
-		if ct, err = sniff(f); err != nil {
-			return err
+	kept, _ := f.(*filecache.File)
+	var kh *keptHead
+	var ct string
+	if kept != nil {
+		kh = h.keptHeadOf(r, name, kept)
+		ct = kh.contentType[0]
+		hdr["Content-Type"] = kh.contentType
+	} else {
+		if ct = contentType(in); ct == "" {
+			var err error
+			if ct, err = sniff(f); err != nil {
+				return err
+			}
 		}
+		hdr.Set("Content-Type", ct)
 	}
-	hdr.Set("Content-Type", ct)
 	// User content never runs script on largo's origin.
 	hdr["Content-Security-Policy"] = sandbox
 	if rg := r.Header.Get("Range"); rg != "" && (!strings.HasPrefix(rg, "bytes=") || strings.Count(rg, ",") >= maxRanges) {
@@ -107,6 +116,10 @@ func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name stri
 	}
 	if done, err := h.serveEncoded(w, r, name, in, ct, f); done || err != nil {
 		return err
+	}
+	if kept != nil && plain(r) {
+		h.sendKept(w, r, kept, kh)
+		return nil
 	}
 	if in.ETag != "" {
 		hdr.Set("ETag", in.ETag)

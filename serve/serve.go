@@ -194,6 +194,14 @@ type Config struct {
 	// (package digests): Repr-Digest on downloads, SHA256SUMS, the JSON
 	// listing's "sha256"; nil means one over Files.
 	Digests *digests.Keeper
+	// Cache, when set, is the store downloads open files through (the
+	// files' and their precompressed sidecars' bytes): a read-only store
+	// over the same files as Store, in front of it (an open-file cache,
+	// package filecache), behind the same gate, which it asks for the
+	// physical names the gate decides for each request, as Store would
+	// be. A file it keeps is answered from memory, with the headers of its
+	// version derived once (kept.go). Nil opens through Store.
+	Cache largo.Store
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Expiry tells, in listings, when each file expires (package
@@ -307,6 +315,9 @@ type Handler struct {
 	digests *digests.Keeper
 	// gate decides every store call (cfg.Store is its store).
 	gate *gate.Gate
+	// reads opens downloads' files: cfg.Cache behind the gate, or
+	// cfg.Store.
+	reads *gate.Store
 }
 
 // New returns a Handler for cfg.
@@ -356,6 +367,10 @@ func New(cfg Config) *Handler {
 	}
 	if _, gated := h.cfg.Store.(*gate.Store); !gated {
 		h.cfg.Store = h.gate.Store(h.cfg.Store)
+	}
+	h.reads = h.cfg.Store.(*gate.Store)
+	if cfg.Cache != nil {
+		h.reads = h.gate.Store(cfg.Cache)
 	}
 	if w := h.cfg.Writes; w != nil {
 		if _, gated := w.Store().(*gate.Store); !gated {

@@ -37,6 +37,7 @@ type benchConfig struct {
 	json        string
 	charts      string
 	memoryGuard sizeValue
+	bucketAt    string
 }
 
 func newBench(e *env) *cobra.Command {
@@ -89,6 +90,7 @@ at 127.0.0.1) and {tmp} (a scratch folder), for example:
 	f.StringVar(&cfg.data, "data", "", "folder for the data files, generated there if missing and kept (default a temporary folder, removed)")
 	f.StringVar(&cfg.json, "json", "", "also write every result as JSON to this file (default none)")
 	f.StringVar(&cfg.charts, "charts", "", "also write SVG charts of the download, caps and distance scenarios into this folder (default none)")
+	f.StringVar(&cfg.bucketAt, "bucket-endpoint", "", "URL of an S3 server already running for the bucket scenario, with the credentials and region of AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_REGION: each case makes a bucket of its own there (default a versitygw the lab starts)")
 	f.Var(&cfg.memoryGuard, "memory-guard", "kill a server whose resident memory passes this (default half the machine's memory)")
 	documentEnv(f)
 	cmd.AddCommand(newNaiveServer(e), newBenchRender(e))
@@ -158,6 +160,12 @@ func runBench(ctx context.Context, e *env, cfg *benchConfig) error {
 		DataDir:      cfg.data,
 		MemoryGuard:  int64(cfg.memoryGuard),
 		Progress:     e.stderr,
+	}
+	if cfg.bucketAt != "" {
+		lc.Bucket = lab.BucketServer{Endpoint: cfg.bucketAt}
+		lc.Bucket.AccessKey, _ = e.getenv("AWS_ACCESS_KEY_ID")
+		lc.Bucket.SecretKey, _ = e.getenv("AWS_SECRET_ACCESS_KEY")
+		lc.Bucket.Region, _ = e.getenv("AWS_REGION")
 	}
 	if cfg.hold < 0 || cfg.reps < 0 || cfg.files < 0 {
 		return usageErr(errors.New("--hold, --reps and --files cannot be negative"))

@@ -102,6 +102,7 @@ Exit code 0 when every sidecar was written or skipped, 1 when some failed.`,
 	}
 	f := cmd.Flags()
 	addStoreFlags(f, &cfg.where, "where the files are: s3://BUCKET/PREFIX for a bucket, or a folder (instead of DIR)")
+	addEngineFlags(f, &cfg.where.s3Engine)
 	f.IntVar(&cfg.jobs, "jobs", 0, "sidecars compressed at once (default 0: one per core)")
 	f.Var(&cfg.level, "level", "compression level: max, best, default or fast")
 	f.Var(&cfg.progress, "progress", "progress display: auto (a bar on a terminal, lines otherwise), bar, lines or none")
@@ -139,6 +140,17 @@ func runPrecompress(ctx context.Context, e *env, cfg *precompressConfig) error {
 	defer store.Close()
 	if err := prepareSidecars(ctx, e, store); err != nil {
 		return err
+	}
+	// A bucket whose server lacks conditional writes takes one writer.
+	lease, err := holdAlone(ctx, store, where)
+	if err != nil {
+		return err
+	}
+	if lease != nil {
+		lctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); keepAlone(lctx, slog.New(slog.DiscardHandler), lease) }()
+		defer func() { stop(); <-done }()
 	}
 
 	level := encode.Max
@@ -210,7 +222,7 @@ func prepareSidecars(ctx context.Context, e *env, st largo.Store) error {
 	defer cancel()
 	n, err := p.PrepareWrites(ctx)
 	if err != nil {
-		return usageErr(fmt.Errorf("cannot write sidecars: %v", pathErrText(err)))
+		return prepareErr("cannot write sidecars", err)
 	}
 	if n > 0 {
 		fmt.Fprintf(e.stdout, "largo: removed %d temporary files left by an interrupted run\n", n)

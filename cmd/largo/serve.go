@@ -46,6 +46,7 @@ type serveConfig struct {
 	s3PartSize    sizeValue
 	s3PartConc    int
 	slices        sliceConfig
+	s3Engine      engineFlags
 	listen        string
 	publicURL     string
 	adminListen   string
@@ -70,6 +71,7 @@ type serveConfig struct {
 	listingMemory   sizeValue
 	listingBudget   sizeValue
 	listingTemp     string
+	fileCache       fileCacheConfig
 
 	upload       bool
 	token        string
@@ -281,7 +283,11 @@ endpoint from --s3-endpoint, else AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL
 (none: Amazon S3), and the region from --s3-region, else AWS_REGION or
 AWS_DEFAULT_REGION. A bucket that does not exist or refuses the credentials
 is an error at start-up. Several instances may serve one bucket: they keep no
-state of their own, and resumable uploads live in the bucket too.
+state of their own, and resumable uploads live in the bucket too. With writes
+on, a start-up probe checks that the S3 server applies If-None-Match and
+If-Match to writes, even under concurrent requests; where it does not
+(--s3-instances), one instance only writes to the bucket, and another is
+refused while it runs (docs/buckets.md lists the S3 servers and their ways).
 
 With --s3-cache DIR, the objects downloaded are kept on the local disk in
 slices of 8 MiB, up to --s3-cache-size bytes (the least recently used go
@@ -294,7 +300,8 @@ Writes to a bucket stream into the store: a body of known length as one PUT
 or a form's file) as parts buffered in memory, at most
 --s3-part-size x --s3-part-concurrency bytes per upload (32 MiB with the
 defaults). Nothing appears at the key before the body is complete and its
-digest checked; If-None-Match and If-Match are applied by the store.`,
+digest checked; If-None-Match and If-Match are applied by the store (or by the
+only instance, where the store does not).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if wantsHelpAll(cmd, helpAll) {
@@ -317,6 +324,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.s3PartSize, "s3-part-size", "size of the parts of multipart uploads to a bucket, 5MiB to 5GiB; a body of unknown length holds at most this x --s3-part-concurrency in memory")
 	f.IntVar(&cfg.s3PartConc, "s3-part-concurrency", s3.DefaultPartConcurrency, "parts of one upload of unknown length in memory at once (the one filling and those being sent), and parts of resumable uploads sent to the bucket at once")
 	addSliceFlags(f, &cfg.slices)
+	addEngineFlags(f, &cfg.s3Engine)
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address to serve on, host:port (port 0 picks a free one)")
 	f.StringVar(&cfg.publicURL, "public-url", "", "the base URL clients reach this server at, such as https://files.example/ behind a proxy: recorded in the store's state area for largo share's links (default: the address it listens on)")
 	f.StringVar(&cfg.adminListen, "admin-listen", "", "separate address for metrics and pprof, answered to whoever reaches it (default none: no pprof, and metrics at /_largo/metrics only for the users an access-file rule for that path names)")
@@ -339,6 +347,7 @@ digest checked; If-None-Match and If-Match are applied by the store.`,
 	f.Var(&cfg.listingMemory, "listing-memory", "most memory one folder listing sorts in (each folder of an archive too); a larger folder spills sorted runs to --listing-temp-dir (at least 256KiB)")
 	f.Var(&cfg.listingBudget, "listing-budget", "most memory all listings, archives and searches hold together; one client (an address, an IPv6 /64, a user, a share link) holds at most a quarter of it, or --listing-memory if more; beyond either they get 503 with Retry-After (at least --listing-memory)")
 	f.StringVar(&cfg.listingTemp, "listing-temp-dir", "", "folder of the sorted runs of large listings, on a disk, not a tmpfs (default: the system's temporary folder)")
+	addFileCacheFlags(f, &cfg.fileCache)
 	addDigestFlags(f, &cfg.digestRate)
 	f.Var(&cfg.sidecars, "sidecars", "which NAME.zst, NAME.br, NAME.gz are sent as NAME's encoding: recorded (those largo precompress wrote, while unchanged) or any (any not older than NAME, as nginx's gzip_static)")
 	f.BoolVar(&cfg.upload, "upload", false, "accept writes (PUT, multipart POST, DELETE, tus uploads at /_largo/uploads/), each with the token (with --access, the access file's rules decide writes instead)")

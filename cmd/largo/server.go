@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -263,6 +264,11 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 	if locks != nil {
 		icfg.Guard = locks
 	}
+	if cache := newFileCache(&cfg.fileCache, st, strings.HasPrefix(cfg.store, "s3:")); cache != nil {
+		// Downloads read through it; every change the pipeline makes is
+		// told to it before it is answered.
+		hcfg.Cache, icfg.Changes = cache, cache
+	}
 	if !writesOn {
 		if cfg.hooks.on() {
 			logger.Warn("hooks are off: this server takes no writes (give --upload, or an access file that grants writes)")
@@ -302,6 +308,14 @@ func (s *server) newWrites(ctx context.Context, cfg *serveConfig, g *gate.Gate, 
 	st, logger := s.store, s.log
 	if err := prepare(ctx, logger, st, s.where); err != nil {
 		return err
+	}
+	// A bucket whose server lacks conditional writes takes one instance.
+	lease, err := holdAlone(ctx, st, s.where)
+	if err != nil {
+		return err
+	}
+	if lease != nil {
+		s.spawn("lease of the only instance", func(ctx context.Context) { keepAlone(ctx, logger, lease) })
 	}
 	staging, err := resumable.StagingFor(st)
 	if err != nil {

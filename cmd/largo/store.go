@@ -76,6 +76,7 @@ func openS3(ctx context.Context, e *env, cfg *serveConfig, slices *slicecache.Ca
 		PartConcurrency: cfg.s3PartConc,
 	}
 	c.Slices = slices
+	c.Instances, c.Checksum = cfg.s3Engine.config()
 	if c.PartSize < s3.MinPartSize || c.PartSize > s3.MaxPartSize {
 		return nil, "", usageErr(fmt.Errorf("--s3-part-size %s: must be between 5MiB and 5GiB", &cfg.s3PartSize))
 	}
@@ -118,29 +119,27 @@ type (
 	sweeper interface {
 		Sweep(ctx context.Context, before time.Time) (int, error)
 	}
-	// conditionalWriter tells whether the store applies If-None-Match and
-	// If-Match to writes (an S3 server may not).
-	conditionalWriter interface{ ConditionalWrites() bool }
 )
 
 // prepare readies a store for writes: its own checks and the removal of
-// what a crash left (logged), and a warning when it cannot apply
-// conditions.
+// what a crash left (logged), and a word of what it does differently for
+// its server (engine.go).
 func prepare(ctx context.Context, logger *slog.Logger, st largo.Store, where string) error {
 	if p, ok := st.(writePreparer); ok {
 		ctx, cancel := context.WithTimeout(ctx, storeCheckTimeout)
 		defer cancel()
 		n, err := p.PrepareWrites(ctx)
 		if err != nil {
+			if errors.Is(err, s3.ErrNotShared) || errors.Is(err, s3.ErrNoTrailer) {
+				return prepareErr("cannot write in "+where, err)
+			}
 			return cannotWrite(where, err)
 		}
 		if n > 0 {
 			logger.Info("removed temporary files left by an interrupted run", "files", n)
 		}
 	}
-	if c, ok := st.(conditionalWriter); ok && !c.ConditionalWrites() {
-		logger.Warn("the store does not apply conditional writes: writes with If-None-Match or If-Match are answered 501")
-	}
+	logEngine(logger, st)
 	return nil
 }
 

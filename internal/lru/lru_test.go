@@ -94,3 +94,41 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("Len %d past its bound", c.Len())
 	}
 }
+
+func TestSizedForgetsByWeight(t *testing.T) {
+	c := NewSized[string, []byte](100, 10, func(b []byte) int64 { return int64(len(b)) })
+	c.Add("a", make([]byte, 4))
+	c.Add("b", make([]byte, 4))
+	c.Get("a") // b is now the least recently used
+	c.Add("c", make([]byte, 4))
+	if _, ok := c.Peek("b"); ok {
+		t.Error("b kept past the budget; want it forgotten")
+	}
+	if _, ok := c.Peek("a"); !ok {
+		t.Error("a forgotten; want only the least recently used to go")
+	}
+	if w := c.Weight(); w != 8 {
+		t.Errorf("Weight = %d, want 8", w)
+	}
+	// A value heavier than the whole budget is not kept, and pushes
+	// nothing out.
+	c.Add("huge", make([]byte, 11))
+	if _, ok := c.Peek("huge"); ok || c.Len() != 2 {
+		t.Errorf("huge kept (%v), %d entries; want it refused and 2 left", ok, c.Len())
+	}
+	// A value that grows past the budget goes; one that shrinks is
+	// weighed again.
+	c.Update("a", func([]byte, bool) ([]byte, bool) { return make([]byte, 1), true })
+	if w := c.Weight(); w != 5 {
+		t.Errorf("Weight after a shrink = %d, want 5", w)
+	}
+	c.Add("a", make([]byte, 12))
+	if _, ok := c.Peek("a"); ok {
+		t.Error("a kept once heavier than the budget")
+	}
+	c.Remove("c")
+	c.RemoveFunc(func(string, []byte) bool { return true })
+	if w, n := c.Weight(), c.Len(); w != 0 || n != 0 {
+		t.Errorf("after removing all: weight %d, %d entries", w, n)
+	}
+}

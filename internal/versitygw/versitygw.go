@@ -1,7 +1,9 @@
 // Package versitygw runs a real S3-compatible server on this machine:
 // versitygw over a folder (its posix backend), on a free loopback port,
 // with random root credentials and one empty bucket. The tests use it
-// through package s3test, and the lab's bucket scenario directly.
+// through package s3test, and the lab's bucket scenario directly. Attach
+// gives the same for another S3 server already running, with a bucket of
+// its own on it: the tests' way to run against other engines.
 //
 // versitygw is found on PATH or in the Go binary folder, where
 // scripts/test-deps installs it.
@@ -13,6 +15,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,16 +126,7 @@ func Start(bin, dir, log string, keepAlive bool) (*Server, error) {
 		s.cmd.Wait()
 		close(s.done)
 	}()
-	creds := aws.Credentials{AccessKeyID: s.AccessKey, SecretAccessKey: s.SecretKey, Source: Program}
-	s.Client = awss3.New(awss3.Options{
-		Region:                     s.Region,
-		BaseEndpoint:               aws.String(s.Endpoint),
-		UsePathStyle:               true,
-		Credentials:                aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return creds, nil }),
-		Retryer:                    aws.NopRetryer{},
-		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
-		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-	})
+	s.Client = newClient(s)
 	// Wait until it answers, then make the bucket.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -152,8 +146,45 @@ func Start(bin, dir, log string, keepAlive bool) (*Server, error) {
 	}
 }
 
-// Stop ends the server: SIGTERM, then SIGKILL after 5 seconds.
+// Attach returns a Server for an S3 server that already runs at endpoint
+// (another engine, started by whoever runs the tests), with the given
+// credentials and region, and a new empty bucket of its own on it. Such
+// a Server has no Dir and no PID, and Stop leaves the server running.
+func Attach(endpoint, accessKey, secretKey, region string) (*Server, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("S3 endpoint %q: not a URL", endpoint)
+	}
+	if region == "" {
+		region = "us-east-1"
+	}
+	s := &Server{
+		Endpoint:  endpoint,
+		Addr:      u.Host,
+		AccessKey: accessKey,
+		SecretKey: secretKey,
+		Region:    region,
+		Bucket:    "largo-" + randomHex(6),
+	}
+	s.Client = newClient(s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := s.Client.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: &s.Bucket}); err != nil {
+		return nil, fmt.Errorf("making a bucket on %s: %v", endpoint, err)
+	}
+	return s, nil
+}
+
+// Local reports whether the server runs here over a folder (Start), so
+// that Dir and PID are its; false for one Attach found.
+func (s *Server) Local() bool { return s.cmd != nil }
+
+// Stop ends the server: SIGTERM, then SIGKILL after 5 seconds. It does
+// nothing to a server Attach found.
 func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
@@ -174,8 +205,25 @@ func (s *Server) Env() []string {
 	}
 }
 
-// Output returns what the server printed.
+// newClient returns a client of s with its root credentials.
+func newClient(s *Server) *awss3.Client {
+	creds := aws.Credentials{AccessKeyID: s.AccessKey, SecretAccessKey: s.SecretKey, Source: Program}
+	return awss3.New(awss3.Options{
+		Region:                     s.Region,
+		BaseEndpoint:               aws.String(s.Endpoint),
+		UsePathStyle:               true,
+		Credentials:                aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) { return creds, nil }),
+		Retryer:                    aws.NopRetryer{},
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	})
+}
+
+// Output returns what the server printed ("" for one Attach found).
 func (s *Server) Output() string {
+	if s.log == "" {
+		return ""
+	}
 	b, _ := os.ReadFile(s.log)
 	return string(b)
 }

@@ -15,40 +15,73 @@ import (
 
 // Proxy is a reverse proxy in front of a Server that counts the requests
 // it forwards, by method and by what they reach, and the bytes of their
-// answers: what a store costs the bucket, measured from outside it. Requests keep the Host they were
-// signed for.
+// answers: what a store costs the bucket, measured from outside it. With Quirks, it also behaves as
+// another S3 server would where that server departs from versitygw
+// (quirks.go). Requests keep the Host they were signed for, and those it
+// changes are signed again with the server's credentials.
 type Proxy struct {
 	// URL is the proxy's endpoint, to give a client instead of the
 	// server's.
-	URL string
-	srv *Server
+	URL    string
+	srv    *Server
+	quirks Quirks
+	rp     *httputil.ReverseProxy
 
 	mu     sync.Mutex
 	counts map[string]int
 	lines  []string // the requests since Reset, while Trace is on
 	trace  bool
-
-	bytes map[string]int64 // the answers' body bytes, by "METHOD what"
+	bytes  map[string]int64 // the answers' body bytes, by "METHOD what"
+	// What the quirks remember between requests (quirks.go).
+	creates map[string]chan struct{} // the creates of a key held together
+	pages   map[string]string        // a listing's next token: the last common prefix before it
 }
 
 // Proxy starts a counting proxy in front of s, stopped when the test
 // ends.
 func (s *Server) Proxy(t testing.TB) *Proxy {
 	t.Helper()
+	return s.QuirkProxy(t, Quirks{})
+}
+
+// QuirkProxy starts a counting proxy in front of s that behaves as a
+// server with q, stopped when the test ends.
+func (s *Server) QuirkProxy(t testing.TB, q Quirks) *Proxy {
+	t.Helper()
 	target, err := url.Parse(s.Endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{srv: s, counts: map[string]int{}, bytes: map[string]int64{}}
-	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
-		r.SetURL(target)
-		r.Out.Host = r.In.Host // as signed
-		p.count(r.In)
-	}, ModifyResponse: p.countBody}
-	hs := httptest.NewServer(rp)
+	p := &Proxy{srv: s, quirks: q, counts: map[string]int{}, bytes: map[string]int64{}, creates: map[string]chan struct{}{}, pages: map[string]string{}}
+	p.rp = &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host // as signed
+			if edited(r.In) {
+				p.sign(r.Out)
+			}
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			if err := p.answer(resp); err != nil {
+				return err
+			}
+			p.countBody(resp)
+			return nil
+		},
+	}
+	hs := httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(hs.Close)
 	p.URL = hs.URL
 	return p
+}
+
+// serve counts r, answers it as the quirks say, or forwards it.
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	p.count(r)
+	if p.quirks != (Quirks{}) && p.intercept(w, r) {
+		return
+	}
+	p.rp.ServeHTTP(w, r)
 }
 
 // count counts r under its kind (see kind).
@@ -82,9 +115,8 @@ func kind(r *http.Request) string {
 
 // countBody counts the bytes of an answer's body as the client reads
 // them, under its request's kind.
-func (p *Proxy) countBody(resp *http.Response) error {
+func (p *Proxy) countBody(resp *http.Response) {
 	resp.Body = &countedBody{ReadCloser: resp.Body, p: p, kind: kind(resp.Request)}
-	return nil
 }
 
 type countedBody struct {

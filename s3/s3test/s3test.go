@@ -6,6 +6,14 @@
 // versitygw is found on PATH or in the Go binary folder, where
 // scripts/test-deps installs it. When it is missing the test is skipped with
 // a loud message, or failed under LARGO_TEST_STRICT=1.
+//
+// With LARGO_TEST_S3_ENDPOINT set (and LARGO_TEST_S3_ACCESS_KEY,
+// LARGO_TEST_S3_SECRET_KEY, optionally LARGO_TEST_S3_REGION and
+// LARGO_TEST_S3_ENGINE naming it), Start runs no server: it makes a
+// bucket of the test's own on that one, another engine (`make
+// test-engines` runs SeaweedFS so). The tests that need versitygw's
+// folder or process (Place, PlaceSparse, Options.NoKeepAlive, NeedLocal)
+// are skipped there.
 package s3test
 
 import (
@@ -56,6 +64,16 @@ func Find() string { return versitygw.Find() }
 // when versitygw is not installed.
 func Start(t testing.TB, opt Options) *Server {
 	t.Helper()
+	if endpoint := os.Getenv(EndpointVar); endpoint != "" {
+		if opt.NoKeepAlive {
+			t.Skipf("not on %s: the test needs a server that closes every connection after one response", EngineName())
+		}
+		vs, err := versitygw.Attach(endpoint, os.Getenv("LARGO_TEST_S3_ACCESS_KEY"), os.Getenv("LARGO_TEST_S3_SECRET_KEY"), os.Getenv("LARGO_TEST_S3_REGION"))
+		if err != nil {
+			t.Fatalf("%s=%s: %v", EndpointVar, endpoint, err)
+		}
+		return &Server{vs}
+	}
 	bin := Find()
 	if bin == "" {
 		testenv.Missing(t, "%s not found: install it (make test does, through scripts/test-deps) to run this test", Program)
@@ -78,6 +96,31 @@ func Start(t testing.TB, opt Options) *Server {
 	}
 	t.Fatalf("starting %s: %v", Program, err)
 	return nil
+}
+
+// EndpointVar is the environment variable that points the tests at an S3
+// server already running instead of a versitygw of their own.
+const EndpointVar = "LARGO_TEST_S3_ENDPOINT"
+
+// EngineName names the S3 server the tests run against: versitygw, or what
+// LARGO_TEST_S3_ENGINE says of the one at LARGO_TEST_S3_ENDPOINT.
+func EngineName() string {
+	if os.Getenv(EndpointVar) == "" {
+		return Program
+	}
+	if e := os.Getenv("LARGO_TEST_S3_ENGINE"); e != "" {
+		return e
+	}
+	return "the S3 server at " + os.Getenv(EndpointVar)
+}
+
+// NeedLocal skips t unless the server is a versitygw of the test's own,
+// whose folder (Dir) and process (PID) the test reaches into.
+func (s *Server) NeedLocal(t testing.TB) {
+	t.Helper()
+	if !s.Local() {
+		t.Skipf("not on %s: the test reaches into versitygw's folder or process", EngineName())
+	}
 }
 
 // Put stores content at key in the bucket.
@@ -220,6 +263,7 @@ func (s *Server) Uploads(t testing.TB, bucket, prefix string) []string {
 // not receive. It returns the file's path.
 func (s *Server) PlaceSparse(t testing.TB, key string, size int64, tail []byte) string {
 	t.Helper()
+	s.NeedLocal(t)
 	p := filepath.Join(s.Dir, s.Bucket, filepath.FromSlash(key))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
@@ -245,6 +289,7 @@ func (s *Server) PlaceSparse(t testing.TB, key string, size int64, tail []byte) 
 // folder, say) and must not change while the server serves it.
 func (s *Server) Place(t testing.TB, key, path string) {
 	t.Helper()
+	s.NeedLocal(t)
 	p := filepath.Join(s.Dir, s.Bucket, filepath.FromSlash(key))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,314 @@
+// Package filecache is an open-file cache: a read-only largo.Store in
+// front of another that keeps, for the small files read most recently,
+// what serving them again costs: their metadata (largo.Info, the ETag of
+// the version kept) and their bytes. A file kept is answered with no
+// system call of its own (no open, stat, read or close), and its reader
+// may keep what it derives from the version once (Memo: the answer's
+// headers, computed once per version rather than per request).
+//
+// What is kept is never served stale past a known bound:
+//   - a change made through the server is seen at once: the write
+//     pipeline tells Changed of each commit, removal and move
+//     (ingest.Changes) before the write that made it is answered, and
+//     from then on every file kept is looked at again (one Stat of the
+//     store, its ETag compared) before it is next served, so that no
+//     name that reaches it (a symbolic link on a folder's way) is
+//     missed;
+//   - a change made behind the server (another program writing in the
+//     folder, another instance writing to the bucket) is seen within the
+//     Window: a file kept is looked at again once the Window has passed
+//     since it was last looked at (on a bucket, the look is a HEAD, and
+//     its ETag decides). A Window of zero looks at it before every
+//     answer: one stat on a folder, in place of the open, stat, read and
+//     close it saves, so that a change behind the server is seen at once.
+//
+// A version is kept whole or not at all: bytes read while the file
+// changed under the reader (its size or time after the read differ from
+// before) are not kept, and the file is opened again and served as it
+// is.
+//
+// It is bounded: at most MaxBytes of files' bytes and MaxFiles files,
+// the least recently used forgotten first (package internal/lru); only
+// files of at most MaxFile bytes are kept; a descriptor is held only
+// while a file is read in, never kept open, so the cache holds none.
+//
+// A file is kept the second time it is asked for within a while, not
+// the first: the first time it is opened in the store and returned as
+// the store opens it (with sendfile from a folder), and only its name's
+// fingerprint is remembered, in a table of twice MaxFiles slots. So a
+// scan of more files than the cache holds (each asked for once in a
+// while) costs what it costs without the cache, instead of reading every
+// file into memory to push out one that was not asked for again either.
+//
+// Access is not its business: it is asked for the physical names the
+// access gate decided (a gate.Store over it), on every request, for the
+// request's principal. It keeps files, never a decision.
+//
+// A Store is safe for concurrent use.
+package filecache
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"io"
+	"iter"
+	"sync/atomic"
+	"time"
+
+	"largo"
+	"largo/internal/lru"
+)
+
+// The defaults of Options.
+const (
+	// DefaultMaxBytes is what the bytes of the files kept weigh at most.
+	DefaultMaxBytes = 16 << 20
+	// DefaultMaxFile is the largest file kept: larger ones are sent from
+	// the store (with sendfile, from a folder) as they would be without
+	// the cache.
+	DefaultMaxFile = 64 << 10
+	// DefaultMaxFiles is how many files are kept at most.
+	DefaultMaxFiles = 4096
+	// BucketWindow is how long a file of a bucket kept is served before
+	// it is looked at again (a HEAD), as largo serve sets it by default:
+	// the most a change made by another instance stays unseen. A
+	// folder's files are looked at before every answer (Window zero).
+	BucketWindow = time.Second
+)
+
+// Options bounds a Store. The zero value of each field but Window means
+// its default.
+type Options struct {
+	// MaxBytes bounds the bytes of the files kept, in all.
+	MaxBytes int64
+	// MaxFile is the largest file kept, in bytes.
+	MaxFile int64
+	// MaxFiles bounds the number of files kept.
+	MaxFiles int
+	// Window is how long a file kept is served before it is looked at
+	// again (Stat of the store, its ETag compared); zero, before every
+	// answer.
+	Window time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Store keeps the small files of the store it wraps. Make one with New.
+type Store struct {
+	inner largo.Store
+	opt   Options
+	files *lru.Cache[string, *entry]
+	// gen counts the changes told (Changed): a file is served as kept
+	// only while no change was told since it was last looked at.
+	gen atomic.Uint64
+	// seen holds the fingerprints of names asked for once and not kept
+	// (see admit), at the slot their hash names.
+	seen []atomic.Uint32
+	seed maphash.Seed
+}
+
+var _ largo.Store = (*Store)(nil)
+
+// entryWeight is what an entry weighs besides its bytes and its name:
+// the entry, its stamp, the cache's list element and map slot.
+const entryWeight = 256
+
+// New returns a Store that keeps the small files of inner.
+func New(inner largo.Store, opt Options) *Store {
+	if opt.MaxBytes <= 0 {
+		opt.MaxBytes = DefaultMaxBytes
+	}
+	if opt.MaxFile <= 0 {
+		opt.MaxFile = DefaultMaxFile
+	}
+	if opt.MaxFiles <= 0 {
+		opt.MaxFiles = DefaultMaxFiles
+	}
+	opt.Window = max(opt.Window, 0)
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	weigh := func(e *entry) int64 { return int64(len(e.body)+len(e.name)) + entryWeight }
+	return &Store{
+		inner: inner, opt: opt,
+		files: lru.NewSized[string](opt.MaxFiles, opt.MaxBytes, weigh),
+		seen:  make([]atomic.Uint32, 2*opt.MaxFiles),
+		seed:  maphash.MakeSeed(),
+	}
+}
+
+// admit reports whether name, not kept, is to be kept now: when it was
+// asked for once already since its slot last changed hands. Otherwise its
+// fingerprint takes the slot, and it is served from the store.
+func (s *Store) admit(name string) bool {
+	h := maphash.String(s.seed, name)
+	slot := &s.seen[h%uint64(len(s.seen))]
+	fp := uint32(h>>32) | 1 // never 0, the empty slot
+	if slot.Load() == fp {
+		slot.Store(0)
+		return true
+	}
+	slot.Store(fp)
+	return false
+}
+
+// Window returns how long a file kept is served before it is looked at
+// again.
+func (s *Store) Window() time.Duration { return s.opt.Window }
+
+// entry is one version of a file kept.
+type entry struct {
+	name  string
+	info  largo.Info
+	body  []byte // the file's bytes; never written once kept
+	stamp atomic.Pointer[stamp]
+}
+
+// stamp is when an entry was last found current: the changes told by
+// then (Store.gen), the time, and what its reader derived since (memo).
+type stamp struct {
+	gen  uint64
+	at   time.Time
+	memo Memo
+}
+
+// Memo holds one value derived from a version of a file kept, for its
+// reader to derive it once (package serve: the answer's headers). It is
+// forgotten, and derived again, each time the file is looked at again
+// (every Window, and after a change told), so that what it was derived
+// from besides the file's bytes (a digest recorded meanwhile) is never
+// older than that. A Memo is safe for concurrent use; every value stored
+// in one must be of the same type.
+type Memo struct{ v atomic.Value }
+
+// Load returns the value stored, nil for none.
+func (m *Memo) Load() any { return m.v.Load() }
+
+// Store keeps v.
+func (m *Memo) Store(v any) { m.v.Store(v) }
+
+// Stat implements largo.Store: the store's own answer.
+func (s *Store) Stat(ctx context.Context, name string) (largo.Info, error) {
+	return s.inner.Stat(ctx, name)
+}
+
+// List implements largo.Store: the store's own listing.
+func (s *Store) List(ctx context.Context, name string) iter.Seq2[largo.Info, error] {
+	return s.inner.List(ctx, name)
+}
+
+// Open implements largo.Store: a file kept and current is a *File over
+// its bytes; any other is opened in the store, kept when it may be, and
+// otherwise returned as the store opened it.
+func (s *Store) Open(ctx context.Context, name string) (largo.File, error) {
+	e, kept := s.files.Get(name)
+	if kept {
+		if st := s.current(ctx, e); st != nil {
+			return &File{e: e, memo: &st.memo}, nil
+		}
+	}
+	// A file kept until now, changed, is kept again at once: it is
+	// asked for.
+	return s.fill(ctx, name, kept)
+}
+
+// current returns the entry's stamp when it may be served as kept:
+// looked at within the Window, no change told since; otherwise it looks
+// at the file again, and returns a new stamp when the version kept is
+// still the store's, or nil (and forgets the entry) when it is not.
+func (s *Store) current(ctx context.Context, e *entry) *stamp {
+	now := s.opt.Now()
+	st := e.stamp.Load()
+	gen := s.gen.Load()
+	if st.gen == gen && now.Sub(st.at) < s.opt.Window {
+		return st
+	}
+	in, err := s.inner.Stat(ctx, e.name)
+	if err != nil || in.ETag != e.info.ETag || in.Size != e.info.Size || in.IsDir {
+		s.forget(e)
+		return nil
+	}
+	fresh := &stamp{gen: gen, at: now}
+	e.stamp.Store(fresh)
+	return fresh
+}
+
+// forget drops e, unless another version took its place meanwhile.
+func (s *Store) forget(e *entry) {
+	s.files.Update(e.name, func(old *entry, ok bool) (*entry, bool) {
+		return old, ok && old != e
+	})
+}
+
+// fill opens name in the store, and keeps it when it is small, has an
+// ETag, is asked for the second time (admit) or was admitted already,
+// did not change while it was read, and no change was told meanwhile.
+func (s *Store) fill(ctx context.Context, name string, admitted bool) (largo.File, error) {
+	gen, at := s.gen.Load(), s.opt.Now()
+	f, err := s.inner.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	in := f.Info()
+	if in.ETag == "" || in.Size > s.opt.MaxFile || in.IsDir || !admitted && !s.admit(name) {
+		return f, nil
+	}
+	body := make([]byte, in.Size)
+	_, rerr := io.ReadFull(f, body)
+	if rerr == nil {
+		rerr = unchanged(f, in)
+	}
+	if rerr != nil {
+		// Read while it changed, or not read at all: served as the
+		// store opens it now, and not kept.
+		f.Close()
+		return s.inner.Open(ctx, name)
+	}
+	f.Close()
+	e := &entry{name: name, info: in, body: body}
+	st := &stamp{gen: gen, at: at}
+	e.stamp.Store(st)
+	if s.gen.Load() == gen {
+		s.files.Add(name, e)
+	}
+	return &File{e: e, memo: &st.memo}, nil
+}
+
+// errChanged is a file that changed while it was read in.
+var errChanged = errors.New("changed while read")
+
+// unchanged checks, for a file of the operating system, that its size
+// and time after it was read are those it was opened with: a version
+// read while it was written is not one to keep. An object of a bucket
+// is one version, however long its read.
+func unchanged(f largo.File, in largo.Info) error {
+	of, ok := f.(largo.OSFile)
+	if !ok {
+		return nil
+	}
+	fi, err := of.OSFile().Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() != in.Size || !fi.ModTime().Equal(in.ModTime) {
+		return errChanged
+	}
+	return nil
+}
+
+// Changed tells the cache that name (a file, or a folder with all below
+// it) was changed through the server: written, removed or moved. From
+// now on every file kept is looked at again before it is next served,
+// whatever name reached it. It is quick and safe for concurrent use:
+// the write pipeline calls it (ingest.Changes) before it answers.
+func (s *Store) Changed(name string) {
+	s.gen.Add(1)
+	s.files.Remove(name)
+}
+
+// Len returns the number of files kept, and what they weigh (their bytes
+// and what keeping each costs besides).
+func (s *Store) Len() (files int, bytes int64) {
+	return s.files.Len(), s.files.Weight()
+}
