@@ -171,7 +171,11 @@ func BenchmarkS3APIPeers(b *testing.B) {
 					}
 					once.Do(func() { writeRandom(b, src, size, 35) })
 					env := clientEnv(b, peer.key)
-					cp := []string{"--endpoint-url", peer.endpoint, "--only-show-errors", "s3", "cp"}
+					// No read timeout: a server that answers a Complete
+					// only once it has joined the parts (versitygw) takes
+					// longer than the CLI's 60 s for 10 GiB, and the CLI's
+					// retry of it fails.
+					cp := []string{"--endpoint-url", peer.endpoint, "--only-show-errors", "--cli-read-timeout", "0", "s3", "cp"}
 					obj := "s3://" + peer.bucket + "/bench.bin"
 					if way == "down" {
 						runTool(b, env, aws, append(cp, src, obj)...)

@@ -159,6 +159,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) error {
 // prefix by delim: key up to the first delim after prefix, that
 // included; "" when there is none.
 func commonPrefixOf(key, prefix, delim string) string {
+	if !strings.HasPrefix(key, prefix) {
+		return "" // not the listing's: entries gives none
+	}
 	i := strings.Index(key[len(prefix):], delim)
 	if i < 0 {
 		return ""
@@ -205,6 +208,9 @@ var keyEscaper = strings.NewReplacer("%2F", "/", "+", "%20")
 // prefixes with delim, or every file below it without.
 func (h *Handler) entries(ctx context.Context, prefix string, delim bool, after string) iter.Seq2[entry, error] {
 	return func(yield func(entry, error) bool) {
+		if strings.HasPrefix(prefix, "/") {
+			return // no key begins with a slash
+		}
 		dir, first := "", prefix
 		if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
 			dir, first = prefix[:i], prefix[i+1:]

@@ -177,6 +177,12 @@ func TestListOtherDelimiter(t *testing.T) {
 	if !slices.Equal(keys, []string{"a/b", "a0", "ab", "b/x/y/z"}) || !slices.Equal(prefixes, []string{"a-c", "a/c"}) {
 		t.Errorf("in pages of 1: keys %q, prefixes %q", keys, prefixes)
 	}
+	// No key begins with a slash, whatever the delimiter.
+	for _, q := range []string{"prefix=%2F", "prefix=%2F&delimiter=%2F", "prefix=%2F&delimiter=d", "list-type=2&prefix=%2Fa"} {
+		if got := list(t, h, q); len(got.Keys)+len(got.Prefixes) != 0 {
+			t.Errorf("?%s: %+v; want nothing", q, got)
+		}
+	}
 }
 
 // TestListEcho: ListObjectsV2 echoes a continuation token even empty,
