@@ -70,6 +70,35 @@ type OSFile interface {
 	OSFile() *os.File
 }
 
+// SliceFile is implemented by files whose bytes lie in operating-system
+// files a slice at a time (a bucket's object whose slices are kept on the
+// local disk): the transfer layer hands each slice to the kernel
+// (sendfile) as it would an OSFile.
+type SliceFile interface {
+	File
+	// Slice returns the operating-system file that holds the byte at the
+	// file's offset and those after it up to the slice's end, positioned
+	// at that byte. It belongs to the file: the caller neither closes it
+	// nor keeps it past the file's next call. Reading it or sending from
+	// it moves the file's offset alike, and a send that stops at the
+	// slice's end goes on from the next Slice. At the file's end, or when
+	// the bytes cannot be had, it returns an error, and Read then says
+	// what there is to say. Seek(0, io.SeekCurrent) may be called from
+	// another goroutine while a send from the slice runs, and tells how
+	// far it got.
+	Slice() (*os.File, error)
+}
+
+// Presigner is a store that can hand out a URL from which a file may be
+// read for a while without the server (a bucket's presigned URL): what
+// the holder of the URL reads passes none of the server's caps, counts or
+// logs.
+type Presigner interface {
+	// Presign returns a URL that reads the file name until ttl has
+	// passed.
+	Presign(ctx context.Context, name string, ttl time.Duration) (string, error)
+}
+
 // Resolver is a store in which one name may reach a file that lives under
 // another (a folder's symbolic links). Such a store follows no link when
 // it acts: it is asked for the name a file really has (its physical

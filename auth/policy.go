@@ -37,6 +37,8 @@ type Policy struct {
 	expires []Expire
 	// quotas are the [[quota]] tables: limits per path prefix.
 	quotas []Quota
+	// redirects: some rule sends its downloads to presigned URLs.
+	redirects bool
 	// nameless is the user of the one-user token (--token), who has no
 	// name of its own; "" for none.
 	nameless string
@@ -82,6 +84,12 @@ type user struct {
 //	users = ["alice", "group:admins"]
 //	allow = ["all"]
 //
+//	[[rule]]
+//	path = "/videos"
+//	users = ["*"]
+//	allow = ["read", "list"]
+//	redirect = "presigned"   # downloads answered 307 to the bucket's URL
+//
 //	[[expire]]         # files under /inbox are removed 7 days after they land
 //	path = "/inbox"
 //	after = "7d"
@@ -111,9 +119,10 @@ type file struct {
 		Files int64  `toml:"files"`
 	} `toml:"quota"`
 	Rule []struct {
-		Path  string   `toml:"path"`
-		Users []string `toml:"users"`
-		Allow []string `toml:"allow"`
+		Path     string   `toml:"path"`
+		Users    []string `toml:"users"`
+		Allow    []string `toml:"allow"`
+		Redirect string   `toml:"redirect"`
 	} `toml:"rule"`
 	Expire []expireEntry `toml:"expire"`
 	Share  struct {
@@ -233,6 +242,16 @@ func LoadFile(path string) (*Policy, error) {
 			}
 			rule.Allow |= perm
 		}
+		switch r.Redirect {
+		case "":
+		case RedirectPresigned:
+			if rule.Allow&Read == 0 {
+				return nil, fmt.Errorf("%s: redirect: the rule grants no read to redirect", where)
+			}
+			rule.Redirect, p.redirects = r.Redirect, true
+		default:
+			return nil, fmt.Errorf("%s: redirect = %q: %q or none", where, r.Redirect, RedirectPresigned)
+		}
 		p.rules = append(p.rules, rule)
 	}
 	if p.expires, err = parseExpires(path, f.Expire); err != nil {
@@ -346,6 +365,25 @@ func (p *Policy) rulesAt(name string) Rules {
 	return own
 }
 
+// Redirected reports whether the downloads of user ("" for no
+// credential) of name are sent to a presigned URL of the store: whether
+// the rules that decide what user may do on name say redirect =
+// "presigned" (see Rule.Redirect).
+func (p *Policy) Redirected(user, name string) bool {
+	if !p.redirects {
+		return false
+	}
+	m := p.member(user)
+	_, redirect := p.rules.decide(&m, name)
+	return redirect
+}
+
+// Redirecting lists the paths of the rules that redirect downloads, with
+// their users, as "/path: alice,bob", for the log.
+func (p *Policy) Redirecting() []string {
+	return p.rulesWhere(func(r *Rule) bool { return r.Redirect != "" })
+}
+
 // member returns who the rules are asked about for user: with the
 // groups the access file and a trusted proxy put them in, when a rule
 // names a group; and whether the proxy's are unknown (memberships).
@@ -422,9 +460,15 @@ func (p *Policy) Rules() int { return len(p.rules) }
 // Granting describes the rules that grant any of perm, one
 // "/PATH: USER,USER" each, for the log at start-up: who may write where.
 func (p *Policy) Granting(perm Perm) []string {
+	return p.rulesWhere(func(r *Rule) bool { return r.Allow&perm != 0 })
+}
+
+// rulesWhere lists the paths of the rules for which keep is true, with
+// their users, as "/path: alice,bob".
+func (p *Policy) rulesWhere(keep func(*Rule) bool) []string {
 	var out []string
-	for _, r := range p.rules {
-		if r.Allow&perm != 0 {
+	for i := range p.rules {
+		if r := &p.rules[i]; keep(r) {
 			out = append(out, "/"+r.Path+": "+strings.Join(r.Users, ","))
 		}
 	}

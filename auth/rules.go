@@ -82,7 +82,16 @@ type Rule struct {
 	Users []string
 	// Allow is what the rule grants; zero denies.
 	Allow Perm
+	// Redirect, when RedirectPresigned, answers the downloads the rule
+	// decides with a redirect to a presigned URL of the store, which then
+	// sends the bytes itself; "" serves them.
+	Redirect string
 }
+
+// RedirectPresigned is the value of Rule.Redirect (redirect =
+// "presigned" in an access file) that sends a rule's downloads to a
+// presigned URL of the store.
+const RedirectPresigned = "presigned"
 
 // covers reports whether the rule's path is name or a folder above it.
 func (r *Rule) covers(name string) bool {
@@ -161,13 +170,21 @@ func (rs Rules) Allowed(user, name string) Perm {
 // naming m's groups, which beat a rule for Everyone; the rules of
 // several of m's groups at one path add up.
 func (rs Rules) allowed(m *member, name string) Perm {
+	perm, _ := rs.decide(m, name)
+	return perm
+}
+
+// decide is allowed, and whether the rules that decide redirect (any of
+// them, for several of m's groups). A member whose groups are unknown is
+// never redirected: what decides for them is not one rule.
+func (rs Rules) decide(m *member, name string) (Perm, bool) {
 	if m.name == "" {
 		m.name = Anonymous
 	}
 	if m.unknown {
-		return rs.allowedUnknown(m, name)
+		return rs.allowedUnknown(m, name), false
 	}
-	best, perm := -1, Perm(0)
+	best, perm, redirect := -1, Perm(0), false
 	for i := range rs {
 		r := &rs[i]
 		if !r.covers(name) {
@@ -179,12 +196,13 @@ func (rs Rules) allowed(m *member, name string) Perm {
 		}
 		switch {
 		case k > best:
-			best, perm = k, r.Allow
+			best, perm, redirect = k, r.Allow, r.Redirect != ""
 		case k == best && k%rankLevels == rankGroup:
 			perm |= r.Allow
+			redirect = redirect || r.Redirect != ""
 		}
 	}
-	return perm
+	return perm, redirect
 }
 
 // allowedUnknown is allowed for a member some of whose groups are unknown

@@ -199,6 +199,23 @@ func TestGetNoRanges(t *testing.T) {
 // own configuration in a temporary folder, and returns its base URL.
 func startNginx(t *testing.T, dir string) string {
 	t.Helper()
+	return runNginx(t, func(prefix, addr string) string {
+		return fmt.Sprintf(`
+	sendfile on;
+	server {
+		listen %s;
+		root %s;
+	}
+`, addr, dir)
+	})
+}
+
+// runNginx runs Debian's nginx on a loopback port, with its own
+// configuration in a temporary folder prefix: its http block holds what
+// server returns of prefix and the address to listen on. It returns the
+// base URL, and stops nginx when the test ends.
+func runNginx(t *testing.T, server func(prefix, addr string) string) string {
+	t.Helper()
 	bin := need(t, "nginx")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -216,17 +233,12 @@ worker_processes 1;
 daemon off;
 pid %[2]s/nginx.pid;
 error_log %[2]s/error.log;
-events { worker_connections 64; }
+events { worker_connections 256; }
 http {
 	access_log %[2]s/access.log;
 	client_body_temp_path %[2]s/body;
-	sendfile on;
-	server {
-		listen %[3]s;
-		root %[4]s;
-	}
-}
-`, user, prefix, addr, dir)
+%[3]s}
+`, user, prefix, server(prefix, addr))
 	confPath := filepath.Join(prefix, "nginx.conf")
 	os.WriteFile(confPath, []byte(conf), 0o644)
 	cmd := exec.Command(bin, "-p", prefix, "-c", confPath, "-e", filepath.Join(prefix, "error.log"))

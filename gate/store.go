@@ -484,11 +484,14 @@ func Open(st largo.Store) (*Gate, *Store) {
 
 // named returns f, opened under a physical name, with in (the metadata
 // under the name as spelled) as its metadata, keeping its operating-
-// system file for sendfile.
+// system file, or its slices, for sendfile.
 func named(f largo.File, in largo.Info) largo.File {
 	n := namedFile{File: f, info: in}
 	if of, ok := f.(largo.OSFile); ok {
 		return &namedOSFile{namedFile: n, of: of}
+	}
+	if sf, ok := f.(largo.SliceFile); ok {
+		return &namedSliceFile{namedFile: n, sf: sf}
 	}
 	return &n
 }
@@ -506,3 +509,10 @@ type namedOSFile struct {
 }
 
 func (f *namedOSFile) OSFile() *os.File { return f.of.OSFile() }
+
+type namedSliceFile struct {
+	namedFile
+	sf largo.SliceFile
+}
+
+func (f *namedSliceFile) Slice() (*os.File, error) { return f.sf.Slice() }

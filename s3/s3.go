@@ -19,6 +19,9 @@
 // choices, and what the SDK's managers would do instead, is in the design
 // document, docs/design.md ("The bucket store").
 //
+// With Config.Slices, files are read through a cache of slices on the
+// local disk (package slicecache, slices.go), sent by sendfile.
+//
 // A Store is safe for concurrent use; the files it opens are not.
 package s3
 
@@ -39,6 +42,7 @@ import (
 
 	"largo"
 	"largo/internal/keylock"
+	"largo/slicecache"
 )
 
 // Config tells a Store where its bucket is. Bucket is required; the zero
@@ -79,6 +83,9 @@ type Config struct {
 	// upload holds at most PartSize x PartConcurrency bytes of memory.
 	// Zero means DefaultPartConcurrency.
 	PartConcurrency int
+	// Slices, when set, keeps the slices of the objects read on the local
+	// disk, and files opened read through it (slices.go).
+	Slices *slicecache.Cache
 	// Instances says whether several instances may share the bucket;
 	// the zero value, InstancesAuto, lets PrepareWrites decide from what
 	// the server applies (engine.go).
@@ -126,6 +133,8 @@ type Store struct {
 	locks     keylock.Set  // by key, the conditional writes made here while local
 	noCopy    atomic.Bool  // the server refuses UploadPartCopy (copy.go)
 	plus      atomic.Int32 // what a plus in a url-encoded listing stands for (list.go)
+
+	slices *slicecache.Cache // nil: files read from the bucket alone
 }
 
 // Close closes the idle connections to the store. Files already open stay
@@ -248,6 +257,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		partConc:  cfg.PartConcurrency,
 		maxSingle: maxSinglePut,
 		copyPart:  maxCopyPart,
+		slices:    cfg.Slices,
 		instances: cfg.Instances,
 		checksum:  cfg.Checksum,
 	}
@@ -403,7 +413,7 @@ func (s *Store) Open(ctx context.Context, name string) (largo.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newFile(ctx, s, name, o), nil
+	return s.open(ctx, name, o), nil
 }
 
 // List implements largo.Store.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"largo"
@@ -66,6 +67,9 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 	defer f.Close()
 	if strings.HasSuffix(r.URL.Path, "/") {
 		return errors.Join(largo.ErrNotFound, errors.New("file named as a folder"))
+	}
+	if done, err := h.redirect(w, r, name); done {
+		return err
 	}
 	if v := viewOf(r); v != nil && v.Link.MaxDownloads > 0 {
 		return h.countedDownload(w, r, name, f, v.Link)
@@ -126,15 +130,39 @@ func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name stri
 
 // serveBody runs http.ServeContent over f: over its operating-system file
 // when it has one, which sendfile recognises, and otherwise through a
-// reader that keeps the first read error.
+// reader that keeps the first read error (and, for a file held in slices,
+// offers each to sendfile: sliced).
 func serveBody(w http.ResponseWriter, r *http.Request, name string, mod time.Time, f largo.File) error {
 	if of, ok := f.(largo.OSFile); ok {
 		http.ServeContent(w, r, name, mod, &sized{File: of.OSFile(), size: f.Info().Size, atStart: true})
 		return nil
 	}
 	content := &transfer.ReadErr{ReadSeeker: f}
+	if sf, ok := f.(largo.SliceFile); ok {
+		http.ServeContent(w, r, name, mod, &sliced{ReadErr: content, f: sf})
+		return content.Err
+	}
 	http.ServeContent(w, r, name, mod, content)
 	return content.Err
+}
+
+// sliced is a file held in slices (largo.SliceFile) as the transfer layer
+// sends it: a syscall.Conn, the descriptor of the slice at the offset,
+// which sendfile sends to the slice's end, and the transfer goes on from
+// the next (see package transfer). A slice that cannot be had makes
+// sendfile decline, and the bytes are read instead, where ReadErr keeps
+// what failed.
+type sliced struct {
+	*transfer.ReadErr
+	f largo.SliceFile
+}
+
+func (s *sliced) SyscallConn() (syscall.RawConn, error) {
+	of, err := s.f.Slice()
+	if err != nil {
+		return nil, err
+	}
+	return of.SyscallConn()
 }
 
 // sized is an operating-system file at its start whose size is known (from

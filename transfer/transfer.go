@@ -213,7 +213,10 @@ func (r *Response) write(p []byte) (int, error) {
 // ReadFrom implements io.ReaderFrom. A source that is an operating-system
 // file, bare or behind an io.LimitedReader as http.ServeContent passes it,
 // is sent in segments by the underlying writer's ReadFrom (sendfile); any
-// other source is copied through a pooled buffer by Write.
+// other source is copied through a pooled buffer by Write. A segment that
+// ends short is followed by the next, until one sends nothing: a source
+// whose descriptor holds a slice of it at a time (largo.SliceFile) is sent
+// a slice per sendfile.
 //
 // Within a segment the kernel moves the bytes and no code of ours runs, so a
 // watchdog reads the file's offset every eighth of the idle timeout (a
@@ -272,9 +275,11 @@ func (r *Response) ReadFrom(src io.Reader) (int64, error) {
 			r.fail(err)
 			break
 		}
-		if n < seg {
+		if n == 0 {
 			break // end of the source
 		}
+		// A segment sent short goes on: a file held in slices
+		// (largo.SliceFile) offers one slice to each sendfile.
 	}
 	if limited {
 		lr.N = remain

@@ -118,6 +118,9 @@ func newGate(ctx context.Context, e *env, logger *slog.Logger, cfg *serveConfig,
 		if p, err = auth.LoadFile(ac.accessFile); err != nil {
 			return nil, false, usageErr(err)
 		}
+		if err := canRedirect(p, st); err != nil {
+			return nil, false, usageErr(err)
+		}
 		writes = len(p.Granting(auth.Write|auth.Delete)) > 0
 		logPolicy(logger, ac, p, upload)
 	case cfg.uploadOpen && token != "":
@@ -183,6 +186,7 @@ func logPolicy(logger *slog.Logger, ac *accessConfig, p *auth.Policy, upload boo
 	if upload {
 		logger.Info("--upload adds nothing to an access file: its rules decide who writes")
 	}
+	logRedirects(logger, p)
 }
 
 // symlinkMode is how the gate follows symbolic links: --symlinks, or by

@@ -45,6 +45,7 @@ type serveConfig struct {
 	s3VirtualHost bool
 	s3PartSize    sizeValue
 	s3PartConc    int
+	slices        sliceConfig
 	s3Engine      engineFlags
 	listen        string
 	publicURL     string
@@ -288,6 +289,12 @@ If-Match to writes, even under concurrent requests; where it does not
 (--s3-instances), one instance only writes to the bucket, and another is
 refused while it runs (docs/buckets.md lists the S3 servers and their ways).
 
+With --s3-cache DIR, the objects downloaded are kept on the local disk in
+slices of 8 MiB, up to --s3-cache-size bytes (the least recently used go
+first): a slice is fetched from the bucket once however many clients want
+it at once, and sent from DIR by sendfile, as a folder's files are. Slices
+are kept by the object's ETag, so a changed object is fetched anew.
+
 Writes to a bucket stream into the store: a body of known length as one PUT
 (as streamed multipart parts beyond 5 GiB), a body of unknown length (chunked,
 or a form's file) as parts buffered in memory, at most
@@ -316,6 +323,7 @@ only instance, where the store does not).`,
 	f.BoolVar(&cfg.s3VirtualHost, "s3-virtual-host", false, "address the bucket as BUCKET.HOST instead of HOST/BUCKET (path-style, the default)")
 	f.Var(&cfg.s3PartSize, "s3-part-size", "size of the parts of multipart uploads to a bucket, 5MiB to 5GiB; a body of unknown length holds at most this x --s3-part-concurrency in memory")
 	f.IntVar(&cfg.s3PartConc, "s3-part-concurrency", s3.DefaultPartConcurrency, "parts of one upload of unknown length in memory at once (the one filling and those being sent), and parts of resumable uploads sent to the bucket at once")
+	addSliceFlags(f, &cfg.slices)
 	addEngineFlags(f, &cfg.s3Engine)
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "address to serve on, host:port (port 0 picks a free one)")
 	f.StringVar(&cfg.publicURL, "public-url", "", "the base URL clients reach this server at, such as https://files.example/ behind a proxy: recorded in the store's state area for largo share's links (default: the address it listens on)")

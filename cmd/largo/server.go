@@ -132,7 +132,7 @@ func newServer(ctx context.Context, e *env, cfg *serveConfig, logger *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	if s.store, s.where, err = openStore(ctx, e, cfg); err != nil {
+	if s.store, s.where, err = openServed(ctx, e, cfg, logger); err != nil {
 		return nil, err
 	}
 	if s.adminLn, err = s.handed.listenAdmin(cfg.adminListen); err != nil {

@@ -14,6 +14,7 @@ import (
 	"largo"
 	"largo/disk"
 	"largo/s3"
+	"largo/slicecache"
 )
 
 // storeCheckTimeout bounds the start-up check of a bucket.
@@ -30,7 +31,11 @@ type closingStore interface {
 // is missing or refused is the user's to fix.
 func openStore(ctx context.Context, e *env, cfg *serveConfig) (closingStore, string, error) {
 	if strings.HasPrefix(cfg.store, "s3:") {
-		return openS3(ctx, e, cfg)
+		st, where, err := openS3(ctx, e, cfg, nil)
+		if err != nil {
+			return nil, "", err
+		}
+		return st, where, nil
 	}
 	dir := cfg.store
 	if dir == "" {
@@ -51,8 +56,9 @@ func openStore(ctx context.Context, e *env, cfg *serveConfig) (closingStore, str
 }
 
 // openS3 opens the bucket of an s3:// URL, with the endpoint, region and
-// credentials from the flags or the standard AWS variables.
-func openS3(ctx context.Context, e *env, cfg *serveConfig) (closingStore, string, error) {
+// credentials from the flags or the standard AWS variables, reading
+// through slices when it is given a slice cache.
+func openS3(ctx context.Context, e *env, cfg *serveConfig, slices *slicecache.Cache) (*s3.Store, string, error) {
 	bucket, prefix, err := s3.ParseURL(cfg.store)
 	if err != nil {
 		return nil, "", usageErr(fmt.Errorf("--store: %v", err))
@@ -69,6 +75,7 @@ func openS3(ctx context.Context, e *env, cfg *serveConfig) (closingStore, string
 		PartSize:        int64(cfg.s3PartSize),
 		PartConcurrency: cfg.s3PartConc,
 	}
+	c.Slices = slices
 	c.Instances, c.Checksum = cfg.s3Engine.config()
 	if c.PartSize < s3.MinPartSize || c.PartSize > s3.MaxPartSize {
 		return nil, "", usageErr(fmt.Errorf("--s3-part-size %s: must be between 5MiB and 5GiB", &cfg.s3PartSize))

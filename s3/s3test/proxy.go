@@ -1,6 +1,7 @@
 package s3test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -13,8 +14,8 @@ import (
 )
 
 // Proxy is a reverse proxy in front of a Server that counts the requests
-// it forwards, by method and by what they reach: what a store costs the
-// bucket, measured from outside it. With Quirks, it also behaves as
+// it forwards, by method and by what they reach, and the bytes of their
+// answers: what a store costs the bucket, measured from outside it. With Quirks, it also behaves as
 // another S3 server would where that server departs from versitygw
 // (quirks.go). Requests keep the Host they were signed for, and those it
 // changes are signed again with the server's credentials.
@@ -30,6 +31,7 @@ type Proxy struct {
 	counts map[string]int
 	lines  []string // the requests since Reset, while Trace is on
 	trace  bool
+	bytes  map[string]int64 // the answers' body bytes, by "METHOD what"
 	// What the quirks remember between requests (quirks.go).
 	creates map[string]chan struct{} // the creates of a key held together
 	pages   map[string]string        // a listing's next token: the last common prefix before it
@@ -50,7 +52,7 @@ func (s *Server) QuirkProxy(t testing.TB, q Quirks) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{srv: s, quirks: q, counts: map[string]int{}, creates: map[string]chan struct{}{}, pages: map[string]string{}}
+	p := &Proxy{srv: s, quirks: q, counts: map[string]int{}, bytes: map[string]int64{}, creates: map[string]chan struct{}{}, pages: map[string]string{}}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
@@ -59,7 +61,13 @@ func (s *Server) QuirkProxy(t testing.TB, q Quirks) *Proxy {
 				p.sign(r.Out)
 			}
 		},
-		ModifyResponse: p.answer,
+		ModifyResponse: func(resp *http.Response) error {
+			if err := p.answer(resp); err != nil {
+				return err
+			}
+			p.countBody(resp)
+			return nil
+		},
 	}
 	hs := httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(hs.Close)
@@ -76,10 +84,21 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	p.rp.ServeHTTP(w, r)
 }
 
-// count counts r under "METHOD what", what being "state" for a key of
-// the state area (.largo/), "bucket" for a request on the bucket itself
-// (a listing), and "object" for any other key.
+// count counts r under its kind (see kind).
 func (p *Proxy) count(r *http.Request) {
+	k := kind(r)
+	p.mu.Lock()
+	p.counts[k]++
+	if p.trace {
+		p.lines = append(p.lines, r.Method+" "+r.URL.RequestURI())
+	}
+	p.mu.Unlock()
+}
+
+// kind is "METHOD what", what being "state" for a key of the state area
+// (.largo/), "bucket" for a request on the bucket itself (a listing), and
+// "object" for any other key.
+func kind(r *http.Request) string {
 	what := "object"
 	_, key, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	switch {
@@ -91,12 +110,42 @@ func (p *Proxy) count(r *http.Request) {
 	case strings.Contains(key, ".largo/"):
 		what = "state"
 	}
+	return r.Method + " " + what
+}
+
+// countBody counts the bytes of an answer's body as the client reads
+// them, under its request's kind.
+func (p *Proxy) countBody(resp *http.Response) {
+	resp.Body = &countedBody{ReadCloser: resp.Body, p: p, kind: kind(resp.Request)}
+}
+
+type countedBody struct {
+	io.ReadCloser
+	p    *Proxy
+	kind string
+}
+
+func (b *countedBody) Read(q []byte) (int, error) {
+	n, err := b.ReadCloser.Read(q)
+	b.p.mu.Lock()
+	b.p.bytes[b.kind] += int64(n)
+	b.p.mu.Unlock()
+	return n, err
+}
+
+// Bytes returns the body bytes of the answers forwarded since the last
+// Reset, by "METHOD what" (as Counts), and their total: what the
+// clients read off the bucket.
+func (p *Proxy) Bytes() (map[string]int64, int64) {
 	p.mu.Lock()
-	p.counts[r.Method+" "+what]++
-	if p.trace {
-		p.lines = append(p.lines, r.Method+" "+r.URL.RequestURI())
+	defer p.mu.Unlock()
+	out := make(map[string]int64, len(p.bytes))
+	var n int64
+	for k, v := range p.bytes {
+		out[k] = v
+		n += v
 	}
-	p.mu.Unlock()
+	return out, n
 }
 
 // Trace keeps the requests forwarded from now on, for Lines.
@@ -128,6 +177,7 @@ func (p *Proxy) Env() []string {
 func (p *Proxy) Reset() {
 	p.mu.Lock()
 	clear(p.counts)
+	clear(p.bytes)
 	p.lines = nil
 	p.mu.Unlock()
 }
