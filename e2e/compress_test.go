@@ -200,10 +200,10 @@ func TestPrecompressAndServe(t *testing.T) {
 }
 
 func TestCompressFlags(t *testing.T) {
-	code, out, _ := runLargo(t, nil, "serve", "--help")
+	code, out, _ := runLargo(t, nil, "serve", "--help-all")
 	for _, want := range []string{"--compress ", `(default "on")`, "--compress-level", `(default "fast")`, "--compress-streams", "(default 32)", "LARGO_COMPRESS_LEVEL"} {
 		if code != 0 || !strings.Contains(out, want) {
-			t.Errorf("serve --help lacks %q", want)
+			t.Errorf("serve --help-all lacks %q", want)
 		}
 	}
 	code, out, _ = runLargo(t, nil, "precompress", "--help")

@@ -82,13 +82,13 @@ func TestStartErrors(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	code, out, _ := runLargo(t, nil, "serve", "--help")
+	code, out, _ := runLargo(t, nil, "serve", "--help-all")
 	if code != 0 {
-		t.Fatalf("serve --help: exit %d", code)
+		t.Fatalf("serve --help-all: exit %d", code)
 	}
 	for _, flag := range []string{"--listen", "--idle-timeout", "--min-rate", "--max-conns", "--max-conns-per-ip", "--admin-listen", "--log-format", "--drain-timeout", "--tls-cert", "--tls-key", "LARGO_LISTEN", `default "127.0.0.1:8080"`, "default 1m0s"} {
 		if !strings.Contains(out, flag) {
-			t.Errorf("serve --help lacks %q", flag)
+			t.Errorf("serve --help-all lacks %q", flag)
 		}
 	}
 	if code, out, _ := runLargo(t, nil, "completion", "bash"); code != 0 || !strings.Contains(out, "largo") {
