@@ -25,9 +25,9 @@ import (
 // listing is one folder's entries, its folders as common prefixes;
 // without, a walk of the folders below the prefix in key order, one open
 // folder per level; with another delimiter, that walk with the keys that
-// share a common prefix given as one. A page resumes after the last key it returned (the
-// continuation token, the marker, start-after): each folder on the way
-// down keeps only what sorts after it.
+// share a common prefix given as one. A page resumes after the last key
+// it returned (the continuation token, the marker, start-after): each
+// folder on the way down keeps only what sorts after it.
 
 // maxKeys is the most keys of one page.
 const maxKeys = 1000
