@@ -34,6 +34,17 @@ type s3Peer struct {
 	pid              int
 }
 
+// memory returns the peer's RSS once settled, and a watch of its peak
+// from then on: the baseline and the watch of a measurement.
+func (p s3Peer) memory(b *testing.B) (idle int64, w *peakWatch) {
+	idle = idleRSSOf(b, p.pid)
+	m, err := proc.ReadMemory(p.pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return idle, watchPeakOf(p.pid, m)
+}
+
 // s3PeerStarters start each S3 server the benchmark compares on the
 // folder dir, in the order it measures them: largo, versitygw's posix
 // back end, and rclone's serve s3 when the rclone found has it. A server
@@ -181,12 +192,7 @@ func BenchmarkS3APIPeers(b *testing.B) {
 						runTool(b, env, aws, append(cp, src, obj)...)
 					}
 					dst := filepath.Join(b.TempDir(), "dst.bin")
-					idle := idleRSSOf(b, peer.pid)
-					m, err := proc.ReadMemory(peer.pid)
-					if err != nil {
-						b.Fatal(err)
-					}
-					w := watchPeakOf(peer.pid, m)
+					idle, w := peer.memory(b)
 					b.SetBytes(size)
 					b.ResetTimer()
 					for range b.N {
@@ -213,12 +219,7 @@ func benchSmallObjects(b *testing.B, peer s3Peer) {
 	c := s3Client(peer.endpoint, peer.key, nil)
 	body := bytes.Repeat([]byte("4 KiB of text.\n"), 4096/15+1)[:4096]
 	ctx := context.Background()
-	idle := idleRSSOf(b, peer.pid)
-	m, err := proc.ReadMemory(peer.pid)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := watchPeakOf(peer.pid, m)
+	idle, w := peer.memory(b)
 	var put, list time.Duration
 	b.ResetTimer()
 	for n := range b.N {

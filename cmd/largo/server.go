@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
@@ -264,7 +263,7 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 	if locks != nil {
 		icfg.Guard = locks
 	}
-	if cache := newFileCache(&cfg.fileCache, st, strings.HasPrefix(cfg.store, "s3:")); cache != nil {
+	if cache := newFileCache(&cfg.fileCache, st, cfg.bucket()); cache != nil {
 		// Downloads read through it; every change the pipeline makes is
 		// told to it before it is answered.
 		hcfg.Cache, icfg.Changes = cache, cache

@@ -41,7 +41,7 @@ func openServed(ctx context.Context, e *env, cfg *serveConfig, logger *slog.Logg
 	if sc.dir == "" {
 		return openStore(ctx, e, cfg)
 	}
-	if !strings.HasPrefix(cfg.store, "s3:") {
+	if !cfg.bucket() {
 		return nil, "", usageErr(errors.New("--s3-cache: for a bucket (--store s3://BUCKET/PREFIX) only; a folder's files are on the disk already"))
 	}
 	if err := apart(sc.dir, cfg.listingTemp); err != nil {

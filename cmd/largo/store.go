@@ -26,11 +26,15 @@ type closingStore interface {
 	io.Closer
 }
 
+// bucket reports whether cfg serves a bucket (--store s3://...), not a
+// folder.
+func (cfg *serveConfig) bucket() bool { return strings.HasPrefix(cfg.store, "s3:") }
+
 // openStore opens the store cfg names and returns it with the words that
 // name it to the user. Failures are usage errors: a folder or bucket that
 // is missing or refused is the user's to fix.
 func openStore(ctx context.Context, e *env, cfg *serveConfig) (closingStore, string, error) {
-	if strings.HasPrefix(cfg.store, "s3:") {
+	if cfg.bucket() {
 		st, where, err := openS3(ctx, e, cfg, nil)
 		if err != nil {
 			return nil, "", err
