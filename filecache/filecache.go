@@ -166,20 +166,27 @@ type entry struct {
 }
 
 // stamp is when an entry was last found current: the changes told by
-// then (Store.gen), the time, and what its reader derived since (memo).
+// then (Store.gen), the time, and what its reader derived (memo) since
+// born.
 type stamp struct {
 	gen  uint64
 	at   time.Time
-	memo Memo
+	born time.Time
+	memo *Memo
 }
+
+// MemoLife is the longest a Memo is kept: what was derived from a
+// version besides its bytes (the Repr-Digest a background hash records
+// behind the server's writes) shows within it.
+const MemoLife = time.Second
 
 // Memo holds one value derived from a version of a file kept, for its
 // reader to derive it once (package serve: the answer's headers). It is
-// forgotten, and derived again, each time the file is looked at again
-// (every Window, and after a change told), so that what it was derived
-// from besides the file's bytes (a digest recorded meanwhile) is never
-// older than that. A Memo is safe for concurrent use; every value stored
-// in one must be of the same type.
+// forgotten, and derived again, after a change told (Changed), when the
+// file is found changed, and at the latest MemoLife after it was made,
+// so that what it was derived from besides the file's bytes (a digest
+// recorded meanwhile) is never older than that. A Memo is safe for
+// concurrent use; every value stored in one must be of the same type.
 type Memo struct{ v atomic.Value }
 
 // Load returns the value stored, nil for none.
@@ -205,7 +212,7 @@ func (s *Store) Open(ctx context.Context, name string) (largo.File, error) {
 	e, kept := s.files.Get(name)
 	if kept {
 		if st := s.current(ctx, e); st != nil {
-			return &File{e: e, memo: &st.memo}, nil
+			return &File{e: e, memo: st.memo}, nil
 		}
 	}
 	// A file kept until now, changed, is kept again at once: it is
@@ -229,9 +236,25 @@ func (s *Store) current(ctx context.Context, e *entry) *stamp {
 		s.forget(e)
 		return nil
 	}
-	fresh := &stamp{gen: gen, at: now}
+	if st.gen == gen && now.Sub(st.born) < MemoLife {
+		// The same version, and no change told: what was derived from
+		// it stays, and with no Window there is no time to move on.
+		if s.opt.Window == 0 {
+			return st
+		}
+		fresh := &stamp{gen: gen, at: now, born: st.born, memo: st.memo}
+		e.stamp.Store(fresh)
+		return fresh
+	}
+	fresh := newStamp(gen, now)
 	e.stamp.Store(fresh)
 	return fresh
+}
+
+// newStamp is the stamp of an entry found current at at, with the
+// changes told by then, and an empty memo.
+func newStamp(gen uint64, at time.Time) *stamp {
+	return &stamp{gen: gen, at: at, born: at, memo: new(Memo)}
 }
 
 // forget drops e, unless another version took its place meanwhile.
@@ -267,12 +290,12 @@ func (s *Store) fill(ctx context.Context, name string, admitted bool) (largo.Fil
 	}
 	f.Close()
 	e := &entry{name: name, info: in, body: body}
-	st := &stamp{gen: gen, at: at}
+	st := newStamp(gen, at)
 	e.stamp.Store(st)
 	if s.gen.Load() == gen {
 		s.files.Add(name, e)
 	}
-	return &File{e: e, memo: &st.memo}, nil
+	return &File{e: e, memo: st.memo}, nil
 }
 
 // errChanged is a file that changed while it was read in.

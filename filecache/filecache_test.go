@@ -345,6 +345,36 @@ func TestMemoForgottenWhenLookedAtAgain(t *testing.T) {
 	}
 }
 
+// With no window the file is looked at before every answer, but what was
+// derived from its version stays while the version does, for at most
+// MemoLife, and never past a change told.
+func TestMemoKeptAcrossLooksOfOneVersion(t *testing.T) {
+	fx := newFixture(t, Options{}, map[string]string{"f": "x"})
+	memo := func() *Memo {
+		f, err := fx.s.Open(context.Background(), "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		return f.(interface{ Memo() *Memo }).Memo()
+	}
+	fx.keep(t, "f")
+	memo().Store("derived")
+	fx.clock.advance(MemoLife / 2)
+	if v := memo().Load(); v != "derived" {
+		t.Fatalf("memo = %v on the next look at the same version; want it kept", v)
+	}
+	fx.clock.advance(MemoLife / 2)
+	if v := memo().Load(); v != nil {
+		t.Fatalf("memo = %v after MemoLife; want it forgotten", v)
+	}
+	memo().Store("again")
+	fx.s.Changed("other")
+	if v := memo().Load(); v != nil {
+		t.Fatalf("memo = %v after a change; want it forgotten", v)
+	}
+}
+
 func TestFileReadsAndSeeks(t *testing.T) {
 	fx := newFixture(t, Options{}, map[string]string{"f": "0123456789"})
 	fx.keep(t, "f")

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"largo/filecache"
+	"largo/internal/gather"
+	"largo/transfer"
 	"largo/wire"
 )
 
@@ -101,6 +103,11 @@ func (h *Handler) sendKept(w http.ResponseWriter, r *http.Request, f *filecache.
 		if want := r.Header["Want-Repr-Digest"]; len(want) == 0 || wire.WantsSHA256(strings.Join(want, ",")) {
 			hdr["Repr-Digest"] = kh.digest
 		}
+	}
+	if r.ProtoMajor == 1 {
+		// The head and the bytes leave in one write, not two (package
+		// gather): nothing waits between them.
+		gather.Hold(transfer.ConnOf(r.Context()))
 	}
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {

@@ -33,9 +33,9 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
 
-// connOf returns the request connection that ConnContext kept in ctx, or
+// ConnOf returns the request connection that ConnContext kept in ctx, or
 // nil.
-func connOf(ctx context.Context) net.Conn {
+func ConnOf(ctx context.Context) net.Conn {
 	if ctx == nil {
 		return nil
 	}
@@ -46,7 +46,7 @@ func connOf(ctx context.Context) net.Conn {
 // linger asks the connection of ctx to linger when it closes, unwrapping
 // a TLS connection to the one beneath.
 func linger(ctx context.Context) {
-	for c := connOf(ctx); c != nil; {
+	for c := ConnOf(ctx); c != nil; {
 		if l, ok := c.(lingerer); ok {
 			l.Linger()
 			return

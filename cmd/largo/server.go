@@ -21,6 +21,7 @@ import (
 	"largo/gate"
 	"largo/hooks"
 	"largo/ingest"
+	"largo/internal/gather"
 	"largo/limit"
 	"largo/metrics"
 	"largo/pageapi"
@@ -469,7 +470,7 @@ func (s *server) start() {
 			return nil
 		})
 	}
-	s.group.Go(func() error { return s.serve(s.http, s.lim) })
+	s.group.Go(func() error { return s.serve(s.http, gather.Listener{Listener: s.lim}) })
 	if s.s3http != nil {
 		s.group.Go(func() error { return s.serve(s.s3http, s.s3lim) })
 	}
