@@ -59,10 +59,12 @@ func TestFileCacheWritesServedAtOnce(t *testing.T) {
 			}
 			getBody(t, s.URL+"other.txt")
 		}
-		// Behind the server's back, within the hour: the version kept,
-		// which shows the cache is in the way.
+		// Behind the server's back, within the hour: on a bucket the
+		// version kept, which shows the cache is in the way; on a folder
+		// the new one, told by inotify
+		// (TestFileCacheReplacedBehindWithinWindow).
 		g.replaceBehind(t, "other.txt", "changed behind")
-		if _, b, _ := getBody(t, s.URL+"other.txt"); b != "other" {
+		if _, b, _ := getBody(t, s.URL+"other.txt"); g.kind != "disk" && b != "other" {
 			t.Fatalf("a change behind the server was seen at once (%q): is the cache on?", b)
 		}
 
@@ -98,14 +100,21 @@ func TestFileCacheWritesServedAtOnce(t *testing.T) {
 
 // TestFileCacheReplacedBehindWithinWindow: a file replaced behind the
 // server's back (another program, another instance on the bucket) is
-// served new within the open-file cache's window: at once on a folder
-// (a window of 0 by default), within a second on a bucket; the test
-// allows the load of a shared machine on top.
+// served new within the open-file cache's window on a bucket (a second;
+// the test allows the load of a shared machine on top), and at once on a
+// folder, whatever the window: inotify tells of it (here with a window
+// of an hour, so that no stat can).
 func TestFileCacheReplacedBehindWithinWindow(t *testing.T) {
 	const window = time.Second
 	forEachTarget(t, func(t *testing.T, g *target) {
 		g.seed(t, "f.txt", "old")
-		s := g.serve(t)
+		g.seed(t, "d/e/g.txt", "old")
+		var s *server
+		if g.kind == "disk" {
+			s = g.serve(t, "--file-cache-window", "1h")
+		} else {
+			s = g.serve(t)
+		}
 		for range 3 {
 			if _, b, _ := getBody(t, s.URL+"f.txt"); b != "old" {
 				t.Fatalf("GET: %q", b)
@@ -116,6 +125,20 @@ func TestFileCacheReplacedBehindWithinWindow(t *testing.T) {
 		if g.kind == "disk" {
 			if _, b, _ := getBody(t, s.URL+"f.txt"); b != "new, behind the server" {
 				t.Fatalf("the first GET after a replacement behind the server on a folder: %q; want the new bytes at once", b)
+			}
+			// A folder on the way swapped for another one.
+			for range 3 {
+				getBody(t, s.URL+"d/e/g.txt")
+			}
+			if err := os.Rename(filepath.Join(g.dir, "d"), filepath.Join(g.dir, "d.old")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Join(g.dir, "d", "e"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			g.replaceBehind(t, "d/e/g.txt", "new folder")
+			if _, b, _ := getBody(t, s.URL+"d/e/g.txt"); b != "new folder" {
+				t.Fatalf("the first GET after its folder was swapped behind the server: %q; want the new bytes at once", b)
 			}
 			return
 		}

@@ -14,13 +14,23 @@
 //     store, its ETag compared) before it is next served, so that no
 //     name that reaches it (a symbolic link on a folder's way) is
 //     missed;
-//   - a change made behind the server (another program writing in the
-//     folder, another instance writing to the bucket) is seen within the
-//     Window: a file kept is looked at again once the Window has passed
-//     since it was last looked at (on a bucket, the look is a HEAD, and
-//     its ETag decides). A Window of zero looks at it before every
-//     answer: one stat on a folder, in place of the open, stat, read and
-//     close it saves, so that a change behind the server is seen at once.
+//   - on a folder, a change made behind the server (another program
+//     writing in it) is seen at once, with no look at the file per
+//     answer: a Watcher (disk.Watcher, inotify) watches the folders on
+//     the way to each file kept, and is asked before each answer whether
+//     anything changed in them since the file was last found current
+//     (one read of its queue, empty most of the time); the kernel queues
+//     a change's notice before the call that made it returns. After a
+//     change in them, the files kept there are looked at again. A file
+//     of more than one name (a hard link elsewhere, whose changes its own
+//     folder is not told of), and any file where the Watcher cannot
+//     watch, is looked at as without a Watcher;
+//   - without a Watcher (on a bucket, another instance writing to it) a
+//     change behind the server is seen within the Window: a file kept is
+//     looked at again once the Window has passed since it was last
+//     looked at (on a bucket, the look is a HEAD, and its ETag decides).
+//     A Window of zero looks at it before every answer: one stat on a
+//     folder, in place of the open, stat, read and close it saves.
 //
 // A version is kept whole or not at all: bytes read while the file
 // changed under the reader (its size or time after the read differ from
@@ -90,8 +100,25 @@ type Options struct {
 	// again (Stat of the store, its ETag compared); zero, before every
 	// answer.
 	Window time.Duration
+	// Watch, when set, tells of changes in the store's folders (on a
+	// folder, disk.Watcher): a file kept whose folders it watches is
+	// served with no look at it, Window or not, until a change is told
+	// in any of them.
+	Watch Watcher
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// Watcher tells of the changes made in a store's folders by anyone
+// (disk.Watcher, with inotify).
+type Watcher interface {
+	// Watch watches the folders on the way to the physical name, and
+	// reports whether all of them are watched.
+	Watch(name string) bool
+	// Drain returns the count of changes told so far in the folders
+	// watched, changes lost counted as well: while it stays the same,
+	// nothing watched changed.
+	Drain() uint64
 }
 
 // Store keeps the small files of the store it wraps. Make one with New.
@@ -163,16 +190,22 @@ type entry struct {
 	info  largo.Info
 	body  []byte // the file's bytes; never written once kept
 	stamp atomic.Pointer[stamp]
+	// single is set for a file with one name only: one whose changes
+	// a Watcher of its folders is told of, not through a hard link
+	// elsewhere.
+	single bool
 }
 
 // stamp is when an entry was last found current: the changes told by
-// then (Store.gen), the time, and what its reader derived (memo) since
-// born.
+// then (Store.gen, and the Watcher's when watched), the time, and what
+// its reader derived (memo) since born.
 type stamp struct {
-	gen  uint64
-	at   time.Time
-	born time.Time
-	memo *Memo
+	gen     uint64
+	watched bool   // its folders are watched, and it is single
+	wgen    uint64 // the Watcher's count of changes then
+	at      time.Time
+	born    time.Time
+	memo    *Memo
 }
 
 // MemoLife is the longest a Memo is kept: what was derived from a
@@ -220,35 +253,55 @@ func (s *Store) Open(ctx context.Context, name string) (largo.File, error) {
 	return s.fill(ctx, name, kept)
 }
 
-// current returns the entry's stamp when it may be served as kept:
-// looked at within the Window, no change told since; otherwise it looks
-// at the file again, and returns a new stamp when the version kept is
-// still the store's, or nil (and forgets the entry) when it is not.
+// current returns the entry's stamp when it may be served as kept: no
+// change told since it was found current, and its folders watched or it
+// looked at within the Window; otherwise it looks at the file again, and
+// returns a new stamp when the version kept is still the store's, or nil
+// (and forgets the entry) when it is not.
 func (s *Store) current(ctx context.Context, e *entry) *stamp {
-	now := s.opt.Now()
 	st := e.stamp.Load()
-	gen := s.gen.Load()
-	if st.gen == gen && now.Sub(st.at) < s.opt.Window {
+	if st.watched && st.gen == s.gen.Load() && s.opt.Watch.Drain() == st.wgen {
 		return st
 	}
+	now := s.opt.Now()
+	gen := s.gen.Load()
+	if !st.watched && st.gen == gen && now.Sub(st.at) < s.opt.Window {
+		return st
+	}
+	wgen, watched := s.watch(e.name)
 	in, err := s.inner.Stat(ctx, e.name)
 	if err != nil || in.ETag != e.info.ETag || in.Size != e.info.Size || in.IsDir {
 		s.forget(e)
 		return nil
 	}
+	watched = watched && e.single
 	if st.gen == gen && now.Sub(st.born) < MemoLife {
 		// The same version, and no change told: what was derived from
-		// it stays, and with no Window there is no time to move on.
-		if s.opt.Window == 0 {
+		// it stays, and with no Window nor watch there is no time to
+		// move on.
+		if s.opt.Window == 0 && !watched && !st.watched {
 			return st
 		}
-		fresh := &stamp{gen: gen, at: now, born: st.born, memo: st.memo}
+		fresh := &stamp{gen: gen, watched: watched, wgen: wgen, at: now, born: st.born, memo: st.memo}
 		e.stamp.Store(fresh)
 		return fresh
 	}
 	fresh := newStamp(gen, now)
+	fresh.watched, fresh.wgen = watched, wgen
 	e.stamp.Store(fresh)
 	return fresh
+}
+
+// watch has the folders on the way to name watched, if the Store has a
+// Watcher, and returns its count of changes from then on: a look at the
+// file after it sees every change made before, and the count moves with
+// every change after. watched is false when the folders are not all
+// watched.
+func (s *Store) watch(name string) (wgen uint64, watched bool) {
+	if s.opt.Watch == nil || !s.opt.Watch.Watch(name) {
+		return 0, false
+	}
+	return s.opt.Watch.Drain(), true
 }
 
 // newStamp is the stamp of an entry found current at at, with the
@@ -277,10 +330,21 @@ func (s *Store) fill(ctx context.Context, name string, admitted bool) (largo.Fil
 	if in.ETag == "" || in.Size > s.opt.MaxFile || in.IsDir || !admitted && !s.admit(name) {
 		return f, nil
 	}
+	// Watched from before the read: a change made from now on is told,
+	// and one made before is seen by the look at the name below.
+	wgen, watched := s.watch(name)
 	body := make([]byte, in.Size)
 	_, rerr := io.ReadFull(f, body)
+	var single bool
 	if rerr == nil {
-		rerr = unchanged(f, in)
+		single, rerr = unchanged(f, in)
+	}
+	if rerr == nil && watched {
+		// The file opened is still the one the name reaches: it was not
+		// replaced before its folders were watched.
+		if now, err := s.inner.Stat(ctx, name); err != nil || now.ETag != in.ETag {
+			rerr = errChanged
+		}
 	}
 	if rerr != nil {
 		// Read while it changed, or not read at all: served as the
@@ -289,8 +353,9 @@ func (s *Store) fill(ctx context.Context, name string, admitted bool) (largo.Fil
 		return s.inner.Open(ctx, name)
 	}
 	f.Close()
-	e := &entry{name: name, info: in, body: body}
+	e := &entry{name: name, info: in, body: body, single: single}
 	st := newStamp(gen, at)
+	st.watched, st.wgen = watched && single, wgen
 	e.stamp.Store(st)
 	if s.gen.Load() == gen {
 		s.files.Add(name, e)
@@ -304,20 +369,21 @@ var errChanged = errors.New("changed while read")
 // unchanged checks, for a file of the operating system, that its size
 // and time after it was read are those it was opened with: a version
 // read while it was written is not one to keep. An object of a bucket
-// is one version, however long its read.
-func unchanged(f largo.File, in largo.Info) error {
+// is one version, however long its read. single reports a file of the
+// operating system with one name only (one link).
+func unchanged(f largo.File, in largo.Info) (single bool, err error) {
 	of, ok := f.(largo.OSFile)
 	if !ok {
-		return nil
+		return false, nil
 	}
 	fi, err := of.OSFile().Stat()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if fi.Size() != in.Size || !fi.ModTime().Equal(in.ModTime) {
-		return errChanged
+		return false, errChanged
 	}
-	return nil
+	return oneLink(fi), nil
 }
 
 // Changed tells the cache that name (a file, or a folder with all below

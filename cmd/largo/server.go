@@ -17,6 +17,7 @@ import (
 	"largo"
 	"largo/archive"
 	"largo/dav"
+	"largo/disk"
 	"largo/expiry"
 	"largo/gate"
 	"largo/hooks"
@@ -54,6 +55,7 @@ type server struct {
 	drain, shutdown time.Duration
 
 	store    closingStore
+	watcher  *disk.Watcher // the open-file cache's, nil for none
 	handed   *handedOver
 	ln       net.Listener // the main listener, as taken
 	lim      *limit.Listener
@@ -264,7 +266,9 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 	if locks != nil {
 		icfg.Guard = locks
 	}
-	if cache := newFileCache(&cfg.fileCache, st, cfg.bucket()); cache != nil {
+	cache, watcher := newFileCache(&cfg.fileCache, st, cfg.bucket())
+	s.watcher = watcher
+	if cache != nil {
 		// Downloads read through it; every change the pipeline makes is
 		// told to it before it is answered.
 		hcfg.Cache, icfg.Changes = cache, cache
@@ -591,6 +595,9 @@ func (s *server) close() {
 	}
 	if s.handed != nil {
 		s.handed.Close()
+	}
+	if s.watcher != nil {
+		s.watcher.Close()
 	}
 	if s.store != nil {
 		s.store.Close()
