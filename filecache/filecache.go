@@ -396,6 +396,13 @@ func (s *Store) Changed(name string) {
 	s.files.Remove(name)
 }
 
+// Keeps reports whether the file name is kept now, without looking at
+// it: a hint that a request for it is answered from memory.
+func (s *Store) Keeps(name string) bool {
+	_, ok := s.files.Peek(name)
+	return ok
+}
+
 // Len returns the number of files kept, and what they weigh (their bytes
 // and what keeping each costs besides).
 func (s *Store) Len() (files int, bytes int64) {

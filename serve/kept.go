@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"largo"
 	"largo/filecache"
 	"largo/internal/gather"
 	"largo/transfer"
@@ -67,6 +68,24 @@ func (h *Handler) keptHeadOf(r *http.Request, name string, f *filecache.File) *k
 	}
 	m.Store(kh)
 	return kh
+}
+
+// keeper is the open-file cache as Quick asks it (filecache.Store).
+type keeper interface{ Keeps(name string) bool }
+
+// Quick reports whether r, a GET or HEAD with no body, is likely to be
+// answered at once from memory: a file the open-file cache keeps, asked
+// for by its path (no query, not the server's own endpoints). A
+// connection's lane (package internal/quick) answers such requests
+// through this handler without net/http's work per request; what the
+// answer is stays this handler's alone.
+func (h *Handler) Quick(r *http.Request) bool {
+	k, ok := h.cfg.Cache.(keeper)
+	if !ok || r.URL.RawQuery != "" || strings.HasPrefix(r.URL.Path, Prefix) {
+		return false
+	}
+	name, err := largo.ParseName(r.URL.Path)
+	return err == nil && k.Keeps(name)
 }
 
 // plain reports whether r asks for a whole file with no condition: what

@@ -23,6 +23,7 @@ import (
 	"largo/hooks"
 	"largo/ingest"
 	"largo/internal/gather"
+	"largo/internal/quick"
 	"largo/limit"
 	"largo/metrics"
 	"largo/pageapi"
@@ -474,7 +475,13 @@ func (s *server) start() {
 			return nil
 		})
 	}
-	s.group.Go(func() error { return s.serve(s.http, gather.Listener{Listener: s.lim}) })
+	var ln net.Listener = s.lim
+	if !s.https {
+		// Plain HTTP/1.1: the files kept in memory are answered in
+		// the connection's lane, before net/http reads them.
+		ln = quick.NewListener(ln, quick.Config{Server: s.http, Takes: s.handler.Quick})
+	}
+	s.group.Go(func() error { return s.serve(s.http, gather.Listener{Listener: ln}) })
 	if s.s3http != nil {
 		s.group.Go(func() error { return s.serve(s.s3http, s.s3lim) })
 	}
