@@ -33,12 +33,12 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, name string) error
 			return err
 		}
 	}
-	if h.cfg.Page != nil && r.URL.Query().Has("login") && (errors.Is(err, largo.ErrIsDir) || errors.Is(err, largo.ErrUnauthorized)) {
+	if h.cfg.Page != nil && (errors.Is(err, largo.ErrIsDir) || errors.Is(err, largo.ErrUnauthorized)) && r.URL.Query().Has("login") {
 		// Signing in from a folder, or from one its visitor may not see
 		// yet: the challenge, then back.
 		return h.cfg.Page.Login(w, r)
 	}
-	if h.cfg.Page != nil && r.URL.Query().Has("logout") && (errors.Is(err, largo.ErrIsDir) || errors.Is(err, largo.ErrUnauthorized) || errors.Is(err, largo.ErrPermission)) {
+	if h.cfg.Page != nil && (errors.Is(err, largo.ErrIsDir) || errors.Is(err, largo.ErrUnauthorized) || errors.Is(err, largo.ErrPermission)) && r.URL.Query().Has("logout") {
 		// Signing out, from a folder or from one the browser's credential
 		// no longer opens.
 		return h.cfg.Page.Logout(w, r)

@@ -31,7 +31,13 @@ func (c *Conn) answer(r *http.Request) (keep bool) {
 	defer cancel()
 	r = r.WithContext(ctx)
 	c.served++
-	w := &response{c: c, req: r, header: make(http.Header, 16), cl: -1}
+	// The fields' map is the connection's, cleared for each answer: a
+	// handler keeps nothing of its ResponseWriter once it returned.
+	if c.header == nil {
+		c.header = make(http.Header, 16)
+	}
+	clear(c.header)
+	w := &response{c: c, req: r, header: c.header, cl: -1}
 	defer w.release()
 	if !w.run(c.cfg.Server.Handler) {
 		return false

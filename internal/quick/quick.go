@@ -125,7 +125,10 @@ type Conn struct {
 	l      *Listener
 	handed bool            // net/http's from now on
 	ctx    context.Context // the requests' base, made at the first one
+	remote string          // the client's address, as requests name it
 	served int             // requests the lane answered
+	head   bytes.Reader    // the head being parsed
+	header http.Header     // the answers' fields, cleared between them
 }
 
 // Close implements net.Conn.
@@ -250,7 +253,8 @@ func (c *Conn) request(head []byte) *http.Request {
 		return nil
 	}
 	br := readers.Get().(*bufio.Reader)
-	br.Reset(bytes.NewReader(head))
+	c.head.Reset(head)
+	br.Reset(&c.head)
 	r, err := http.ReadRequest(br)
 	br.Reset(nil)
 	readers.Put(br)
@@ -267,8 +271,9 @@ func (c *Conn) request(head []byte) *http.Request {
 			ctx = cc(ctx, c)
 		}
 		c.ctx = ctx
+		c.remote = c.Conn.RemoteAddr().String()
 	}
-	r.RemoteAddr = c.Conn.RemoteAddr().String()
+	r.RemoteAddr = c.remote
 	return r
 }
 
