@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -16,8 +17,35 @@ import (
 // pooled buffer and given to the writer in one Write. TestAccessLineAsSlog
 // holds the two to the same output.
 
-// linePool holds the buffers lines are built in (one per Handler).
-type linePool struct{ sync.Pool }
+// linePool holds the buffers lines are built in (one per Handler), and
+// the last second a line was written in, formatted.
+type linePool struct {
+	sync.Pool
+	second atomic.Pointer[second]
+}
+
+// second is a second of a time zone, formatted up to its fraction, and
+// the zone's suffix.
+type second struct {
+	unix   int64
+	loc    *time.Location
+	prefix []byte // 2006-01-02T15:04:05.
+	zone   []byte // Z07:00
+}
+
+// appendTime appends t in timeLayout, formatting its second only once.
+func (p *linePool) appendTime(b []byte, t time.Time) []byte {
+	s := p.second.Load()
+	if s == nil || s.unix != t.Unix() || s.loc != t.Location() {
+		f := t.Truncate(time.Second).AppendFormat(nil, timeLayout)
+		s = &second{unix: t.Unix(), loc: t.Location(), prefix: f[:20], zone: f[23:]}
+		p.second.Store(s)
+	}
+	b = append(b, s.prefix...)
+	ms := t.Nanosecond() / 1e6
+	b = append(b, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10))
+	return append(b, s.zone...)
+}
 
 func (p *linePool) get() *[]byte {
 	if bp, ok := p.Get().(*[]byte); ok {
@@ -80,7 +108,7 @@ func (l *accessLine) attrs(a []slog.Attr) []slog.Attr {
 // write appends the line to a buffer of pool and writes it to w.
 func (l *accessLine) write(w io.Writer, pool *linePool) error {
 	bp := pool.get()
-	b := l.append((*bp)[:0])
+	b := l.append((*bp)[:0], pool)
 	_, err := w.Write(b)
 	if cap(b) <= maxPooledLine {
 		*bp = b
@@ -89,10 +117,11 @@ func (l *accessLine) write(w io.Writer, pool *linePool) error {
 	return err
 }
 
-// append appends the line, newline included, to b.
-func (l *accessLine) append(b []byte) []byte {
+// append appends the line, newline included, to b; pool formats its
+// time.
+func (l *accessLine) append(b []byte, pool *linePool) []byte {
 	b = append(b, "time="...)
-	b = appendMillis(b, l.at)
+	b = pool.appendTime(b, l.at)
 	b = append(b, " level=INFO msg=request method="...)
 	b = appendTextString(b, l.method)
 	b = append(b, " path="...)
@@ -126,12 +155,9 @@ func (l *accessLine) append(b []byte) []byte {
 	return append(b, '\n')
 }
 
-// appendMillis appends t as slog's text handler writes a record's time:
-// RFC 3339 with exactly three digits of milliseconds (truncated).
-func appendMillis(b []byte, t time.Time) []byte {
-	const layout = "2006-01-02T15:04:05.000Z07:00"
-	return t.AppendFormat(b, layout)
-}
+// timeLayout is how slog's text handler writes a record's time: to the
+// millisecond, with its zone.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // appendTextString appends s as a value of slog's text format: as it is,
 // or quoted with Go's rules when it is empty or holds a space, an equals

@@ -81,3 +81,19 @@ func BenchmarkAccessLine(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// The time of a line, formatted a second at a time, is what formatting
+// it whole gives.
+func TestAccessLineTime(t *testing.T) {
+	var p linePool
+	east := time.FixedZone("east", 5*3600+30*60)
+	base := time.Date(2026, 12, 7, 15, 4, 5, 0, time.UTC)
+	for _, tm := range []time.Time{
+		base, base.Add(5 * time.Millisecond), base.Add(999*time.Millisecond + 999), base.Add(time.Second + 40*time.Millisecond),
+		base.In(east), base.Add(123 * time.Millisecond).In(east), base.Add(123 * time.Millisecond),
+	} {
+		if got, want := string(p.appendTime(nil, tm)), tm.Format(timeLayout); got != want {
+			t.Errorf("%v: %s; want %s", tm, got, want)
+		}
+	}
+}

@@ -223,7 +223,7 @@ func (w *response) send() error {
 	}
 	h := w.header
 	if _, ok := h["Date"]; !ok {
-		h["Date"] = dates.now()
+		h["Date"] = w.c.l.dates.now()
 	}
 	if w.req.Close || hasToken(h["Connection"], "close") {
 		w.closing = true
@@ -353,9 +353,7 @@ func appendValue(b []byte, v string) []byte {
 	return b
 }
 
-// dates is the Date field's value, made once a second.
-var dates dateCache
-
+// dateCache is the Date field's value, made once a second.
 type dateCache struct{ v atomic.Pointer[dateValue] }
 
 type dateValue struct {

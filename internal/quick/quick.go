@@ -71,6 +71,7 @@ type Config struct {
 type Listener struct {
 	net.Listener
 	cfg     *Config
+	dates   dateCache
 	closing atomic.Bool
 	mu      sync.Mutex
 	lane    map[*Conn]struct{} // the connections not handed over
