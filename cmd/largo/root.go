@@ -87,7 +87,7 @@ LARGO_MAX_CONNS). A flag on the command line wins over the variable.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
-	root.AddCommand(newServe(e), newGet(e), newPut(e), newPrecompress(e), newDigest(e), newUsage(e), newHooksCmd(e), newBench(e), newShare(e), newAccess(e), newPasswd(e), newS3Key(e), newVersion(e), newHealthcheck(e), newDocs(e))
+	root.AddCommand(newServe(e), newGet(e), newPut(e), newPrecompress(e), newDigest(e), newUsage(e), newHooksCmd(e), newBench(e), newShare(e), newAccess(e), newPasswd(e), newS3Key(e), newVersion(e), newHealthcheck(e))
 	return root
 }
 
