@@ -14,9 +14,10 @@
 // of all the assets' contents. A page names the set it was rendered with,
 // so assets are cached for a year as immutable and an upgrade never mixes
 // old and new files. One version for the whole set, rather than a hash in
-// each file name, keeps the modules' relative imports plain. Text assets
-// are compressed once, when a client that accepts gzip first asks for
-// them (not when the UI is made: a server that shows no page pays
+// each file name, keeps the modules' relative imports plain. The assets
+// are read and hashed when a page or an asset is first asked for, and
+// text assets compressed once, when a client that accepts gzip first asks
+// for them (not when the UI is made: a server that shows no page pays
 // nothing), and sent compressed to such clients.
 //
 // Pages carry the policy CSP returns: no inline script or style, no
@@ -106,13 +107,22 @@ var files embed.FS
 
 // UI renders folder pages and serves their assets.
 type UI struct {
-	base    string
-	version string
-	assets  map[string]*asset
+	base string
+	// set reads and hashes the assets when a page or an asset is first
+	// asked for: a server that only sends files never copies them out of
+	// the binary.
+	set func() assetSet
 	// page parses the pages' templates (the folder page's, the upload
 	// page's) when a page is first shown: a server that only sends files
 	// never runs the template parser.
 	page func() *template.Template
+}
+
+// assetSet is the embedded assets by name, and the version that names
+// them all.
+type assetSet struct {
+	version string
+	assets  map[string]*asset
 }
 
 // asset is one embedded file, ready to send.
@@ -129,7 +139,19 @@ type asset struct {
 // New returns a UI whose assets live under base, a URL path with a
 // trailing slash (such as "/_largo/ui/").
 func New(base string) *UI {
-	u := &UI{base: base, assets: map[string]*asset{}}
+	u := &UI{base: base, set: sync.OnceValue(readAssets)}
+	u.page = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("folder.html").Funcs(template.FuncMap{
+			"asset": func(name string) string { return u.base + u.Version() + "/" + name },
+		}).ParseFS(files, "templates/*.html"))
+	})
+	return u
+}
+
+// readAssets reads the embedded assets and hashes them into their
+// version.
+func readAssets() assetSet {
+	set := assetSet{assets: map[string]*asset{}}
 	sum := sha256.New()
 	names, err := fs.Glob(files, "assets/*")
 	if err != nil {
@@ -147,19 +169,14 @@ func New(base string) *UI {
 		one := sha256.Sum256(body)
 		a := &asset{body: body, ctype: contentType(name), etag: `"` + hex.EncodeToString(one[:8]) + `"`}
 		a.gzipped = sync.OnceValue(func() []byte { return compress(body) })
-		u.assets[name] = a
+		set.assets[name] = a
 	}
-	u.version = hex.EncodeToString(sum.Sum(nil)[:6])
-	u.page = sync.OnceValue(func() *template.Template {
-		return template.Must(template.New("folder.html").Funcs(template.FuncMap{
-			"asset": func(name string) string { return u.base + u.version + "/" + name },
-		}).ParseFS(files, "templates/*.html"))
-	})
-	return u
+	set.version = hex.EncodeToString(sum.Sum(nil)[:6])
+	return set
 }
 
 // Version returns the hash that names the current set of assets.
-func (u *UI) Version() string { return u.version }
+func (u *UI) Version() string { return u.set().version }
 
 // Asset serves GET and HEAD of an asset under the base path. An asset of
 // the current version is cached as immutable; one asked for under another
@@ -168,14 +185,15 @@ func (u *UI) Version() string { return u.version }
 func (u *UI) Asset(w http.ResponseWriter, r *http.Request) error {
 	rest, ok := strings.CutPrefix(r.URL.Path, u.base)
 	version, name, ok2 := strings.Cut(rest, "/")
-	a := u.assets[name]
+	set := u.set()
+	a := set.assets[name]
 	if !ok || !ok2 || a == nil {
 		return fmt.Errorf("ui asset %q: %w", r.URL.Path, largo.ErrNotFound)
 	}
 	hdr := w.Header()
 	hdr.Set("Content-Type", a.ctype)
 	hdr.Set("Vary", "Accept-Encoding")
-	if version == u.version {
+	if version == set.version {
 		hdr.Set("Cache-Control", immutable)
 	} else {
 		hdr.Set("Cache-Control", "no-cache")

@@ -424,6 +424,14 @@ func TestVersionFollowsContent(t *testing.T) {
 	}
 }
 
+// TestNewReadsNoAsset checks that making a UI copies and hashes none of
+// the embedded assets: a server that only sends files never asks for them.
+func TestNewReadsNoAsset(t *testing.T) {
+	if n := testing.AllocsPerRun(5, func() { New("/x/") }); n > 10 {
+		t.Errorf("New makes %v allocations: it reads the assets", n)
+	}
+}
+
 func FuzzParseView(f *testing.F) {
 	f.Add("sort=size&order=desc&q=abc")
 	f.Add("q=%ff%fe&sort=&order=")

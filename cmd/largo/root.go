@@ -60,14 +60,38 @@ func exitCode(err error) int {
 
 // run is largo's command line: it parses args and runs the command.
 func run(ctx context.Context, args []string, e *env) error {
-	root := newRoot(e)
+	first := ""
+	if len(args) > 0 {
+		first = args[0]
+	}
+	root := newRootFor(e, first)
 	root.SetArgs(args)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	return root.ExecuteContext(ctx)
 }
 
-func newRoot(e *env) *cobra.Command {
+// commands makes each of largo's commands, by the name that runs it.
+var commands = []struct {
+	name string
+	make func(*env) *cobra.Command
+}{
+	{"serve", newServe}, {"get", newGet}, {"put", newPut}, {"precompress", newPrecompress},
+	{"digest", newDigest}, {"usage", newUsage}, {"hooks", newHooksCmd}, {"bench", newBench},
+	{"share", newShare}, {"access", newAccess}, {"passwd", newPasswd}, {"s3key", newS3Key},
+	{"version", newVersion}, {"healthcheck", newHealthcheck},
+}
+
+// newRoot returns the root command with every command below it.
+func newRoot(e *env) *cobra.Command { return newRootFor(e, "") }
+
+// newRootFor returns the root command with, when first (the first
+// argument) names one of the commands, only that one below it, and every
+// one otherwise (help, completion, a flag, a mistyped name). A server
+// then never builds the other commands and their flags: some sixty flags'
+// values, usages and defaults, and the code that makes them, which would
+// stay resident for as long as it serves.
+func newRootFor(e *env, first string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "largo",
 		Short: "Serve and accept large files with flat memory",
@@ -87,7 +111,15 @@ LARGO_MAX_CONNS). A flag on the command line wins over the variable.`,
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
-	root.AddCommand(newServe(e), newGet(e), newPut(e), newPrecompress(e), newDigest(e), newUsage(e), newHooksCmd(e), newBench(e), newShare(e), newAccess(e), newPasswd(e), newS3Key(e), newVersion(e), newHealthcheck(e), newDocs(e))
+	for _, c := range commands {
+		if c.name == first {
+			root.AddCommand(c.make(e))
+			return root
+		}
+	}
+	for _, c := range commands {
+		root.AddCommand(c.make(e))
+	}
 	return root
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"testing"
 )
 
@@ -42,5 +43,27 @@ func TestApplyEnv(t *testing.T) {
 	err := run(context.Background(), []string{"serve", t.TempDir()}, env)
 	if exitCode(err) != exitUsage || err == nil || !bytes.Contains([]byte(err.Error()), []byte("LARGO_MAX_CONNS")) {
 		t.Fatalf("run = %v (exit %d)", err, exitCode(err))
+	}
+}
+
+// TestRootMakesOnlyTheCommandRun checks that a command line naming a
+// command makes that command alone, under its own name, and that any
+// other first argument makes them all.
+func TestRootMakesOnlyTheCommandRun(t *testing.T) {
+	e := quietEnv(io.Discard, io.Discard)
+	for _, c := range commands {
+		got := newRootFor(e, c.name).Commands()
+		if len(got) != 1 || got[0].Name() != c.name {
+			t.Errorf("%s: made %d commands, want only it", c.name, len(got))
+		}
+	}
+	for _, first := range []string{"", "help", "--version", "__complete", "serv"} {
+		if got := len(newRootFor(e, first).Commands()); got != len(commands) {
+			t.Errorf("%q: made %d commands, want all %d", first, got, len(commands))
+		}
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"version"}, quietEnv(&out, io.Discard)); err != nil || out.Len() == 0 {
+		t.Errorf("largo version alone: %v, %q", err, out.String())
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // serve has some sixty flags and a long description, which its
-// reference (largo docs), its man page and --help-all give whole.
+// reference (go generate ./cmd/largo), its man page and --help-all give whole.
 // --help gives the few a first server needs, grouped, and says where the
 // rest are.
 
