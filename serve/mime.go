@@ -9,9 +9,31 @@ import (
 )
 
 // mediaTypes covers the extensions of large files that system tables often
-// lack or disagree on, so that the answer does not depend on the machine.
-// Everything else falls back to the mime package, then to sniffing.
+// lack or disagree on, so that the answer does not depend on the machine,
+// and the common ones of the web (as Go's own table names them), so that
+// the mime package, which reads the system's tables into memory the first
+// time it is asked (over 600 KB held from then on), is asked only for the
+// rare. Everything else falls back to the mime package, then to sniffing.
 var mediaTypes = map[string]string{
+	".avif": "image/avif",
+	".bin":  "application/octet-stream",
+	".css":  "text/css; charset=utf-8",
+	".gif":  "image/gif",
+	".htm":  "text/html; charset=utf-8",
+	".html": "text/html; charset=utf-8",
+	".ico":  "image/vnd.microsoft.icon",
+	".jpeg": "image/jpeg",
+	".jpg":  "image/jpeg",
+	".js":   "text/javascript; charset=utf-8",
+	".json": "application/json",
+	".mjs":  "text/javascript; charset=utf-8",
+	".pdf":  "application/pdf",
+	".png":  "image/png",
+	".svg":  "image/svg+xml",
+	".wav":  "audio/wav",
+	".webp": "image/webp",
+	".xml":  "text/xml; charset=utf-8",
+
 	".7z":      "application/x-7z-compressed",
 	".avi":     "video/x-msvideo",
 	".bz2":     "application/x-bzip2",

@@ -251,6 +251,7 @@ func (r *Response) ReadFrom(src io.Reader) (int64, error) {
 	}
 	defer wd.stop()
 	var total int64
+	part := &io.LimitedReader{R: inner} // one for every segment: no garbage per segment
 	for remain > 0 {
 		seg := min(segment, remain)
 		if r.out != nil {
@@ -261,7 +262,8 @@ func (r *Response) ReadFrom(src io.Reader) (int64, error) {
 			}
 		}
 		r.extend()
-		n, err := rf.ReadFrom(&io.LimitedReader{R: inner, N: seg})
+		part.N = seg
+		n, err := rf.ReadFrom(part)
 		total += n
 		remain -= n
 		r.count(n)
