@@ -128,6 +128,17 @@ func (fx *fixture) replace(t *testing.T, name, content string) {
 	}
 }
 
+// memo opens name, kept, and returns its memo.
+func (fx *fixture) memo(t *testing.T, name string) *Memo {
+	t.Helper()
+	f, err := fx.s.Open(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return f.(interface{ Memo() *Memo }).Memo()
+}
+
 // keep reads name twice: the second time, the cache keeps it.
 func (fx *fixture) keep(t *testing.T, name string) {
 	t.Helper()
@@ -321,14 +332,7 @@ func TestBounded(t *testing.T) {
 // window, or a change told, it is derived again.
 func TestMemoForgottenWhenLookedAtAgain(t *testing.T) {
 	fx := newFixture(t, Options{Window: time.Second}, map[string]string{"f": "x"})
-	memo := func() *Memo {
-		f, err := fx.s.Open(context.Background(), "f")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		return f.(interface{ Memo() *Memo }).Memo()
-	}
+	memo := func() *Memo { return fx.memo(t, "f") }
 	fx.keep(t, "f")
 	memo().Store("derived")
 	if v := memo().Load(); v != "derived" {
@@ -350,14 +354,7 @@ func TestMemoForgottenWhenLookedAtAgain(t *testing.T) {
 // MemoLife, and never past a change told.
 func TestMemoKeptAcrossLooksOfOneVersion(t *testing.T) {
 	fx := newFixture(t, Options{}, map[string]string{"f": "x"})
-	memo := func() *Memo {
-		f, err := fx.s.Open(context.Background(), "f")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		return f.(interface{ Memo() *Memo }).Memo()
-	}
+	memo := func() *Memo { return fx.memo(t, "f") }
 	fx.keep(t, "f")
 	memo().Store("derived")
 	fx.clock.advance(MemoLife / 2)

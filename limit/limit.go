@@ -32,6 +32,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"largo/internal/netconn"
 )
 
 // Config sets the caps. The zero value caps nothing.
@@ -326,20 +328,10 @@ func (c *conn) discard() {
 
 // ReadFrom passes the source to the wrapped connection's ReadFrom, where
 // *net.TCPConn uses sendfile for files.
-func (c *conn) ReadFrom(r io.Reader) (int64, error) {
-	if rf, ok := c.Conn.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
-	}
-	return io.Copy(struct{ io.Writer }{c.Conn}, r)
-}
+func (c *conn) ReadFrom(r io.Reader) (int64, error) { return netconn.ReadFrom(c.Conn, r) }
 
 // NetConn returns the wrapped connection.
 func (c *conn) NetConn() net.Conn { return c.Conn }
 
 // CloseWrite shuts the sending side, as net/http does before closing.
-func (c *conn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
-}
+func (c *conn) CloseWrite() error { return netconn.CloseWrite(c.Conn) }

@@ -3,6 +3,8 @@ package transfer
 import (
 	"context"
 	"net"
+
+	"largo/internal/netconn"
 )
 
 // An answer given before its request's body was read closes the
@@ -46,15 +48,7 @@ func ConnOf(ctx context.Context) net.Conn {
 // linger asks the connection of ctx to linger when it closes, unwrapping
 // a TLS connection to the one beneath.
 func linger(ctx context.Context) {
-	for c := ConnOf(ctx); c != nil; {
-		if l, ok := c.(lingerer); ok {
-			l.Linger()
-			return
-		}
-		u, ok := c.(interface{ NetConn() net.Conn })
-		if !ok {
-			return
-		}
-		c = u.NetConn()
+	if l, ok := netconn.Find[lingerer](ConnOf(ctx)); ok {
+		l.Linger()
 	}
 }

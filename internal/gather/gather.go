@@ -28,6 +28,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"largo/internal/netconn"
 )
 
 // MaxHeld is the most a connection holds: a write that would pass it
@@ -71,16 +73,8 @@ type holder interface{ hold() }
 // server reads from it again or closes it. A connection of no Listener
 // holds nothing.
 func Hold(conn net.Conn) {
-	for c := conn; c != nil; {
-		if h, ok := c.(holder); ok {
-			h.hold()
-			return
-		}
-		u, ok := c.(interface{ NetConn() net.Conn })
-		if !ok {
-			return
-		}
-		c = u.NetConn()
+	if h, ok := netconn.Find[holder](conn); ok {
+		h.hold()
 	}
 }
 
@@ -175,14 +169,11 @@ func (c *Conn) Close() error {
 	return c.Conn.Close()
 }
 
-// CloseWrite shuts the sending side after what is held, as net/http does
-// before it closes.
+// CloseWrite shuts the sending side after what is held, as net/http
+// does before it closes.
 func (c *Conn) CloseWrite() error {
 	c.Flush()
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
+	return netconn.CloseWrite(c.Conn)
 }
 
 // ReadFrom sends what is held, then passes the source to the wrapped
@@ -191,10 +182,7 @@ func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
 	if err := c.Flush(); err != nil {
 		return 0, err
 	}
-	if rf, ok := c.Conn.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
-	}
-	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+	return netconn.ReadFrom(c.Conn, r)
 }
 
 // NetConn returns the wrapped connection.

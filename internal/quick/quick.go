@@ -47,6 +47,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"largo/internal/netconn"
 )
 
 // Config is what a Listener's lane needs of its server.
@@ -143,20 +145,10 @@ func (c *Conn) NetConn() net.Conn { return c.Conn }
 
 // ReadFrom passes the source to the wrapped connection's ReadFrom, where
 // *net.TCPConn uses sendfile for files.
-func (c *Conn) ReadFrom(r io.Reader) (int64, error) {
-	if rf, ok := c.Conn.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
-	}
-	return io.Copy(struct{ io.Writer }{c.Conn}, r)
-}
+func (c *Conn) ReadFrom(r io.Reader) (int64, error) { return netconn.ReadFrom(c.Conn, r) }
 
 // CloseWrite shuts the sending side, as net/http does before closing.
-func (c *Conn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
-}
+func (c *Conn) CloseWrite() error { return netconn.CloseWrite(c.Conn) }
 
 // errClosed ends net/http's read of a connection the lane closed (a
 // request asked for it, or its answer could not be sent whole).
