@@ -130,8 +130,11 @@ type Conn struct {
 	ctx    context.Context // the requests' base, made at the first one
 	remote string          // the client's address, as requests name it
 	served int             // requests the lane answered
-	head   bytes.Reader    // the head being parsed
-	header http.Header     // the answers' fields, cleared between them
+	// headBegun is set once bytes of the next head came, and its
+	// header timeout runs.
+	headBegun bool
+	head      bytes.Reader // the head being parsed
+	header    http.Header  // the answers' fields, cleared between them
 }
 
 // Close implements net.Conn.
@@ -214,18 +217,30 @@ func (c *Conn) handOver(n int) int {
 	return n
 }
 
-// readDeadline sets the read deadline of the wait for a request's head:
-// net/http's own until the lane answered one (the header timeout since
-// the connection began), then the idle timeout until the first byte and
-// the header timeout from then.
+// readDeadline sets the read deadline of the wait for a request's head,
+// read bytes of it read so far: net/http's own until the lane answered
+// one (the header timeout since the connection began), then the idle
+// timeout until the first byte, and the header timeout from the first
+// byte, once: a head that trickles in is cut when it is due, however
+// often its bytes come.
 func (c *Conn) readDeadline(read int) {
 	if c.served == 0 {
 		return
 	}
 	s := c.cfg.Server
-	d := s.IdleTimeout
-	if read > 0 || d == 0 {
+	var d time.Duration
+	switch {
+	case read == 0:
+		c.headBegun = false
+		d = s.IdleTimeout
+		if d == 0 {
+			d = s.ReadHeaderTimeout
+		}
+	case !c.headBegun:
+		c.headBegun = true
 		d = s.ReadHeaderTimeout
+	default:
+		return
 	}
 	var t time.Time
 	if d > 0 {

@@ -274,3 +274,32 @@ func TestLaneIdleTimeout(t *testing.T) {
 		t.Fatalf("after the idle timeout: %v, %s", err, time.Since(start))
 	}
 }
+
+// A head that trickles in, a byte at a time, is cut at the header timeout
+// from its first byte, however often its bytes come.
+func TestLaneHeadTimeout(t *testing.T) {
+	l := newLane(t, nil, func(s *http.Server) { s.ReadHeaderTimeout = 300 * time.Millisecond })
+	c, br := l.conn(t)
+	io.WriteString(c, get("/k/a"))
+	read(t, br, "GET")
+	start := time.Now()
+	closed := make(chan error, 1)
+	go func() {
+		_, err := br.ReadByte()
+		closed <- err
+	}()
+	for _, b := range []byte("GET /k/a HTTP/1.1\r\nX-Slow: " + strings.Repeat("v", 60)) {
+		select {
+		case <-closed:
+			if took := time.Since(start); took > 2*time.Second {
+				t.Fatalf("cut after %s; the header timeout is 300ms", took)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if _, err := c.Write([]byte{b}); err != nil {
+			return // cut
+		}
+	}
+	t.Fatalf("a head trickling in for %s was not cut; the header timeout is 300ms", time.Since(start))
+}
