@@ -70,16 +70,22 @@ func (w *Watcher) Close() error {
 }
 
 // Watch watches every folder on the way to the physical name (the root
-// and each folder above the name, not the name itself), and reports
-// whether all of them are: false when one could not be (it is gone, a
-// link, or the bound of folders is reached), in which case the name's
-// changes are not all told.
-func (w *Watcher) Watch(name string) bool {
+// and each folder above the name, not the name itself), and returns the
+// count of changes told so far (as Drain), read after every notice
+// queued before the call and once the folders are watched: a change from
+// then on moves it. ok is false when a folder could not be watched (it
+// is gone, a link, or the bound of folders is reached), in which case
+// the name's changes are not all told.
+func (w *Watcher) Watch(name string) (changes uint64, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.fd < 0 {
-		return false
+		w.changes++
+		return w.changes, false
 	}
+	// What is queued first: a folder moved drops every watch, and the
+	// folders are then watched anew below.
+	w.drainLocked()
 	var missing []string
 	for dir := largo.Parent(name); ; dir = largo.Parent(dir) {
 		if _, ok := w.watched[dir]; !ok {
@@ -92,14 +98,15 @@ func (w *Watcher) Watch(name string) bool {
 	if len(w.watched)+len(missing) > w.maxWatched {
 		// Full: start again with what is asked for from now on.
 		w.resetLocked()
-		return w.maxWatched > strings.Count(name, "/") && w.addAll(name)
+		w.changes++
+		return w.changes, w.maxWatched > strings.Count(name, "/") && w.addAll(name)
 	}
 	for _, dir := range missing {
 		if !w.add(dir) {
-			return false
+			return w.changes, false
 		}
 	}
-	return true
+	return w.changes, true
 }
 
 // addAll watches every folder on the way to name.
@@ -156,14 +163,19 @@ func (w *Watcher) Drain() uint64 {
 		w.changes++
 		return w.changes
 	}
+	w.drainLocked()
+	return w.changes
+}
+
+// drainLocked reads the notices queued, counting them.
+func (w *Watcher) drainLocked() {
 	for {
 		n, err := unix.Read(w.fd, w.buf[:])
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if n <= 0 || err != nil {
-			// EAGAIN: nothing more is queued.
-			return w.changes
+			return // EAGAIN: nothing more is queued
 		}
 		w.changes++
 		if w.moved(w.buf[:n]) {

@@ -113,8 +113,9 @@ type Options struct {
 // (disk.Watcher, with inotify).
 type Watcher interface {
 	// Watch watches the folders on the way to the physical name, and
-	// reports whether all of them are watched.
-	Watch(name string) bool
+	// returns the count of changes as Drain does, read once they are
+	// watched, and whether all of them are.
+	Watch(name string) (changes uint64, ok bool)
 	// Drain returns the count of changes told so far in the folders
 	// watched, changes lost counted as well: while it stays the same,
 	// nothing watched changed.
@@ -298,10 +299,10 @@ func (s *Store) current(ctx context.Context, e *entry) *stamp {
 // every change after. watched is false when the folders are not all
 // watched.
 func (s *Store) watch(name string) (wgen uint64, watched bool) {
-	if s.opt.Watch == nil || !s.opt.Watch.Watch(name) {
+	if s.opt.Watch == nil {
 		return 0, false
 	}
-	return s.opt.Watch.Drain(), true
+	return s.opt.Watch.Watch(name)
 }
 
 // newStamp is the stamp of an entry found current at at, with the
