@@ -108,6 +108,10 @@ func TestMessagesSayWhatHappened(t *testing.T) {
 	if resp.StatusCode != http.StatusInsufficientStorage {
 		t.Fatalf("an upload past the reserve: %d", resp.StatusCode)
 	}
+	// The log is written behind the answer: wait for the request's line.
+	poll.Until(10*time.Second, 10*time.Millisecond, func() bool {
+		return strings.Contains(full.stderr.String(), "path=/f.bin status=507")
+	})
 	if logs := full.stderr.String(); strings.Contains(logs, "level=ERROR") || !strings.Contains(logs, "level=WARN") {
 		t.Errorf("a full disk's log:\n%s", logs)
 	}

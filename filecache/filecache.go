@@ -261,11 +261,19 @@ func (s *Store) Open(ctx context.Context, name string) (largo.File, error) {
 // (and forgets the entry) when it is not.
 func (s *Store) current(ctx context.Context, e *entry) *stamp {
 	st := e.stamp.Load()
-	if st.watched && st.gen == s.gen.Load() && s.opt.Watch.Drain() == st.wgen {
-		return st
-	}
 	now := s.opt.Now()
 	gen := s.gen.Load()
+	if st.watched && st.gen == gen && s.opt.Watch.Drain() == st.wgen {
+		if now.Sub(st.born) < MemoLife {
+			return st
+		}
+		// Current, as nothing changed, but what was derived from it
+		// is due to be derived again (a digest recorded meanwhile).
+		fresh := newStamp(gen, now)
+		fresh.watched, fresh.wgen = true, st.wgen
+		e.stamp.Store(fresh)
+		return fresh
+	}
 	if !st.watched && st.gen == gen && now.Sub(st.at) < s.opt.Window {
 		return st
 	}

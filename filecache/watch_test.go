@@ -99,3 +99,23 @@ func TestWatchedHardLinkLookedAt(t *testing.T) {
 		t.Fatalf("read %q after a change through the other name", got)
 	}
 }
+
+// What is derived from a watched file's version is derived again after
+// MemoLife, with no change told and no stat: a digest recorded behind
+// the answer shows.
+func TestWatchedMemoRenewed(t *testing.T) {
+	fx := watchedFixture(t, map[string]string{"f": "x"})
+	fx.keep(t, "f")
+	fx.memo(t, "f").Store("derived")
+	stats := fx.inner.stats.Load()
+	if v := fx.memo(t, "f").Load(); v != "derived" {
+		t.Fatalf("memo = %v at once; want it kept", v)
+	}
+	fx.clock.advance(MemoLife)
+	if v := fx.memo(t, "f").Load(); v != nil {
+		t.Fatalf("memo = %v after MemoLife; want it derived again", v)
+	}
+	if n := fx.inner.stats.Load() - stats; n != 0 {
+		t.Fatalf("%d stats; want none", n)
+	}
+}
