@@ -3,11 +3,14 @@
 package e2e
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -157,4 +160,80 @@ func TestFileCacheReplacedBehindWithinWindow(t *testing.T) {
 			t.Fatalf("then: %q", b)
 		}
 	})
+}
+
+// TestFileCacheLane: in the real server, a kept file's GETs on a plain
+// connection are answered in the connection's lane, pipelined or not,
+// each with its access line; a request the lane does not take (a PUT
+// with a body) is net/http's with everything after it, and answered as
+// ever; and a stop ends a connection waiting in the lane at once, not
+// after net/http's five seconds for a new connection.
+func TestFileCacheLane(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "k.txt"), []byte("kept bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, dir, "--upload", "--token", testToken, "--drain-timeout", "60s")
+	for range 2 { // seen, then kept
+		if code, b, _ := getBody(t, s.URL+"k.txt"); code != 200 || b != "kept bytes" {
+			t.Fatalf("GET: %d %q", code, b)
+		}
+	}
+	c, err := net.Dial("tcp", s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(c)
+	get := "GET /k.txt HTTP/1.1\r\nHost: " + s.Addr + "\r\n\r\n"
+	put := "PUT /new.txt HTTP/1.1\r\nHost: " + s.Addr + "\r\nAuthorization: Bearer " + testToken + "\r\nContent-Length: 3\r\n\r\nnew"
+	io.WriteString(c, get+get+"HEAD /k.txt HTTP/1.1\r\nHost: "+s.Addr+"\r\n\r\n"+put+get)
+	for i, want := range []struct {
+		method string
+		status int
+		body   string
+	}{{"GET", 200, "kept bytes"}, {"GET", 200, "kept bytes"}, {"HEAD", 200, ""}, {"PUT", 201, ""}, {"GET", 200, "kept bytes"}} {
+		resp, err := http.ReadResponse(br, &http.Request{Method: want.method})
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want.status || want.method != "PUT" && string(b) != want.body {
+			t.Fatalf("answer %d (%s): %d %q", i, want.method, resp.StatusCode, b)
+		}
+		if want.method != "PUT" && (resp.Header.Get("Etag") == "" || resp.Header.Get("Content-Length") != "10" || resp.Header.Get("X-Content-Type-Options") != "nosniff") {
+			t.Fatalf("answer %d: fields %v", i, resp.Header)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "new.txt")); err != nil || string(got) != "new" {
+		t.Fatalf("the PUT after the lane: %q %v", got, err)
+	}
+	if !waitFor(10*time.Second, func() bool { return strings.Count(s.stderr.String(), "path=/k.txt status=200") >= 6 }) {
+		t.Fatalf("access lines of /k.txt: %d; want 6", strings.Count(s.stderr.String(), "path=/k.txt status=200"))
+	}
+
+	// A connection that took the lane, waiting for its next request.
+	idle, err := net.Dial("tcp", s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	idle.SetDeadline(time.Now().Add(20 * time.Second))
+	ibr := bufio.NewReader(idle)
+	io.WriteString(idle, get)
+	if resp, err := http.ReadResponse(ibr, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the idle connection's GET: %v", err)
+	} else {
+		io.ReadAll(resp.Body)
+	}
+	c.Close()
+	start := time.Now()
+	s.signal(syscall.SIGTERM)
+	if code := s.wait(15 * time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if took := time.Since(start); took > 4*time.Second {
+		t.Fatalf("the stop took %s with a connection waiting in the lane", took)
+	}
 }
