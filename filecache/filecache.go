@@ -2,7 +2,7 @@
 // front of another that keeps, for the small files read most recently,
 // what serving them again costs: their metadata (largo.Info, the ETag of
 // the version kept) and their bytes. A file kept is answered with no
-// system call of its own (no open, stat, read or close), and its reader
+// system call on the file (no open, stat, read or close), and its reader
 // may keep what it derives from the version once (Memo: the answer's
 // headers, computed once per version rather than per request).
 //
@@ -20,8 +20,10 @@
 //     the way to each file kept, and is asked before each answer whether
 //     anything changed in them since the file was last found current
 //     (one read of its queue, empty most of the time); the kernel queues
-//     a change's notice before the call that made it returns. After a
-//     change in them, the files kept there are looked at again. A file
+//     a change's notice before the call that made it returns. After any
+//     change in the folders watched, every file kept is looked at again,
+//     once; and what was derived from a version is derived again every
+//     MemoLife, without a look. A file
 //     of more than one name (a hard link elsewhere, whose changes its own
 //     folder is not told of), and any file where the Watcher cannot
 //     watch, is looked at as without a Watcher;
