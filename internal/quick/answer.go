@@ -58,7 +58,7 @@ type response struct {
 	header  http.Header
 	status  int     // 0 until WriteHeader
 	cl      int64   // the Content-Length the handler set, -1 for none
-	out     *[]byte // the head and body gathered, nil until needed
+	out     *[]byte // the body gathered, nil until needed
 	written int64   // body bytes the handler wrote
 	sent    bool    // the head is sent: what follows is written as it comes
 	done    bool    // the handler returned
@@ -67,6 +67,8 @@ type response struct {
 	err     error
 }
 
+// outs holds the buffers answers are gathered and headed in, between
+// answers: an idle connection holds none.
 var outs = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
 
 func (w *response) release() {
