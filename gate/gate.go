@@ -157,6 +157,15 @@ func (g *Gate) Check(ctx context.Context, perm auth.Perm, name string, tree bool
 	return err
 }
 
+// CheckName is Check of the name as spelled, following no link: for a
+// question asked before a request is served (may it be answered from
+// memory?), whose store call the gate decides again, whole. A name the
+// principal may not read is refused here as it would be there.
+func (g *Gate) CheckName(ctx context.Context, perm auth.Perm, name string) error {
+	_, err := g.decide(ctx, opOf(perm), name, false, false)
+	return err
+}
+
 // NewName is the last element of a name that asks what a folder's rules
 // say of a new name in it (Check(ctx, auth.Write, largo.Join(dir,
 // NewName), false): may a form, an upload area, a drop box create files

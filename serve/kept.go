@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"largo"
+	"largo/auth"
 	"largo/filecache"
+	"largo/gate"
 	"largo/internal/gather"
 	"largo/transfer"
 	"largo/wire"
@@ -75,17 +77,31 @@ type keeper interface{ Keeps(name string) bool }
 
 // Quick reports whether r, a GET or HEAD with no body, is likely to be
 // answered at once from memory: a file the open-file cache keeps, asked
-// for by its path (no query, not the server's own endpoints). A
-// connection's lane (package internal/quick) answers such requests
-// through this handler without net/http's work per request; what the
-// answer is stays this handler's alone.
+// for by its path (no query, not the server's own endpoints), with no
+// credential, that anyone may read. A connection's lane (package
+// internal/quick) answers such requests through this handler without
+// net/http's work per request; what the answer is stays this handler's
+// alone.
+//
+// Whether a file is kept is asked only once the gate said the name may
+// be read: a name its requester may not see takes net/http's way whether
+// or not it is kept, so that the way an answer takes (its fields' order,
+// its time, the connection's fate) tells nothing of a file it hides.
+// A request with a credential takes net/http's way too: it is judged
+// once, by the handler, so that a wrong one counts once.
 func (h *Handler) Quick(r *http.Request) bool {
 	k, ok := h.cfg.Cache.(keeper)
-	if !ok || r.URL.RawQuery != "" || strings.HasPrefix(r.URL.Path, Prefix) {
+	if !ok || r.URL.RawQuery != "" || strings.HasPrefix(r.URL.Path, Prefix) || r.Header["Authorization"] != nil || !h.hostAllowed(r.Host) {
 		return false
 	}
 	name, err := largo.ParseName(r.URL.Path)
-	return err == nil && k.Keeps(name)
+	if err != nil || largo.Reserved(name) {
+		return false
+	}
+	if h.gate.CheckName(gate.With(r.Context(), gate.User("")), auth.Read, name) != nil {
+		return false
+	}
+	return k.Keeps(name)
 }
 
 // plain reports whether r asks for a whole file with no condition: what

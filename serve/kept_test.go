@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -203,5 +204,47 @@ func TestKeptWriteServedAtOnce(t *testing.T) {
 	os.Rename(filepath.Join(dir, "g.txt.new"), filepath.Join(dir, "g.txt"))
 	if rec := do(h, "GET", "/g.txt"); rec.Body.String() != "old" {
 		t.Errorf("a change behind the server, within the window: %q; want the version kept", rec.Body)
+	}
+}
+
+// The lane is offered a request only when its name may be read by
+// anyone and is kept: a name hidden from its requester is not asked
+// about, so the way its answer takes tells nothing of it; nor is a
+// request with a credential.
+func TestQuickOnlyWhatAnyoneMayRead(t *testing.T) {
+	f := newAccessFixture(t)
+	cache := filecache.New(f.d, filecache.Options{})
+	for _, name := range []string{"pub/a.txt", "private/s.txt", "pub/hidden.txt"} {
+		for range 2 { // seen, then kept
+			file, err := cache.Open(context.Background(), name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file.Close()
+		}
+		if !cache.Keeps(name) {
+			t.Fatalf("%s not kept", name)
+		}
+	}
+	f.h.cfg.Cache = cache
+	for _, tt := range []struct {
+		path string
+		hdr  []string
+		want bool
+	}{
+		{"/pub/a.txt", nil, true},
+		{"/pub/a.txt?x=1", nil, false},
+		{"/pub/a.txt", []string{"Authorization", "Bearer alice-token-0123456789"}, false},
+		{"/private/s.txt", nil, false},
+		{"/pub/hidden.txt", nil, false},
+		{"/pub/unlisted/u.txt", nil, false}, // not kept
+	} {
+		r := httptest.NewRequest("GET", "http://127.0.0.1"+tt.path, nil)
+		for i := 0; i < len(tt.hdr); i += 2 {
+			r.Header.Set(tt.hdr[i], tt.hdr[i+1])
+		}
+		if got := f.h.Quick(r); got != tt.want {
+			t.Errorf("Quick(%s %v) = %v; want %v", tt.path, tt.hdr, got, tt.want)
+		}
 	}
 }
