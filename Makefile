@@ -11,9 +11,11 @@ serve:
 # Install what the tests need, check the code, run every test with the race
 # detector, the end-to-end tests (build tag e2e) included; a test that lacks a
 # real component it needs fails. `go test ./...` alone is the fast unit suite.
-# The lab's long runs are test-lab's.
+# The lab's long runs are test-lab's. -count=1: the end-to-end tests build
+# and run the binary, which go test's cache does not see, so a cached pass
+# could stand for a tree it never tested.
 test: deps check
-	LARGO_TEST_STRICT=1 $(GO) test -race -timeout 40m -tags e2e ./...
+	LARGO_TEST_STRICT=1 $(GO) test -race -count=1 -timeout 40m -tags e2e ./...
 	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime 60000x ./serve
 	$(GO) test -run '^$$' -fuzz FuzzLockTokens -fuzztime 20000x ./wire
 
