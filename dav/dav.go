@@ -91,6 +91,10 @@ type Config struct {
 	// Logger receives the errors the protocol library reports; nil
 	// discards them.
 	Logger *slog.Logger
+	// Resolver is the raw store's, for a store with symbolic links: a
+	// COPY or MOVE whose source and destination hold one another where
+	// they lead is refused. Nil compares the names as spelled.
+	Resolver largo.Resolver
 }
 
 // Handler serves the DAV methods. Create one with New.
@@ -185,6 +189,12 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 			}
 		}
 	}
+	if dst != "" {
+		if reason := h.overlap(r.Context(), name, dst); reason != "" {
+			writeStatus(w, http.StatusForbidden, reason)
+			return
+		}
+	}
 	if r.Method == "MOVE" {
 		// The library removes what is at the destination before it
 		// finds the source missing: a MOVE of nothing would only delete.
@@ -234,6 +244,57 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 		return rl.failed
 	}}, lr)
 	fsys.close()
+}
+
+// overlap returns why a COPY or MOVE of src to dst may not be done, or
+// "" when it may: when one holds the other where they lead on the disk.
+// The library checks only the names as spelled, and clears what is at
+// the destination before it reads the source: a file copied onto its own
+// folder (or onto a link's name for it) would be removed with it, and a
+// folder copied below itself through a link would be copied into itself
+// again and again. The destination is an entry (a link there is
+// replaced, not followed); the source is both its entry and where it
+// leads, as a copy reads through a link and a move takes the link.
+func (h *Handler) overlap(ctx context.Context, src, dst string) string {
+	pairs := [][2]string{{src, dst}}
+	if r := h.cfg.Resolver; r != nil {
+		to := physical(ctx, r, dst, true)
+		pairs = append(pairs, [2]string{physical(ctx, r, src, true), to}, [2]string{physical(ctx, r, src, false), to})
+	}
+	for _, p := range pairs {
+		from, to := p[0], p[1]
+		switch {
+		case from == to:
+			return "the destination is the source"
+		case largo.Within(from, to):
+			return "the destination is inside the source"
+		case largo.Within(to, from):
+			return "the source is inside the destination, which would be replaced"
+		}
+	}
+	return ""
+}
+
+// physical returns where name leads on the disk: the entry itself when
+// entry is set (only its folder resolved), else through a link at its
+// end too. A name that cannot be resolved stands for itself.
+func physical(ctx context.Context, r largo.Resolver, name string, entry bool) string {
+	if name == "" {
+		return ""
+	}
+	if !entry {
+		p, _, err := r.Resolve(ctx, name)
+		if err != nil {
+			return name
+		}
+		return p
+	}
+	dir := largo.Parent(name)
+	p, _, err := r.Resolve(ctx, dir)
+	if err != nil {
+		return name
+	}
+	return largo.Join(p, path.Base(name))
 }
 
 // scope is how one request names files: the library sees the URL path

@@ -3,7 +3,10 @@
 package e2e
 
 import (
+	"maps"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -55,6 +58,59 @@ func TestDAVFolderOntoLastFile(t *testing.T) {
 			if resp, body := send(t, "GET", s.URL+"dst-"+method+"/only.txt/in.txt", nil, 0, bearer...); resp.StatusCode != 200 || body != "inside" {
 				t.Errorf("after the %s: %d %q", method, resp.StatusCode, body)
 			}
+		}
+	})
+}
+
+// TestDAVSourceAndDestinationOverlap: a COPY or MOVE whose source and
+// destination hold one another is refused with 403 and changes nothing.
+// The library clears the destination before it reads the source, so a
+// file copied onto its own folder went with the folder (a 409 after the
+// removal); on a folder the same holds where links lead: a file reached
+// through a link to its folder, a folder copied below itself through a
+// link to it (copied into itself level after level), a link copied onto
+// the folder it leads to.
+func TestDAVSourceAndDestinationOverlap(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, g *target) {
+		g.seed(t, "d/f.txt", "f")
+		g.seed(t, "d/sub/g.txt", "g")
+		g.seed(t, "e/h.txt", "h")
+		cases := [][2]string{
+			{"d/f.txt", "d"}, {"d/sub/g.txt", "d"}, {"d/sub", "d"},
+			{"d", "d/sub"}, {"d", "d/new"},
+		}
+		if g.srv == nil {
+			if err := os.Symlink("d", filepath.Join(g.dir, "ld")); err != nil {
+				t.Fatal(err)
+			}
+			cases = append(cases, [2]string{"ld/f.txt", "d"}, [2]string{"ld/sub/g.txt", "d"},
+				[2]string{"d", "ld/new"}, [2]string{"d", "ld/sub"}, [2]string{"ld", "d"})
+		}
+		s := g.serve(t, "--webdav")
+		before := g.files(t)
+		for _, method := range []string{"COPY", "MOVE"} {
+			for _, c := range cases {
+				for _, overwrite := range []string{"T", ""} {
+					hdr := append(bearer, "Destination", s.URL+c[1])
+					if overwrite != "" {
+						hdr = append(hdr, "Overwrite", overwrite)
+					}
+					resp, body := send(t, method, s.URL+c[0], nil, 0, hdr...)
+					if resp.StatusCode != 403 {
+						t.Errorf("%s %s -> %s (Overwrite %q): %d %s; want 403", method, c[0], c[1], overwrite, resp.StatusCode, body)
+					}
+					if after := g.files(t); !maps.Equal(before, after) {
+						t.Fatalf("%s %s -> %s (Overwrite %q) changed the files: %v, now %v", method, c[0], c[1], overwrite, before, after)
+					}
+				}
+			}
+		}
+		// Beside them, a copy and a move that do not overlap are done.
+		if resp, body := send(t, "COPY", s.URL+"d/f.txt", nil, 0, append(bearer, "Destination", s.URL+"e/f.txt")...); resp.StatusCode != 201 {
+			t.Errorf("COPY d/f.txt -> e/f.txt: %d %s", resp.StatusCode, body)
+		}
+		if resp, body := send(t, "MOVE", s.URL+"d/sub", nil, 0, append(bearer, "Destination", s.URL+"e/sub", "Overwrite", "T")...); resp.StatusCode != 201 {
+			t.Errorf("MOVE d/sub -> e/sub: %d %s", resp.StatusCode, body)
 		}
 	})
 }
