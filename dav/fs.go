@@ -318,6 +318,11 @@ func (fsys *fileSystem) remove(ctx context.Context, name string) error {
 	if err != nil {
 		return fsys.fail("remove", name, err)
 	}
+	if name == fsys.dst && fsys.src != "" {
+		if err := fsys.checkReplace(ctx, pl); err != nil {
+			return fsys.fail("remove", name, err)
+		}
+	}
 	in, _ := fsys.h.cfg.Store.Stat(ctx, name) // for the deleted event
 	err = rm.Remove(ctx, name, largo.RemoveOptions{Recursive: true})
 	if err != nil && !errors.Is(err, largo.ErrNotFound) {

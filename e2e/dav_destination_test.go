@@ -114,3 +114,73 @@ func TestDAVSourceAndDestinationOverlap(t *testing.T) {
 		}
 	})
 }
+
+// replaceAccess: bob writes everything; under /q a path quota of 12
+// bytes, which its 8 bytes leave 4 of (a replacement is admitted as if
+// what it replaces were still there: the quotas count a folder's removal
+// at their next pass).
+const replaceAccess = `
+[[user]]
+name = "bob"
+tokens = ["bob-token-0123456789"]
+
+[[rule]]
+path = "/"
+users = ["bob"]
+allow = ["all"]
+
+[[quota]]
+path = "/q"
+bytes = "12"
+`
+
+// TestDAVReplaceRefusedKeepsDestination: a COPY or MOVE with Overwrite
+// whose copy or rename is refused leaves the destination it would have
+// replaced. The library removes the destination first: a file over the
+// size limit, or over a path's quota, copied or moved onto a folder, was
+// refused (413, 507) with the folder already gone.
+func TestDAVReplaceRefusedKeepsDestination(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, g *target) {
+		g.seed(t, "big.txt", "0123456789abcdef") // 16 bytes, over the limit
+		g.seed(t, "mid.txt", "012345")           // 6: under the limit, over the quota's room
+		g.seed(t, "tree/in/big.txt", "0123456789abcdef")
+		g.seed(t, "keep/old.txt", "old")
+		g.seed(t, "q/y/w.txt", "01234567")
+		g.seed(t, "q/z/w.txt", "")
+		s := startServerOn(t, g, "--webdav", "--max-upload", "10B", "--access", writeAccessFile(t, replaceAccess))
+		bob := []string{"Authorization", tokenOf("bob")}
+		before := g.files(t)
+		refused := []struct {
+			method, src, dst string
+			code             int
+		}{
+			{"COPY", "big.txt", "keep", 413},
+			{"COPY", "tree", "keep", 413},
+			{"COPY", "mid.txt", "q/z", 507},
+			{"MOVE", "mid.txt", "q/z", 507},
+		}
+		if g.srv != nil {
+			// A bucket moves by copies, each a write under the limit.
+			refused = append(refused, struct {
+				method, src, dst string
+				code             int
+			}{"MOVE", "big.txt", "keep", 413})
+		}
+		for _, c := range refused {
+			resp, body := send(t, c.method, s.URL+c.src, nil, 0, append(bob, "Destination", s.URL+c.dst, "Overwrite", "T")...)
+			if resp.StatusCode != c.code {
+				t.Errorf("%s %s -> %s: %d %s; want %d", c.method, c.src, c.dst, resp.StatusCode, body, c.code)
+			}
+			if after := g.files(t); !maps.Equal(before, after) {
+				t.Fatalf("%s %s -> %s, refused, changed the files: %v, now %v", c.method, c.src, c.dst, before, after)
+			}
+		}
+		// Beside them, a replacement that fits is done.
+		if resp, body := send(t, "COPY", s.URL+"mid.txt", nil, 0, append(bob, "Destination", s.URL+"keep", "Overwrite", "T")...); resp.StatusCode != 204 {
+			t.Errorf("COPY mid.txt onto keep: %d %s", resp.StatusCode, body)
+		}
+		if resp, body := send(t, "GET", s.URL+"keep", nil, 0, bob...); resp.StatusCode != 200 || body != "012345" {
+			t.Errorf("keep after the copy: %d %q", resp.StatusCode, body)
+		}
+	})
+}
