@@ -74,6 +74,7 @@ import (
 	"golang.org/x/net/webdav"
 
 	"largo"
+	"largo/auth"
 	"largo/ingest"
 	"largo/wire"
 )
@@ -189,7 +190,7 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 			}
 		}
 	}
-	if dst != "" {
+	if dst != "" && mayWrite(r.Context(), view, dst) {
 		if reason := h.overlap(r.Context(), name, dst); reason != "" {
 			writeStatus(w, http.StatusForbidden, reason)
 			return
@@ -273,6 +274,14 @@ func (h *Handler) overlap(ctx context.Context, src, dst string) string {
 		}
 	}
 	return ""
+}
+
+// mayWrite reports whether the requester may write name, as far as view
+// can tell: where links lead is looked at only for a requester who may
+// act there, and the library's calls refuse the others.
+func mayWrite(ctx context.Context, view largo.Store, name string) bool {
+	g, ok := view.(gated)
+	return !ok || g.Gate().Check(ctx, auth.Write, name, false) == nil
 }
 
 // physical returns where name leads on the disk: the entry itself when
