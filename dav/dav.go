@@ -41,6 +41,12 @@
 //     space (scope): the library is given the link's URL as its prefix
 //     and names below the link's folder, so that no href leaves the
 //     link or names the path it stands for;
+//   - a COPY or MOVE onto what exists is refused before the library
+//     removes the destination, never after (it removes first, then copies
+//     or renames): one whose source and destination hold one another, as
+//     named or where symbolic links lead (overlap), and one whose copy or
+//     rename the limits, quotas or access rules would refuse
+//     (checkReplace, replace.go);
 //   - a PROPFIND of Depth infinity (or without Depth) is refused with 403
 //     and the propfind-finite-depth precondition of RFC 4918 (9.1), and
 //     one of Depth 1 walks the folder with small entries and one look-up
