@@ -3,10 +3,11 @@
 //
 // A binary that links runtime/pprof (largo serves it on the admin
 // listener) samples one allocation in every 512 KiB from its first
-// instruction: each sample unwinds the allocating stack, reading the
-// runtime's function tables, and the first one makes the profile's bucket
-// table. In a server that nobody profiles that is memory for nothing: the
-// pages of the tables it read stay resident.
+// instruction: each sample unwinds the allocating stack through the
+// runtime's function tables, whose pages then stay resident. In a server
+// that nobody profiles that is memory for nothing. (Each processor still
+// takes one sample, at its first allocation after the switch: the
+// runtime samples when the rate changes.)
 //
 // The switch has to happen before the package initialisers allocate, which
 // is before main runs: this package imports only the runtime, so it is
@@ -15,7 +16,8 @@
 // package-level variable turns the profiler off as it is initialised. This
 // is the one package of largo with state set at initialisation, and the
 // reason is that nothing later is early enough. A rate the process was
-// started with (GODEBUG=memprofilerate=N) is left as it is.
+// started with (GODEBUG=memprofilerate=N), other than the runtime's
+// default, is left as it is.
 //
 // On turns the profiler back on, at the rate the runtime would have used;
 // the heap profile then covers the allocations made from that moment.
