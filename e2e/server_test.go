@@ -251,6 +251,13 @@ func TestMetricsAndHealth(t *testing.T) {
 	if resp := get(t, "http://"+admin+"/debug/pprof/"); resp.StatusCode != 200 {
 		t.Errorf("admin pprof: %d", resp.StatusCode)
 	}
+	// The heap profile is sampled (at the runtime's default, one in 512
+	// KiB: the header says twice that) when an admin listener serves it.
+	resp = get(t, "http://"+admin+"/debug/pprof/heap?debug=1")
+	b, _ = io.ReadAll(resp.Body)
+	if head, _, _ := strings.Cut(string(b), "\n"); !strings.HasSuffix(head, "@ heap/1048576") {
+		t.Errorf("admin heap profile not sampled at the default rate: %q", head)
+	}
 	if resp := get(t, s2.URL+"debug/pprof/"); resp.StatusCode != 404 {
 		t.Errorf("pprof on the main listener: %d", resp.StatusCode)
 	}

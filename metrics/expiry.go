@@ -1,25 +1,21 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
-
 // Expired counts the files the expiry sweep removed (package expiry), by
 // why they expired. It is safe for concurrent use.
 type Expired struct {
-	removed *prometheus.CounterVec
+	removed *vec
 }
 
-// Expired makes and registers the expiry's counters; call it once.
+// Expired makes the expiry's counters and adds them to the metrics; call
+// it once.
 func (m *Metrics) Expired() *Expired {
-	e := &Expired{removed: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "largo_expired_files_total",
-		Help: "Files removed because their time was up, by why: rule (an access file's [[expire]]) or link (a drop box's file TTL).",
-	}, []string{"why"})}
+	e := &Expired{removed: newVec("largo_expired_files_total", "Files removed because their time was up, by why: rule (an access file's [[expire]]) or link (a drop box's file TTL).", kindCounter, "why")}
 	for _, why := range []string{"rule", "link"} {
-		e.removed.WithLabelValues(why)
+		e.removed.with(why)
 	}
-	m.reg.MustRegister(e.removed)
+	m.reg.add(e.removed.source)
 	return e
 }
 
 // Expired implements expiry.Observer.
-func (e *Expired) Expired(why string) { e.removed.WithLabelValues(why).Inc() }
+func (e *Expired) Expired(why string) { e.removed.with(why).Inc() }

@@ -1,46 +1,35 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
-
-// hookMetrics are the collectors of the hooks (package hooks).
+// hookMetrics are the metrics of the hooks (package hooks).
 type hookMetrics struct {
-	events *prometheus.CounterVec
-	outbox prometheus.Gauge
-	dead   prometheus.Gauge
-	admits *prometheus.CounterVec
+	events *vec
+	outbox *value
+	dead   *value
+	admits *vec
 }
 
-func newHookMetrics(reg *prometheus.Registry) hookMetrics {
+func newHookMetrics(reg *registry) hookMetrics {
 	h := hookMetrics{
-		events: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "largo_hook_events_total",
-			Help: "Notifications, by stage: queued in the outbox, delivered (a 2xx), failed (one attempt that got none), parked (made a dead letter: refused too often, or failing past the outbox's age), dropped (not queued: the outbox was full), lost (could not be queued).",
-		}, []string{"stage"}),
-		outbox: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "largo_hook_outbox_depth",
-			Help: "Notifications waiting in the outbox, as this server's sender last saw it.",
-		}),
-		dead: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "largo_hook_dead_letters",
-			Help: "Notifications parked as dead letters (largo hooks dead), as this server last counted them.",
-		}),
-		admits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "largo_hook_pre_upload_total",
-			Help: "Answers of the pre-upload hook, by outcome: accepted, refused (a 4xx), failed (any other answer), unavailable (none in time).",
-		}, []string{"outcome"}),
+		events: newVec("largo_hook_events_total", "Notifications, by stage: queued in the outbox, delivered (a 2xx), failed (one attempt that got none), parked (made a dead letter: refused too often, or failing past the outbox's age), dropped (not queued: the outbox was full), lost (could not be queued).", kindCounter, "stage"),
+		outbox: new(value),
+		dead:   new(value),
+		admits: newVec("largo_hook_pre_upload_total", "Answers of the pre-upload hook, by outcome: accepted, refused (a 4xx), failed (any other answer), unavailable (none in time).", kindCounter, "outcome"),
 	}
 	for _, s := range []string{"queued", "delivered", "failed", "parked", "dropped", "lost"} {
-		h.events.WithLabelValues(s)
+		h.events.with(s)
 	}
 	for _, o := range []string{"accepted", "refused", "failed", "unavailable"} {
-		h.admits.WithLabelValues(o)
+		h.admits.with(o)
 	}
-	reg.MustRegister(h.events, h.outbox, h.dead, h.admits)
+	reg.add(h.events.source, h.admits.source,
+		single("largo_hook_outbox_depth", "Notifications waiting in the outbox, as this server's sender last saw it.", kindGauge, h.outbox),
+		single("largo_hook_dead_letters", "Notifications parked as dead letters (largo hooks dead), as this server last counted them.", kindGauge, h.dead),
+	)
 	return h
 }
 
 // HookEvent implements hooks.Observer.
-func (m *Metrics) HookEvent(stage string) { m.hooks.events.WithLabelValues(stage).Inc() }
+func (m *Metrics) HookEvent(stage string) { m.hooks.events.with(stage).Inc() }
 
 // HookOutbox implements hooks.Observer.
 func (m *Metrics) HookOutbox(depth int) { m.hooks.outbox.Set(float64(depth)) }
@@ -49,4 +38,4 @@ func (m *Metrics) HookOutbox(depth int) { m.hooks.outbox.Set(float64(depth)) }
 func (m *Metrics) HookDead(n int) { m.hooks.dead.Set(float64(n)) }
 
 // HookAdmit implements hooks.Observer.
-func (m *Metrics) HookAdmit(outcome string) { m.hooks.admits.WithLabelValues(outcome).Inc() }
+func (m *Metrics) HookAdmit(outcome string) { m.hooks.admits.with(outcome).Inc() }

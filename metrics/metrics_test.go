@@ -6,12 +6,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestMetrics(t *testing.T) {
-	m := New(prometheus.NewRegistry(), []string{"complete", "aborted"})
+	m := New([]string{"complete", "aborted"})
 	m.TransferStarted()
 	m.TransferStarted()
 	m.BytesSent(1000)
@@ -52,7 +50,7 @@ func TestMetrics(t *testing.T) {
 
 // BenchmarkTransfer is the metrics' share of one request for the file tree.
 func BenchmarkTransfer(b *testing.B) {
-	m := New(prometheus.NewRegistry(), []string{"complete", "aborted"})
+	m := New([]string{"complete", "aborted"})
 	b.ReportAllocs()
 	for b.Loop() {
 		m.TransferStarted()

@@ -1,6 +1,9 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"slices"
+	"strings"
+)
 
 // QuotaLine is the usage of one quota (package quota), as exported.
 type QuotaLine struct {
@@ -18,35 +21,27 @@ type QuotaLine struct {
 // largo_quota_limit_bytes and largo_quota_limit_files, labelled with the
 // quota. Call it at most once.
 func (m *Metrics) WatchQuotas(lines func() []QuotaLine) {
-	m.reg.MustRegister(&quotaCollector{lines: lines})
+	m.reg.add(func() []family { return quotaFamilies(lines()) })
 }
 
-var (
-	quotaUsedBytes  = prometheus.NewDesc("largo_quota_used_bytes", "Bytes counted against a quota (a user's: the files they own; a path's: the files under it).", []string{"quota"}, nil)
-	quotaUsedFiles  = prometheus.NewDesc("largo_quota_used_files", "Files counted against a quota.", []string{"quota"}, nil)
-	quotaLimitBytes = prometheus.NewDesc("largo_quota_limit_bytes", "A quota's limit in bytes (no series: none).", []string{"quota"}, nil)
-	quotaLimitFiles = prometheus.NewDesc("largo_quota_limit_files", "A quota's limit in files (no series: none).", []string{"quota"}, nil)
-)
-
-// quotaCollector reads the quotas' usage at each scrape.
-type quotaCollector struct{ lines func() []QuotaLine }
-
-func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- quotaUsedBytes
-	ch <- quotaUsedFiles
-	ch <- quotaLimitBytes
-	ch <- quotaLimitFiles
-}
-
-func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, l := range c.lines() {
-		ch <- prometheus.MustNewConstMetric(quotaUsedBytes, prometheus.GaugeValue, float64(l.UsedBytes), l.Quota)
-		ch <- prometheus.MustNewConstMetric(quotaUsedFiles, prometheus.GaugeValue, float64(l.UsedFiles), l.Quota)
-		if l.LimitBytes > 0 {
-			ch <- prometheus.MustNewConstMetric(quotaLimitBytes, prometheus.GaugeValue, float64(l.LimitBytes), l.Quota)
-		}
-		if l.LimitFiles > 0 {
-			ch <- prometheus.MustNewConstMetric(quotaLimitFiles, prometheus.GaugeValue, float64(l.LimitFiles), l.Quota)
+// quotaFamilies are the four gauges of the quotas' usage, a series per
+// quota in the order of their names; a limit that is none has no series.
+func quotaFamilies(lines []QuotaLine) []family {
+	lines = slices.Clone(lines)
+	slices.SortFunc(lines, func(a, b QuotaLine) int { return strings.Compare(a.Quota, b.Quota) })
+	fams := []family{
+		{name: "largo_quota_used_bytes", help: "Bytes counted against a quota (a user's: the files they own; a path's: the files under it).", kind: kindGauge},
+		{name: "largo_quota_used_files", help: "Files counted against a quota.", kind: kindGauge},
+		{name: "largo_quota_limit_bytes", help: "A quota's limit in bytes (no series: none).", kind: kindGauge},
+		{name: "largo_quota_limit_files", help: "A quota's limit in files (no series: none).", kind: kindGauge},
+	}
+	for _, l := range lines {
+		q := []label{{"quota", l.Quota}}
+		for i, v := range []int64{l.UsedBytes, l.UsedFiles, l.LimitBytes, l.LimitFiles} {
+			if i < 2 || v > 0 {
+				fams[i].samples = append(fams[i].samples, sample{labels: q, value: float64(v)})
+			}
 		}
 	}
+	return fams
 }

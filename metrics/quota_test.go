@@ -5,12 +5,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestWatchQuotas(t *testing.T) {
-	m := New(prometheus.NewRegistry(), nil)
+	m := New(nil)
 	m.WatchQuotas(func() []QuotaLine {
 		return []QuotaLine{
 			{Quota: "path:/projects", UsedBytes: 1500, UsedFiles: 3, LimitBytes: 10000},

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"largo"
@@ -413,13 +412,13 @@ func loadTLS(cfg *serveConfig) (*tls.Config, error) {
 	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
-// newMetrics returns the server's metrics, on a registry of their own.
+// newMetrics returns the server's metrics.
 func newMetrics() *metrics.Metrics {
 	outcomes := make([]string, len(transfer.Outcomes))
 	for i, o := range transfer.Outcomes {
 		outcomes[i] = string(o)
 	}
-	return metrics.New(prometheus.NewRegistry(), outcomes)
+	return metrics.New(outcomes)
 }
 
 // sidecarPolicy is which files stand for another as its encoding: those

@@ -23,6 +23,7 @@ import (
 	"largo/hooks"
 	"largo/ingest"
 	"largo/internal/gather"
+	"largo/internal/heapprofile"
 	"largo/internal/quick"
 	"largo/limit"
 	"largo/metrics"
@@ -122,6 +123,12 @@ func newServer(ctx context.Context, e *env, cfg *serveConfig, logger *slog.Logge
 	s.https = tlsConf != nil
 	if s.handed, err = takeHandedOver(e); err != nil {
 		return nil, err
+	}
+	// pprof's heap profile is served on the admin listener alone, and
+	// only there is it worth the runtime's sampling (see package
+	// heapprofile): it covers the allocations from here on.
+	if cfg.adminListen != "" || s.handed.admin != nil {
+		heapprofile.On()
 	}
 	// The address is taken first, so that a server that cannot have it
 	// says so in one line, before it logs anything of what it would do.
