@@ -150,10 +150,11 @@ func TestDAVReplaceRefusedKeepsDestination(t *testing.T) {
 		s := startServerOn(t, g, "--webdav", "--max-upload", "10B", "--access", writeAccessFile(t, replaceAccess))
 		bob := []string{"Authorization", tokenOf("bob")}
 		before := g.files(t)
-		refused := []struct {
+		type replacement struct {
 			method, src, dst string
-			code             int
-		}{
+			code             int // the refusal's
+		}
+		refused := []replacement{
 			{"COPY", "big.txt", "keep", 413},
 			{"COPY", "tree", "keep", 413},
 			{"COPY", "mid.txt", "q/z", 507},
@@ -161,10 +162,7 @@ func TestDAVReplaceRefusedKeepsDestination(t *testing.T) {
 		}
 		if g.srv != nil {
 			// A bucket moves by copies, each a write under the limit.
-			refused = append(refused, struct {
-				method, src, dst string
-				code             int
-			}{"MOVE", "big.txt", "keep", 413})
+			refused = append(refused, replacement{"MOVE", "big.txt", "keep", 413})
 		}
 		for _, c := range refused {
 			resp, body := send(t, c.method, s.URL+c.src, nil, 0, append(bob, "Destination", s.URL+c.dst, "Overwrite", "T")...)
