@@ -452,7 +452,7 @@ func eventsOf(evs []hookEvent, typ string) map[string]hookEvent {
 // or bucket halfway, then back, receives the event of every change, in
 // the order they were made, each signed, duplicates (if any) with the
 // same id and body.
-func TestHooksOutage(t *testing.T) { forEachTarget(t, hooksOutage) }
+func TestHooksOutage(t *testing.T) { forEachTargetAtOnce(t, hooksOutage) }
 
 func hooksOutage(t *testing.T, g *target) {
 	const uploads, downFor = 100, 30 * time.Second

@@ -24,8 +24,22 @@ type target struct {
 
 // forEachTarget runs f as a subtest on a folder, then on a bucket.
 func forEachTarget(t *testing.T, f func(t *testing.T, g *target)) {
+	onTargets(t, false, f)
+}
+
+// forEachTargetAtOnce runs f as a subtest on a folder and on a bucket
+// side by side: for a test that mostly waits (on a clock, not on the
+// machine), whose two runs share nothing.
+func forEachTargetAtOnce(t *testing.T, f func(t *testing.T, g *target)) {
+	onTargets(t, true, f)
+}
+
+func onTargets(t *testing.T, atOnce bool, f func(t *testing.T, g *target)) {
 	for _, kind := range []string{"disk", "s3"} {
 		t.Run(kind, func(t *testing.T) {
+			if atOnce {
+				t.Parallel()
+			}
 			g := &target{kind: kind, dir: t.TempDir()}
 			if kind == "s3" {
 				g.srv = s3test.Start(t, s3test.Options{})
