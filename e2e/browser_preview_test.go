@@ -170,7 +170,12 @@ func TestBrowserPreview(t *testing.T) {
 	needAxe(t)
 	dir := t.TempDir()
 	filmSize := previewFolder(t, dir)
-	s := startServer(t, dir)
+	// The film's first request asks for all of it (bytes=0-); the player
+	// drops it once it has read the head. On a loaded machine, over the
+	// loopback, the whole film could arrive before the browser got round
+	// to that (and the later range was then answered from its cache):
+	// a cap of 32 MB/s leaves it the seconds a busy machine needs.
+	s := startServer(t, dir, "--rate-per-address", "32MB")
 	b := newBrowser(t)
 	b.open(s.URL)
 	b.waitJS("the page's script", `document.documentElement.classList.contains("js")`, 10*time.Second)
