@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -34,6 +35,7 @@ type parallelServer struct {
 	patches  atomic.Int64
 	received atomic.Int64
 	inflight atomic.Int64 // requests being answered
+	busy     sync.Map     // net.Conn -> true: connections not idle nor closed
 	skew     atomic.Int64 // how far the server's clock is ahead, in ns
 	rh       *resumable.Handler
 
@@ -63,7 +65,7 @@ func newParallelServer(t testing.TB) *parallelServer {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mux.ServeHTTP(w, r.WithContext(gate.With(r.Context(), gate.Anonymous())))
 	})
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
 		switch c := r.Header.Get("Upload-Concat"); {
@@ -89,6 +91,18 @@ func newParallelServer(t testing.TB) *parallelServer {
 		}
 		h.ServeHTTP(w, r)
 	}))
+	// A connection whose request the client sent but whose handler has
+	// not started yet (the client gave up on it) is busy too: its body,
+	// in the server's socket, may still be read and stored.
+	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew, http.StateActive:
+			s.busy.Store(c, true)
+		default:
+			s.busy.Delete(c)
+		}
+	}
+	s.Start()
 	t.Cleanup(s.Close)
 	return s
 }
@@ -96,7 +110,12 @@ func newParallelServer(t testing.TB) *parallelServer {
 // settle waits for the requests a stopped client left to end.
 func (s *parallelServer) settle(t *testing.T) {
 	t.Helper()
-	if !poll.Until(10*time.Second, 5*time.Millisecond, func() bool { return s.inflight.Load() == 0 }) {
+	idle := func() bool {
+		busy := false
+		s.busy.Range(func(any, any) bool { busy = true; return false })
+		return !busy && s.inflight.Load() == 0
+	}
+	if !poll.Until(10*time.Second, 5*time.Millisecond, idle) {
 		t.Fatal("requests still in flight 10 s after the client stopped")
 	}
 }
