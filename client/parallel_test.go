@@ -35,7 +35,9 @@ type parallelServer struct {
 	patches  atomic.Int64
 	received atomic.Int64
 	inflight atomic.Int64 // requests being answered
-	busy     sync.Map     // net.Conn -> true: connections not idle nor closed
+	dialled  atomic.Int64 // connections its clients (client) dialled
+	accepted atomic.Int64 // connections it accepted
+	open     sync.Map     // net.Conn -> true: accepted, not yet closed
 	skew     atomic.Int64 // how far the server's clock is ahead, in ns
 	rh       *resumable.Handler
 
@@ -91,15 +93,13 @@ func newParallelServer(t testing.TB) *parallelServer {
 		}
 		h.ServeHTTP(w, r)
 	}))
-	// A connection whose request the client sent but whose handler has
-	// not started yet (the client gave up on it) is busy too: its body,
-	// in the server's socket, may still be read and stored.
 	s.Config.ConnState = func(c net.Conn, st http.ConnState) {
 		switch st {
-		case http.StateNew, http.StateActive:
-			s.busy.Store(c, true)
-		default:
-			s.busy.Delete(c)
+		case http.StateNew:
+			s.accepted.Add(1)
+			s.open.Store(c, true)
+		case http.StateClosed, http.StateHijacked:
+			s.open.Delete(c)
 		}
 	}
 	s.Start()
@@ -107,16 +107,39 @@ func newParallelServer(t testing.TB) *parallelServer {
 	return s
 }
 
-// settle waits for the requests a stopped client left to end.
-func (s *parallelServer) settle(t *testing.T) {
+// client returns a client of s (parallelClient) whose connections s
+// counts, and a function that closes the ones it keeps idle.
+func (s *parallelServer) client(t *testing.T, l *logs, retries, n int) (*client.Client, func()) {
+	c := parallelClient(t, l, retries, n)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableCompression = true
+	var d net.Dialer
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, addr)
+		if err == nil {
+			s.dialled.Add(1)
+		}
+		return conn, err
+	}
+	c.HTTP = &http.Client{Transport: tr}
+	return c, tr.CloseIdleConnections
+}
+
+// settle waits until what a stopped client sent has all been taken: its
+// idle connections closed (closeIdle), every connection it dialled
+// accepted and closed, every request answered. A request the client gave
+// up on may still sit in the server's socket, its handler not yet
+// started, and be stored then: waiting for the handlers alone missed it.
+func (s *parallelServer) settle(t *testing.T, closeIdle func()) {
 	t.Helper()
+	closeIdle()
 	idle := func() bool {
-		busy := false
-		s.busy.Range(func(any, any) bool { busy = true; return false })
-		return !busy && s.inflight.Load() == 0
+		open := false
+		s.open.Range(func(any, any) bool { open = true; return false })
+		return !open && s.accepted.Load() == s.dialled.Load() && s.inflight.Load() == 0
 	}
 	if !poll.Until(10*time.Second, 5*time.Millisecond, idle) {
-		t.Fatal("requests still in flight 10 s after the client stopped")
+		t.Fatalf("connections still open 10 s after the client stopped: %d dialled, %d accepted", s.dialled.Load(), s.accepted.Load())
 	}
 }
 
@@ -194,7 +217,7 @@ func TestPutParallelResume(t *testing.T) {
 	const size = 6 << 20
 	want := writeRandom(t, file, size, 41)
 	var l logs
-	c := parallelClient(t, &l, 0, 2)
+	c, closeIdle := s.client(t, &l, 0, 2)
 	d, _ := c.Discover(context.Background(), s.URL+"/", false)
 	_, err := c.Put(context.Background(), file, d, "")
 	if !errors.Is(err, client.ErrResumable) {
@@ -203,7 +226,7 @@ func TestPutParallelResume(t *testing.T) {
 	if states, _ := os.ReadDir(c.StateDir); len(states) != 1 {
 		t.Fatalf("%d upload states after a cut; want 1", len(states))
 	}
-	s.settle(t)
+	s.settle(t, closeIdle)
 	before := s.received.Load()
 	res, err := c.Put(context.Background(), file, d, "")
 	if err != nil {
@@ -286,14 +309,14 @@ func TestPutParallelGone(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "up.bin")
 	want := writeRandom(t, file, 4<<20, 45)
 	var l logs
-	c := parallelClient(t, &l, 0, 2)
+	c, closeIdle := s.client(t, &l, 0, 2)
 	d, _ := c.Discover(context.Background(), s.URL+"/", false)
 	if res, err := c.Put(context.Background(), file, d, ""); !errors.Is(err, client.ErrResumable) {
 		t.Fatalf("cut upload: %v %+v %d patches %d partials\n%s", err, res, s.patches.Load(), s.partials, l.String())
 	}
 	// The server's clock goes a day on, once the requests the cut client
 	// left have ended, and it expires everything staged.
-	s.settle(t)
+	s.settle(t, closeIdle)
 	s.skew.Store(int64(25 * time.Hour))
 	if _, _, err := s.rh.Expire(); err != nil {
 		t.Fatal(err)
