@@ -17,15 +17,20 @@ import (
 
 	"github.com/tus/tusd/v2/pkg/filestore"
 	tusd "github.com/tus/tusd/v2/pkg/handler"
+	"github.com/tus/tusd/v2/pkg/memorylocker"
 	"golang.org/x/exp/slog"
 )
 
 // tusdServer runs tusd, the reference tus server, with its file store in
-// dir, at /files/, wanting a bearer token.
+// dir and its locks in memory (as tusd itself is run: without a locker,
+// the request of a killed client, still in the server's socket, was
+// written beside the next run's, and the file stored was wrong), at
+// /files/, wanting a bearer token.
 func tusdServer(t *testing.T, dir, token string) *httptest.Server {
 	t.Helper()
 	composer := tusd.NewStoreComposer()
 	filestore.New(dir).UseIn(composer)
+	memorylocker.New().UseIn(composer)
 	h, err := tusd.NewHandler(tusd.Config{BasePath: "/files/", StoreComposer: composer, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
