@@ -81,6 +81,7 @@ import (
 
 	"largo"
 	"largo/auth"
+	"largo/gate"
 	"largo/ingest"
 	"largo/wire"
 )
@@ -98,10 +99,6 @@ type Config struct {
 	// Logger receives the errors the protocol library reports; nil
 	// discards them.
 	Logger *slog.Logger
-	// Resolver is the raw store's, for a store with symbolic links: a
-	// COPY or MOVE whose source and destination hold one another where
-	// they lead is refused. Nil compares the names as spelled.
-	Resolver largo.Resolver
 }
 
 // Handler serves the DAV methods. Create one with New.
@@ -197,7 +194,7 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 		}
 	}
 	if dst != "" && mayWrite(r.Context(), view, dst) {
-		if reason := h.overlap(r.Context(), name, dst); reason != "" {
+		if reason := overlap(r.Context(), view, name, dst); reason != "" {
 			writeStatus(w, http.StatusForbidden, reason)
 			return
 		}
@@ -254,19 +251,20 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 }
 
 // overlap returns why a COPY or MOVE of src to dst may not be done, or
-// "" when it may: when one holds the other where they lead on the disk.
-// The library checks only the names as spelled, and clears what is at
-// the destination before it reads the source: a file copied onto its own
-// folder (or onto a link's name for it) would be removed with it, and a
-// folder copied below itself through a link would be copied into itself
-// again and again. The destination is an entry (a link there is
-// replaced, not followed); the source is both its entry and where it
-// leads, as a copy reads through a link and a move takes the link.
-func (h *Handler) overlap(ctx context.Context, src, dst string) string {
+// "" when it may: when one holds the other, as named or where they lead
+// (asked of the gate, where view is behind one). The library checks only
+// the names as spelled, and clears what is at the destination before it
+// reads the source: a file copied onto its own folder (or onto a link's
+// name for it) would be removed with it, and a folder copied below
+// itself through a link would be copied into itself again and again.
+// The destination is an entry (a link there is replaced, not followed);
+// the source is both its entry and where it leads, as a copy reads
+// through a link and a move takes the link.
+func overlap(ctx context.Context, view largo.Store, src, dst string) string {
 	pairs := [][2]string{{src, dst}}
-	if r := h.cfg.Resolver; r != nil {
-		to := physical(ctx, r, dst, true)
-		pairs = append(pairs, [2]string{physical(ctx, r, src, true), to}, [2]string{physical(ctx, r, src, false), to})
+	if g, ok := view.(gated); ok {
+		to := where(ctx, g.Gate(), dst, true)
+		pairs = append(pairs, [2]string{where(ctx, g.Gate(), src, true), to}, [2]string{where(ctx, g.Gate(), src, false), to})
 	}
 	for _, p := range pairs {
 		from, to := p[0], p[1]
@@ -290,26 +288,14 @@ func mayWrite(ctx context.Context, view largo.Store, name string) bool {
 	return !ok || g.Gate().Check(ctx, auth.Write, name, false) == nil
 }
 
-// physical returns where name leads on the disk: the entry itself when
-// entry is set (only its folder resolved), else through a link at its
-// end too. A name that cannot be resolved stands for itself.
-func physical(ctx context.Context, r largo.Resolver, name string, entry bool) string {
-	if name == "" {
-		return ""
-	}
-	if !entry {
-		p, _, err := r.Resolve(ctx, name)
-		if err != nil {
-			return name
-		}
-		return p
-	}
-	dir := largo.Parent(name)
-	p, _, err := r.Resolve(ctx, dir)
+// where is gate.Gate.Where, or name itself where links may not be
+// followed (the store's calls then follow none either).
+func where(ctx context.Context, g *gate.Gate, name string, entry bool) string {
+	p, err := g.Where(ctx, name, entry)
 	if err != nil {
 		return name
 	}
-	return largo.Join(p, path.Base(name))
+	return p
 }
 
 // scope is how one request names files: the library sees the URL path

@@ -40,7 +40,6 @@ func (fsys *fileSystem) checkReplace(ctx context.Context, pl *ingest.Pipeline) e
 	if err != nil {
 		return err
 	}
-	renames := gate.Has[largo.Renamer](fsys.h.cfg.Store)
 	if !fsys.copying {
 		tokens := fsys.allTokens()
 		if _, err := pl.CheckRemove(ctx, src, largo.Condition{}, tokens); err != nil {
@@ -57,8 +56,8 @@ func (fsys *fileSystem) checkReplace(ctx context.Context, pl *ingest.Pipeline) e
 				return err
 			}
 		}
-		if renames {
-			return nil
+		if gate.Has[largo.Renamer](fsys.h.cfg.Store) {
+			return nil // the rest is the rename's
 		}
 	}
 	cw, _ := fsys.view.(interface {

@@ -166,6 +166,15 @@ func (g *Gate) CheckName(ctx context.Context, perm auth.Perm, name string) error
 	return err
 }
 
+// Where returns the physical name that name reaches, as the store's
+// calls would reach it: for an op on the entry (entry), only its folder
+// resolved, else through a link at its end too. It fails, wrapping
+// ErrNotFound, where links on the way may not be followed; nothing is
+// decided of the principal's permissions.
+func (g *Gate) Where(ctx context.Context, name string, entry bool) (string, error) {
+	return g.physical(ctx, Op{Entry: entry}, name)
+}
+
 // NewName is the last element of a name that asks what a folder's rules
 // say of a new name in it (Check(ctx, auth.Write, largo.Join(dir,
 // NewName), false): may a form, an upload area, a drop box create files

@@ -98,7 +98,7 @@ func (h *Handler) Quick(r *http.Request) bool {
 	if err != nil || largo.Reserved(name) {
 		return false
 	}
-	if h.gate.CheckName(gate.With(r.Context(), gate.User("")), auth.Read, name) != nil {
+	if h.gate.CheckName(gate.With(r.Context(), gate.Anonymous()), auth.Read, name) != nil {
 		return false
 	}
 	return k.Keeps(name)

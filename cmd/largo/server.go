@@ -291,8 +291,7 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 		return nil, err
 	}
 	if locks != nil {
-		rs, _ := st.(largo.Resolver)
-		hcfg.DAV = dav.New(dav.Config{Store: gated, Writes: hcfg.Writes, Locks: locks, Logger: logger, Resolver: rs})
+		hcfg.DAV = dav.New(dav.Config{Store: gated, Writes: hcfg.Writes, Locks: locks, Logger: logger})
 	}
 	hcfg.Page = pageapi.New(pageapi.Config{
 		Gate:        g,
