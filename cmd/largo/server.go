@@ -25,6 +25,7 @@ import (
 	"largo/internal/gather"
 	"largo/internal/heapprofile"
 	"largo/internal/quick"
+	"largo/internal/startpages"
 	"largo/limit"
 	"largo/metrics"
 	"largo/pageapi"
@@ -430,6 +431,7 @@ func (s *server) Run(ctx context.Context) error {
 	}
 	s.recordAddress(ctx)
 	announce(s.e, s.where, s.ln.Addr(), s.https, adminURL, s3URL)
+	s.releaseStartPages()
 	select {
 	case <-s.failed.Done():
 	case <-ctx.Done():
@@ -469,6 +471,18 @@ func (s *server) recordAddress(ctx context.Context) {
 	if err := recordAddress(ctx, sk.State(), s.url); err != nil {
 		s.log.Info("this server's address is not recorded: largo share needs --url", "err", err)
 	}
+}
+
+// releaseStartPages gives back the executable's pages that only start-up
+// used, now that it is over (package startpages): most of what an idle
+// server holds. A failure costs only that memory.
+func (s *server) releaseStartPages() {
+	n, err := startpages.Release()
+	if err != nil {
+		s.log.Debug("start-up's pages of the executable are kept", "err", err)
+		return
+	}
+	s.log.Debug("start-up's pages of the executable released", "bytes", n)
 }
 
 // start runs the workers and the listeners' loops in the server's group.
