@@ -411,13 +411,15 @@ func (s *server) sweepExpired(cfg *serveConfig, exp *expiry.Expiry, writes *inge
 // errSecondSignal is a stop whose transfers a second signal cut.
 var errSecondSignal = errors.New("second signal: transfers in flight cut at once")
 
-// Run starts the workers and the listeners, says where the server
-// serves, and serves until ctx is done, a signal comes or a listener
-// fails; then it stops the server (Shutdown), a second signal cutting the
-// transfers in flight at once, and closes what it holds. It returns once
-// every goroutine the server started has ended, with what failed.
+// Run gives back the pages only start-up used, starts the workers and
+// the listeners, says where the server serves, and serves until ctx is
+// done, a signal comes or a listener fails; then it stops the server
+// (Shutdown), a second signal cutting the transfers in flight at once,
+// and closes what it holds. It returns once every goroutine the server
+// started has ended, with what failed.
 func (s *server) Run(ctx context.Context) error {
 	defer s.close()
+	s.releaseStartPages()
 	s.start()
 	adminURL := ""
 	if s.adminLn != nil {
@@ -431,7 +433,6 @@ func (s *server) Run(ctx context.Context) error {
 	}
 	s.recordAddress(ctx)
 	announce(s.e, s.where, s.ln.Addr(), s.https, adminURL, s3URL)
-	s.releaseStartPages()
 	select {
 	case <-s.failed.Done():
 	case <-ctx.Done():
@@ -474,8 +475,9 @@ func (s *server) recordAddress(ctx context.Context) {
 }
 
 // releaseStartPages gives back the executable's pages that only start-up
-// used, now that it is over (package startpages): most of what an idle
-// server holds. A failure costs only that memory.
+// used (package startpages): most of what an idle server would hold. It
+// runs before the listeners serve, so that every request finds the same
+// pages mapped, whenever it comes. A failure costs only that memory.
 func (s *server) releaseStartPages() {
 	n, err := startpages.Release()
 	if err != nil {
