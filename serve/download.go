@@ -118,7 +118,7 @@ func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name stri
 		return err
 	}
 	if kept != nil && plain(r) {
-		h.sendKept(w, r, kept, kh)
+		h.sendKept(w, r, name, kept, kh)
 		return nil
 	}
 	if in.ETag != "" {

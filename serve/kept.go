@@ -126,7 +126,7 @@ var conditionFields = []string{"Range", "If-Range", "If-Match", "If-None-Match",
 // sendKept answers a plain request (see plain) for the kept file f with
 // its head kh: what http.ServeContent would answer, a 200 with the file's
 // validators, length and type, and its bytes in one write.
-func (h *Handler) sendKept(w http.ResponseWriter, r *http.Request, f *filecache.File, kh *keptHead) {
+func (h *Handler) sendKept(w http.ResponseWriter, r *http.Request, name string, f *filecache.File, kh *keptHead) {
 	hdr := w.Header()
 	hdr["Etag"] = kh.etag
 	if kh.lastModified != nil {
@@ -144,6 +144,7 @@ func (h *Handler) sendKept(w http.ResponseWriter, r *http.Request, f *filecache.
 		// gather): nothing waits between them.
 		gather.Hold(transfer.ConnOf(r.Context()))
 	}
+	h.offerKept(r, name, f, kh)
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		// A failed write is the transfer's to count (its outcome), as

@@ -73,6 +73,7 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -318,11 +319,14 @@ type Handler struct {
 	// reads opens downloads' files: cfg.Cache behind the gate, or
 	// cfg.Store.
 	reads *gate.Store
+	// anyone is the context of anyone's requests that the lane answers
+	// again (replay.go).
+	anyone context.Context
 }
 
 // New returns a Handler for cfg.
 func New(cfg Config) *Handler {
-	h := &Handler{cfg: cfg, log: cfg.Logger, obs: cfg.Observer}
+	h := &Handler{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, anyone: gate.With(context.Background(), gate.Anonymous())}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

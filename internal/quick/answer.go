@@ -23,10 +23,11 @@ const maxBuffered = 64 << 10
 // idle timeout: a client that reads nothing does not hold the lane.
 const answerTimeout = time.Minute
 
-// answer runs the server's handler on r and sends its answer. It reports
-// whether the connection stays open: not when the client or the handler
-// asked to close it, nor when the answer could not be sent whole.
-func (c *Conn) answer(r *http.Request) (keep bool) {
+// answer runs the server's handler on r, whose head is head, and sends
+// its answer, kept to be sent again when the handler offered it. It
+// reports whether the connection stays open: not when the client or the
+// handler asked to close it, nor when the answer could not be sent whole.
+func (c *Conn) answer(r *http.Request, head []byte) (keep bool) {
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	r = r.WithContext(ctx)
@@ -39,12 +40,18 @@ func (c *Conn) answer(r *http.Request) (keep bool) {
 	clear(c.header)
 	w := &response{c: c, req: r, header: c.header, cl: -1}
 	defer w.release()
-	if !w.run(c.cfg.Server.Handler) {
+	c.answering, c.offer = true, nil
+	ran := w.run(c.cfg.Server.Handler)
+	c.answering = false
+	if !ran {
+		c.offer = nil
 		return false
 	}
 	if err := w.finish(); err != nil {
+		c.offer = nil
 		return false
 	}
+	c.keep(head, w)
 	return !w.closing
 }
 

@@ -77,6 +77,7 @@ type Listener struct {
 	closing atomic.Bool
 	mu      sync.Mutex
 	lane    map[*Conn]struct{} // the connections not handed over
+	replays replays            // the answers kept to be sent again
 }
 
 // NewListener returns a Listener over ln.
@@ -135,6 +136,11 @@ type Conn struct {
 	headBegun bool
 	head      bytes.Reader // the head being parsed
 	header    http.Header  // the answers' fields, cleared between them
+	// answering is set while the handler answers a request of the lane;
+	// offer is what it offered to be sent again (Offer).
+	answering bool
+	offer     Kept
+	key       []byte // a replay's key, made in place
 }
 
 // Close implements net.Conn.
@@ -191,11 +197,19 @@ func (c *Conn) Read(p []byte) (int, error) {
 			continue
 		}
 		end += len(crlf2)
+		if answered, keep := c.replay(p[:end]); answered {
+			if !keep {
+				c.Conn.Close()
+				return 0, errClosed
+			}
+			n = copy(p, p[end:n])
+			continue
+		}
 		r := c.request(p[:end])
 		if r == nil {
 			return c.handOver(n), nil
 		}
-		if !c.answer(r) {
+		if !c.answer(r, p[:end]) {
 			c.Conn.Close()
 			return 0, errClosed
 		}
