@@ -29,8 +29,8 @@ import (
 // User-Agent, Accept and Connection: keep-alive, nothing else, each
 // once. A credential, a cookie, a condition, a range, an encoding, an
 // origin, a proxy's field: any other field, and the request goes the
-// handler's way, as before. What a head may say is parsed here strictly
-// and its key is its request line and its Host.
+// handler's way, as before. What a head may say is parsed here strictly;
+// its key is its method and target.
 
 // Kept is an answer the handler offered to be sent again (Offer).
 // Implementations must be safe for concurrent use.
@@ -235,14 +235,14 @@ func asciiEqualFold(b []byte, s string) bool {
 
 var crlf = []byte("\r\n")
 
-// appendKey appends q's key: its request line's method and target, and
-// its Host.
+// appendKey appends q's key: its method and target. The Host is not in
+// it (a kept file's answer says nothing of it, and a key per spelling of
+// a Host would let a client fill the table with names): Kept.Still is
+// asked whether the server serves it.
 func appendKey(b []byte, q question) []byte {
 	b = append(b, q.method...)
 	b = append(b, ' ')
-	b = append(b, q.target...)
-	b = append(b, ' ')
-	return append(b, q.host...)
+	return append(b, q.target...)
 }
 
 // replay answers head with a kept answer when it is a question one

@@ -64,7 +64,7 @@ func TestParseQuestionKey(t *testing.T) {
 	if !ok || !q.head {
 		t.Fatalf("%+v %v", q, ok)
 	}
-	if k := string(appendKey(nil, q)); k != "HEAD /d/f.txt h:1" {
+	if k := string(appendKey(nil, q)); k != "HEAD /d/f.txt" || string(q.host) != "h:1" {
 		t.Fatalf("key %q", k)
 	}
 }
