@@ -24,6 +24,12 @@
 // that mixes requests loses nothing: the lane takes the first requests
 // of a connection, or none.
 //
+// An answer the handler offers to give again (Offer: a kept file's whole
+// answer to anyone) is kept with the question it answered, and the same
+// question, asked plainly, is answered with it again without parsing it
+// into a request or running the handler, once the handler says it still
+// would (replay.go).
+//
 // What the lane takes it takes whole: a request with a body, or one that
 // asks for something of the connection (Expect, Upgrade, a Connection
 // option other than keep-alive or close), a head larger than net/http's
