@@ -230,6 +230,11 @@ func (h *Handler) ServeDAV(w http.ResponseWriter, r *http.Request, view largo.St
 	}
 	if dst != "" {
 		fsys.src, fsys.dst, fsys.copying = name, dst, r.Method == "COPY"
+		if err := fsys.checkNew(r.Context()); err != nil {
+			code, reason := wire.Status(err)
+			writeStatus(w, code, reason)
+			return
+		}
 	}
 	wh := webdav.Handler{
 		Prefix:     at.prefix,

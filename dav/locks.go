@@ -47,6 +47,37 @@ type Locks struct {
 	st    largo.State
 	locks *record.Table[lock] // keyed by escape(name)
 	now   func() time.Time
+	// where maps a name as spelled to the physical name the store acts
+	// on (Physical); nil: as spelled.
+	where func(ctx context.Context, name string, entry bool) string
+}
+
+// Physical makes the locks hold what the store acts on rather than names
+// as spelled: where maps a name to its physical name, its folder reached
+// through whatever links lead there and, unless entry, a link at its end
+// followed too (gate.Gate.Where). A write is judged on its entry; a lock
+// is taken on what its name reaches, so that a lock taken through a link
+// to a folder holds the folder, and a write below it by any name that
+// reaches it is judged by the lock. Call it before the locks are used.
+func (ls *Locks) Physical(where func(ctx context.Context, name string, entry bool) string) {
+	ls.where = where
+}
+
+// entry returns the physical name of the entry name (Physical).
+func (ls *Locks) entry(ctx context.Context, name string) string {
+	if ls.where == nil {
+		return name
+	}
+	return ls.where(ctx, name, true)
+}
+
+// reached returns the physical name of what name reaches, a link at its
+// end followed (Physical).
+func (ls *Locks) reached(ctx context.Context, name string) string {
+	if ls.where == nil {
+		return name
+	}
+	return ls.where(ctx, name, false)
 }
 
 var _ ingest.Guard = (*Locks)(nil)
@@ -242,6 +273,7 @@ func (ls *Locks) covering(ctx context.Context, name string) ([]*lock, error) {
 // lock, fails its If header (RFC 4918, 10.4): an error wrapping
 // largo.ErrPrecondition (412).
 func (ls *Locks) Locked(ctx context.Context, name string, tree bool, tokens []string) error {
+	name = ls.entry(ctx, name)
 	own, unknown, err := ls.sortTokens(ctx, tokens, holder(ctx))
 	if err != nil {
 		return err
@@ -503,7 +535,7 @@ func (ls *Locks) confirm(ctx context.Context, names []string, conds []webdav.Con
 		return webdav.ErrConfirmationFailed
 	}
 	for _, n := range names {
-		held, err := ls.covering(ctx, n)
+		held, err := ls.covering(ctx, ls.entry(ctx, n))
 		if err != nil {
 			return err
 		}
@@ -566,7 +598,7 @@ func (rl *requestLocks) inScope(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
-	if !l.covers(rl.target) {
+	if !l.covers(rl.reached(ctx, rl.target)) && !l.covers(rl.entry(ctx, rl.target)) {
 		return webdav.ErrNoSuchLock
 	}
 	return nil
@@ -619,7 +651,7 @@ func (rl *requestLocks) Create(now time.Time, d webdav.LockDetails) (string, err
 			d.OwnerXML = b.String()
 		}
 	}
-	token, err := rl.create(ctx, now, rl.at.name(d.Root), d)
+	token, err := rl.create(ctx, now, rl.reached(ctx, rl.at.name(d.Root)), d)
 	if err == nil {
 		rl.made = append(rl.made, token)
 	}

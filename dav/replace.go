@@ -2,6 +2,7 @@ package dav
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"largo"
@@ -14,6 +15,23 @@ import (
 // asked about a call before it is made.
 type gated interface {
 	Gate() *gate.Gate
+}
+
+// checkNew admits, before a COPY or MOVE to a destination where nothing
+// is starts, what checkReplace admits before one replaces what is there:
+// the library copies a folder file by file, and a refusal met half way
+// (a quota, a file over the size limit, a name refused) would leave the
+// files copied before it. A destination that is there is checked when
+// the library removes it (fileSystem.remove).
+func (fsys *fileSystem) checkNew(ctx context.Context) error {
+	if _, err := fsys.view.Stat(ctx, fsys.dst); !errors.Is(err, largo.ErrNotFound) {
+		return nil
+	}
+	pl, err := fsys.writes()
+	if err != nil {
+		return nil // the library's answer, as without it
+	}
+	return fsys.checkReplace(ctx, pl)
 }
 
 // checkReplace admits, before the destination of a COPY or MOVE with

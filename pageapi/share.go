@@ -154,9 +154,9 @@ func parseShareForm(w http.ResponseWriter, r *http.Request) error {
 
 // shareLife reads the form's expires.
 func shareLife(r *http.Request) (time.Duration, error) {
-	life, err := time.ParseDuration(r.PostForm.Get("expires"))
+	life, err := largo.ParseAge(r.PostForm.Get("expires"))
 	if err != nil || life <= 0 || life > maxShareLife {
-		return 0, wire.Refuse(http.StatusBadRequest, "expires: a duration such as 24h, at most 90 days")
+		return 0, wire.Refuse(http.StatusBadRequest, "expires: a duration such as 7d or 24h, at most 90 days")
 	}
 	return life, nil
 }

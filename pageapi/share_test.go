@@ -25,6 +25,10 @@ func TestNewShare(t *testing.T) {
 		{"alice", "path=/private/s.txt&expires=1h", 201},
 		{"alice", "path=/private/s.txt&expires=1h&password=short", 400},
 		{"alice", "path=/private&expires=999999h", 400},
+		{"alice", "path=/private&expires=7d", 201}, // days and weeks, as everywhere
+		{"alice", "path=/private&expires=2w", 201},
+		{"alice", "path=/private&expires=91d", 400},
+		{"alice", "path=/private&expires=-1d", 400},
 		{"alice", "path=/private/s.txt&expires=1h&write=1", 400},
 		{"alice", "path=/nope&expires=1h", 404},
 	} {

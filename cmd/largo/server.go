@@ -232,6 +232,7 @@ func (s *server) newHandler(ctx context.Context, cfg *serveConfig, m *metrics.Me
 		if locks, err = dav.NewLocks(state, nil); err != nil {
 			return nil, usageErr(fmt.Errorf("--webdav: %v", err))
 		}
+		locks.Physical(physicalOf(g))
 	}
 	exp := newExpiry(logger, st, g, m)
 	sidecars := sidecarPolicy(files, cfg.sidecars.value == "any")
@@ -353,7 +354,7 @@ func (s *server) newWrites(ctx context.Context, cfg *serveConfig, g *gate.Gate, 
 		return err
 	}
 	if k := s.quota; k != nil {
-		icfg.Quota = k
+		icfg.Quota = ingest.PhysicalQuota(k, entryOf(g))
 		s.spawn("quota", func(ctx context.Context) { k.Run(ctx, cfg.quota.sync, cfg.quota.reconcile) })
 	}
 	if s.hooks, err = newHooks(logger, &cfg.hooks, st, m); err != nil {
@@ -406,6 +407,25 @@ func (s *server) sweepExpired(cfg *serveConfig, exp *expiry.Expiry, writes *inge
 	s.sweepEvery(cfg.expirySweep, "expired files", func(ctx context.Context) (int, error) {
 		return exp.Sweep(ctx, writes)
 	})
+}
+
+// physicalOf returns the physical name the store acts on for a name as
+// spelled, for the locks and the quotas (gate.Gate.Where): a name whose
+// links may not be followed is left as it is, and its store call fails.
+func physicalOf(g *gate.Gate) func(ctx context.Context, name string, entry bool) string {
+	return func(ctx context.Context, name string, entry bool) string {
+		if n, err := g.Where(ctx, name, entry); err == nil {
+			return n
+		}
+		return name
+	}
+}
+
+// entryOf is physicalOf for the operations on an entry (a write, a
+// removal): its folder's links followed, not one at its end.
+func entryOf(g *gate.Gate) ingest.Where {
+	where := physicalOf(g)
+	return func(ctx context.Context, name string) string { return where(ctx, name, true) }
 }
 
 // errSecondSignal is a stop whose transfers a second signal cut.
