@@ -54,6 +54,7 @@ tokens = [%q]
 [[user]]
 name = "carol"
 password = %q
+tokens = ["carol-token-0123456789"]
 
 [[rule]]
 path = "/"
@@ -203,6 +204,30 @@ func TestIdentify(t *testing.T) {
 	a.Reload(OneUser("another-token-0123456789", false))
 	if _, err := id(func(r *http.Request) { r.SetBasicAuth("alice", "alice-pw") }); !errors.Is(err, ErrBadCredential) {
 		t.Errorf("after a reload without alice: %v", err)
+	}
+}
+
+// TestTokenUnderOwnName: a user with a password may send one of their
+// tokens as the password of basic auth under their own name (as under
+// any other), and doing so counts no failure against them.
+func TestTokenUnderOwnName(t *testing.T) {
+	a := New(testPolicy(t), nil)
+	id := func(user, pass string) (string, error) {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = "192.0.2.7:1234"
+		r.SetBasicAuth(user, pass)
+		return a.Identify(r)
+	}
+	for range 20 {
+		if user, err := id("carol", "carol-token-0123456789"); user != "carol" || err != nil {
+			t.Fatalf("carol's token under her name: %q, %v", user, err)
+		}
+	}
+	if user, err := id("carol", "carol-pw"); user != "carol" || err != nil {
+		t.Fatalf("carol's password after her token twenty times: %q, %v", user, err)
+	}
+	if _, err := id("alice", "carol-token-0123456789"); !errors.Is(err, ErrBadCredential) {
+		t.Errorf("carol's token under alice's name: %v", err)
 	}
 }
 
