@@ -288,6 +288,16 @@ func TestIETFAppendPastMaxUpload(t *testing.T) {
 		if staged := stagedBytes(t, g); staged > 64<<10 {
 			t.Errorf("%d bytes staged", staged)
 		}
+		// A body of no announced length is cut at the limit: what came
+		// is kept, and the upload stays, where it says it is.
+		resp, body = send(t, "PATCH", s.URL+strings.TrimPrefix(loc, "/"), strings.NewReader(strings.Repeat("c", 2_000_000)), -1, appendHeaders(10, false)...)
+		if resp.StatusCode != 413 || resp.Header.Get("Upload-Limit") == "" {
+			t.Errorf("a chunked append past the limit: %s %q; want 413 with Upload-Limit", resp.Status, strings.TrimSpace(body))
+		}
+		code, off, _ := uploadState(t, s.URL+strings.TrimPrefix(loc, "/"))
+		if code != 204 || off <= 10 || off > 1_000_000 || resp.Header.Get("Upload-Offset") != strconv.FormatInt(off, 10) {
+			t.Errorf("the upload after a chunked append past the limit: %d, offset %d (answered %q); want it kept at most at the limit", code, off, resp.Header.Get("Upload-Offset"))
+		}
 	})
 }
 

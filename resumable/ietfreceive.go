@@ -3,6 +3,7 @@ package resumable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -67,9 +68,15 @@ func (x *IETF) conclude(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		x.fail(w, r, lengthMismatch(v, "the request carries bytes past the upload's length; the upload is removed"))
 		return
 	case errors.Is(err, errPastLimit):
-		x.discard(ctx, up, info, "bytes past the size limit")
+		// A body of no announced length that would take the upload
+		// past the size limit: what came up to the limit is kept, as an
+		// append refused for its announced length keeps the upload where
+		// it was, and a quota's refusal what came before it; the upload
+		// cannot grow, and its client is told where it stands.
 		hdr.Set("Upload-Limit", v.limitsField(x.h.cfg.Writes.MaxSize(), x.h.cfg.Expiry))
-		x.fail(w, r, largo.ErrTooLarge)
+		hdr.Set("Upload-Offset", strconv.FormatInt(info.Offset, 10))
+		v.setComplete(hdr, false)
+		x.fail(w, r, fmt.Errorf("the upload would pass the size limit of %d bytes: %w", x.h.cfg.Writes.MaxSize(), largo.ErrTooLarge))
 		return
 	case errors.Is(err, errBusy):
 		// Another server appends to it: the client retrieves the offset
