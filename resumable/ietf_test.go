@@ -393,7 +393,8 @@ func TestIETFVersions(t *testing.T) {
 
 // TestIETFLimits: a length over the limit is refused before the 104,
 // with the limits; a body of unknown length that outgrows the limit is
-// cut and its upload removed; OPTIONS announces the limits.
+// cut there, what came kept and its upload left where it stands; OPTIONS
+// announces the limits.
 func TestIETFLimits(t *testing.T) {
 	f := newIETF(t, nil, ingest.Config{MaxSize: 10})
 	ex := f.do(t, "PUT", "/big", strings.NewReader("x"), with(v(9), "Upload-Complete", "?0", "Upload-Length", "11")...)
@@ -406,11 +407,12 @@ func TestIETFLimits(t *testing.T) {
 	if len(ex.interim) != 1 {
 		t.Errorf("%d 104s", len(ex.interim))
 	}
-	f.do(t, "HEAD", ex.interim[0].Get("Location"), nil, v(9)...).want(t, "removed", 404)
+	ex.want(t, "a body over the limit", 413, "Upload-Offset", "10", "Upload-Complete", "?0")
+	f.do(t, "HEAD", ex.interim[0].Get("Location"), nil, v(9)...).want(t, "kept", 204, "Upload-Offset", "10", "Upload-Complete", "?0")
 	ex = f.do(t, "OPTIONS", "/dir/", nil)
 	ex.want(t, "OPTIONS", 204, "Upload-Limit", "max-size=10, max-age=86400")
-	if f.staged() != 0 || f.obs.pending != 0 {
-		t.Errorf("%d staged files, %d pending bytes left", f.staged(), f.obs.pending)
+	if f.staged() == 0 || f.obs.pending != 10 {
+		t.Errorf("%d staged files, %d pending bytes; want the upload's, with its 10 bytes", f.staged(), f.obs.pending)
 	}
 }
 
