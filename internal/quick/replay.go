@@ -292,12 +292,16 @@ func (c *Conn) replay(head []byte) (answered, keep bool) {
 }
 
 // keep keeps the answer w sent for head when the handler offered it and
-// it is whole: a 200 with its length, the connection left open.
+// it is whole: a 200 with its length and no cookie, the connection left
+// open.
 func (c *Conn) keep(head []byte, w *response) {
 	k := c.offer
 	c.offer = nil
 	if k == nil || w.status != 200 || w.closing || w.chunked || w.err != nil || w.cl < 0 {
 		return
+	}
+	if _, ok := w.header["Set-Cookie"]; ok {
+		return // a requester's own, whatever the handler said
 	}
 	if w.req.Method == "GET" && (w.written != w.cl || int64(len(k.Body())) != w.cl) {
 		return

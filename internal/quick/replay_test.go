@@ -99,9 +99,13 @@ func TestReplay(t *testing.T) {
 	status := atomic.Int32{}
 	status.Store(200)
 	var ran atomic.Int32
+	var cookie atomic.Bool
 	l := newLane(t, func(w http.ResponseWriter, r *http.Request) {
 		ran.Add(1)
 		Offer(connOf(r), k)
+		if cookie.Load() {
+			w.Header().Set("Set-Cookie", "s=1")
+		}
 		w.Header().Set("Content-Length", "13")
 		w.WriteHeader(int(status.Load()))
 		if r.Method != "HEAD" {
@@ -142,10 +146,14 @@ func TestReplay(t *testing.T) {
 	}
 	k.mu.Unlock()
 
-	// An answer other than a whole 200 is not kept.
+	// An answer with a cookie is not kept, nor one other than a 200.
+	cookie.Store(true)
+	ask(get("/k/c"), "GET", 6, 4)
+	ask(get("/k/c"), "GET", 7, 4)
+	cookie.Store(false)
 	status.Store(404)
-	ask(get("/k/b"), "GET", 6, 4)
-	ask(get("/k/b"), "GET", 7, 4)
+	ask(get("/k/b"), "GET", 8, 4)
+	ask(get("/k/b"), "GET", 9, 4)
 }
 
 type connKey struct{}
