@@ -115,8 +115,8 @@ func TestPropsBounded(t *testing.T) {
 		}
 	}
 	code, answer := do(t, "PROPPATCH", srv.URL+"/f.txt", strings.ReplaceAll(manyProps(1), "Z:p", "Z:last"))
-	if code != 207 || !strings.Contains(answer, "507 Insufficient Storage") {
-		t.Errorf("PROPPATCH past MaxFileProps: %d %.300s; want 207 with 507", code, answer)
+	if code != 207 || !strings.Contains(answer, "507 Insufficient Storage") || !strings.Contains(answer, "dead properties over") {
+		t.Errorf("PROPPATCH past MaxFileProps: %d %.600s; want 207 with 507 and the bound's reason", code, answer)
 	}
 	_, found := do(t, "PROPFIND", srv.URL+"/f.txt", `<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:propname/></D:propfind>`, "Depth", "0")
 	if n := strings.Count(found, `xmlns="urn:x"`); n != MaxFileProps || strings.Contains(found, "<last ") {

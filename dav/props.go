@@ -139,6 +139,10 @@ func patchProps(ctx context.Context, st largo.State, keep keeper, name string, p
 		if errors.Is(err, largo.ErrTooLarge) || errors.Is(err, largo.ErrNoSpace) {
 			ok.Status = http.StatusInsufficientStorage
 			_, ok.ResponseDescription = wire.Status(err)
+			if errors.Is(err, errTooManyProps) {
+				// Not the upload size limit that wire.Status names.
+				ok.ResponseDescription = errTooManyProps.Error()
+			}
 			return []webdav.Propstat{ok}, nil
 		}
 		return nil, err
