@@ -3,6 +3,7 @@ package serve
 import (
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -248,22 +249,50 @@ const unsatisfiable = "bytes=9223372036854775807-"
 // length zero ("-0"), which RFC 9110 14.1.1 calls unsatisfiable and
 // http.ServeContent would answer as a 206 with an empty, inverted
 // Content-Range (bytes 3-2/3). When nothing else is asked, it returns a
-// range that is answered 416, as the request deserves.
+// range that is answered 416, as the request deserves. A suffix length or
+// a last position of more digits than an int64 holds, which
+// http.ServeContent refuses as invalid, is read as what it says: the
+// whole file, or up to its end (RFC 9110 14.1.2: a suffix longer than
+// the representation selects all of it; a last position past its end,
+// up to its end); a first position of as many, as past the end.
 func dropEmptySuffixes(rg string) string {
 	specs := strings.Split(strings.TrimPrefix(rg, "bytes="), ",")
 	kept := specs[:0]
+	changed := false
 	for _, sp := range specs {
 		sp = strings.TrimSpace(sp)
 		if n, ok := strings.CutPrefix(sp, "-"); ok && n != "" && strings.Trim(n, "0") == "" {
+			changed = true
 			continue
+		}
+		if first, last, ok := strings.Cut(sp, "-"); ok && (overflows(first) || overflows(last)) {
+			changed = true
+			switch {
+			case overflows(first): // past any end: unsatisfiable
+				sp = strconv.FormatInt(math.MaxInt64, 10) + "-"
+			case first == "":
+				sp = "-" + strconv.FormatInt(math.MaxInt64, 10)
+			default:
+				sp = first + "-"
+			}
 		}
 		kept = append(kept, sp)
 	}
 	switch {
-	case len(kept) == len(specs):
+	case !changed:
 		return rg
 	case len(kept) == 0:
 		return unsatisfiable
 	}
 	return "bytes=" + strings.Join(kept, ",")
+}
+
+// overflows reports whether n is a number of digits that an int64 cannot
+// hold.
+func overflows(n string) bool {
+	if n == "" || strings.Trim(n, "0123456789") != "" {
+		return false
+	}
+	_, err := strconv.ParseInt(n, 10, 64)
+	return err != nil
 }
