@@ -113,7 +113,7 @@ func (h *Handler) serveContent(w http.ResponseWriter, r *http.Request, name stri
 		// RFC 9110 14.2: a range unit the server does not know is ignored.
 		r.Header.Del("Range")
 	} else if rg != "" {
-		r.Header.Set("Range", dropEmptySuffixes(rg))
+		r.Header.Set("Range", answerableRanges(rg))
 	}
 	if done, err := h.serveEncoded(w, r, name, in, ct, f); done || err != nil {
 		return err
@@ -245,17 +245,17 @@ func querySuffix(q string) string {
 // it 416 with Content-Range: bytes */SIZE.
 const unsatisfiable = "bytes=9223372036854775807-"
 
-// dropEmptySuffixes removes from a bytes Range header the suffix ranges of
-// length zero ("-0"), which RFC 9110 14.1.1 calls unsatisfiable and
-// http.ServeContent would answer as a 206 with an empty, inverted
-// Content-Range (bytes 3-2/3). When nothing else is asked, it returns a
+// answerableRanges returns a bytes Range header as http.ServeContent
+// should read it. It removes the suffix ranges of length zero ("-0"),
+// which RFC 9110 14.1.1 calls unsatisfiable and http.ServeContent would
+// answer as a 206 with an empty, inverted Content-Range (bytes 3-2/3). When nothing else is asked, it returns a
 // range that is answered 416, as the request deserves. A suffix length or
 // a last position of more digits than an int64 holds, which
 // http.ServeContent refuses as invalid, is read as what it says: the
 // whole file, or up to its end (RFC 9110 14.1.2: a suffix longer than
 // the representation selects all of it; a last position past its end,
 // up to its end); a first position of as many, as past the end.
-func dropEmptySuffixes(rg string) string {
+func answerableRanges(rg string) string {
 	specs := strings.Split(strings.TrimPrefix(rg, "bytes="), ",")
 	kept := specs[:0]
 	changed := false
