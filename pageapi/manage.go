@@ -79,7 +79,7 @@ func made(w http.ResponseWriter, name string, dir bool) error {
 
 var (
 	errSameName   = wire.Refuse(http.StatusBadRequest, "to: the name it already has")
-	errMoveInto   = wire.Refuse(http.StatusForbidden, "a folder cannot move into itself")
+	errMoveInto   = wire.Refuse(http.StatusForbidden, "cannot move into itself: the destination is below what is moved")
 	errMoveIfNone = wire.Refuse(http.StatusBadRequest, "If-None-Match: a move only takes If-Match")
 )
 
