@@ -265,16 +265,14 @@ func (s *Store) current(ctx context.Context, e *entry) *stamp {
 	st := e.stamp.Load()
 	now := s.opt.Now()
 	gen := s.gen.Load()
-	if st.watched && st.gen == gen && s.opt.Watch.Drain() == st.wgen {
-		if now.Sub(st.born) < MemoLife {
-			return st
-		}
-		// Current, as nothing changed, but what was derived from it
-		// is due to be derived again (a digest recorded meanwhile).
-		fresh := newStamp(gen, now)
-		fresh.watched, fresh.wgen = true, st.wgen
-		e.stamp.Store(fresh)
-		return fresh
+	if st.watched && st.gen == gen && s.opt.Watch.Drain() == st.wgen && now.Sub(st.at) < MemoLife {
+		// Nothing told since the last look, which was less than
+		// MemoLife ago. Past it the file is looked at again even so:
+		// a name made for it meanwhile in a folder not watched (a hard
+		// link) is told to no folder of its, and the look finds the
+		// second name, and the file served, from then on, as one with
+		// two.
+		return st
 	}
 	if !st.watched && st.gen == gen && now.Sub(st.at) < s.opt.Window {
 		return st
@@ -285,7 +283,7 @@ func (s *Store) current(ctx context.Context, e *entry) *stamp {
 		s.forget(e)
 		return nil
 	}
-	watched = watched && e.single
+	watched = watched && e.single && s.oneName(ctx, e.name)
 	if st.gen == gen && now.Sub(st.born) < MemoLife {
 		// The same version, and no change told: what was derived from
 		// it stays, and with no Window nor watch there is no time to
@@ -372,6 +370,22 @@ func (s *Store) fill(ctx context.Context, name string, admitted bool) (largo.Fil
 		s.files.Add(name, e)
 	}
 	return &File{e: e, memo: st.memo}, nil
+}
+
+// oneName reports whether the file name reaches has one name only, as
+// its descriptor says: false where that cannot be told.
+func (s *Store) oneName(ctx context.Context, name string) bool {
+	f, err := s.inner.Open(ctx, name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	of, ok := f.(largo.OSFile)
+	if !ok {
+		return false
+	}
+	fi, err := of.OSFile().Stat()
+	return err == nil && oneLink(fi)
 }
 
 // errChanged is a file that changed while it was read in.
