@@ -47,7 +47,8 @@ func (fsys *fileSystem) checkNew(ctx context.Context) error {
 //   - a copy, or a move by copies on a store without rename: each file
 //     of the source against the size limit and the gate's write decision
 //     at its destination name, and their bytes against the free space
-//     and the quotas, as if the destination were still there.
+//     and the quotas, as if the destination were still there; for a copy,
+//     the files and bytes it lands under each path's quota as well.
 //
 // What cannot be known before (a hook's refusal of a copied file, a
 // disk's error, a source changed meanwhile) still fails after the
@@ -106,6 +107,13 @@ func (fsys *fileSystem) checkReplace(ctx context.Context, pl *ingest.Pipeline) e
 	})
 	if err != nil {
 		return err
+	}
+	if fsys.copying {
+		// The quotas of the paths where the copy lands, in files as
+		// well as bytes: what lands is what a move would land.
+		if err := pl.CheckMove(ctx, src, dst); err != nil {
+			return err
+		}
 	}
 	// What the destination holds is not taken off: the quotas count a
 	// folder's removal at their next pass, not at once.

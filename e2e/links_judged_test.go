@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -117,12 +118,14 @@ func TestDAVCopyRefusedWritesNothing(t *testing.T) {
 		os.MkdirAll(filepath.Dir(p), 0o755)
 		os.WriteFile(p, []byte(strings.Repeat("s", 400)), 0o644)
 	}
-	os.MkdirAll(filepath.Join(dir, "q"), 0o755)
-	os.MkdirAll(filepath.Join(dir, "odd"), 0o755)
+	for _, d := range []string{"q", "odd", "many", "fq"} {
+		os.MkdirAll(filepath.Join(dir, d), 0o755)
+	}
 	os.WriteFile(filepath.Join(dir, "odd", "a.txt"), []byte("a"), 0o644)
 	os.WriteFile(filepath.Join(dir, "odd", "b\u200b.txt"), []byte("b"), 0o644) // a name largo refuses to make
 	os.WriteFile(filepath.Join(dir, "odd", "c.txt"), []byte("c"), 0o644)
-	s := startServer(t, dir, "--access", writeAccessFile(t, linksJudgedAccess), "--webdav")
+	access := linksJudgedAccess + "\n[[quota]]\npath = \"/fq\"\nfiles = 3\n"
+	s := startServer(t, dir, "--access", writeAccessFile(t, access), "--webdav")
 	bob := []string{"Authorization", tokenOf("bob")}
 
 	for _, method := range []string{"COPY", "MOVE"} {
@@ -132,7 +135,17 @@ func TestDAVCopyRefusedWritesNothing(t *testing.T) {
 			t.Errorf("the refused %s wrote q/copy", method)
 		}
 	}
-	resp, body := send(t, "COPY", s.URL+"odd/", nil, 0, append(bob, "Destination", s.URL+"odd2/")...)
+	// Past the quota's files: four files and their folder where one is.
+	for i := range 4 {
+		os.WriteFile(filepath.Join(dir, "many", fmt.Sprint(i)), []byte("m"), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "fq", "one"), []byte("1"), 0o644)
+	resp, body := send(t, "COPY", s.URL+"many/", nil, 0, append(bob, "Destination", s.URL+"fq/many/")...)
+	want507(t, "COPY of a folder past the quota's files", resp.Status, body, "quota of /fq")
+	if _, err := os.Lstat(filepath.Join(dir, "fq", "many")); err == nil {
+		t.Error("the COPY refused for the quota's files wrote fq/many")
+	}
+	resp, body = send(t, "COPY", s.URL+"odd/", nil, 0, append(bob, "Destination", s.URL+"odd2/")...)
 	if resp.StatusCode/100 != 4 {
 		t.Errorf("COPY of a folder with a name largo refuses: %s %s; want a refusal", resp.Status, body)
 	}
