@@ -179,7 +179,12 @@ func (c *Conn) Read(p []byte) (int, error) {
 	}
 	n := 0
 	for {
-		end := bytes.Index(p[:n], crlf2)
+		end, strict := headEnd(p[:n])
+		if end >= 0 && !strict {
+			// A head whose lines end in a bare LF: net/http's to read,
+			// as it reads them.
+			return c.handOver(n), nil
+		}
 		if end < 0 {
 			if n == len(p) {
 				return c.handOver(n), nil // a head net/http's buffer cannot hold
@@ -202,7 +207,6 @@ func (c *Conn) Read(p []byte) (int, error) {
 			}
 			continue
 		}
-		end += len(crlf2)
 		if answered, keep := c.replay(p[:end]); answered {
 			if !keep {
 				c.Conn.Close()
@@ -223,7 +227,32 @@ func (c *Conn) Read(p []byte) (int, error) {
 	}
 }
 
-var crlf2 = []byte("\r\n\r\n")
+// headEnd returns where the head that b begins ends, past its blank
+// line, or -1 when b holds no blank line yet; strict reports a head that
+// ends in CRLF CRLF, as every head the lane takes does. A line may end in
+// a bare LF (net/http reads it so): a head whose blank line comes after
+// one, or is one, ends there too, and is not strict.
+func headEnd(b []byte) (end int, strict bool) {
+	lf := bytes.Index(b, []byte("\n\n"))
+	crlf := bytes.Index(b, []byte("\n\r\n"))
+	switch {
+	case crlf >= 0 && (lf < 0 || crlf < lf):
+		return crlf + 3, crlf > 0 && b[crlf-1] == '\r' && !bareLF(b[:crlf])
+	case lf >= 0:
+		return lf + 2, false
+	}
+	return -1, false
+}
+
+// bareLF reports whether b holds an LF not preceded by a CR.
+func bareLF(b []byte) bool {
+	for i, c := range b {
+		if c == '\n' && (i == 0 || b[i-1] != '\r') {
+			return true
+		}
+	}
+	return false
+}
 
 // handOver gives the connection to net/http with the n bytes read, and
 // returns n. net/http moves the read deadline itself once it has the

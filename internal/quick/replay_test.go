@@ -170,3 +170,38 @@ func connOf(r *http.Request) net.Conn {
 	c, _ := r.Context().Value(connKey{}).(net.Conn)
 	return c
 }
+
+
+func TestHeadEnd(t *testing.T) {
+	for _, tt := range []struct {
+		b      string
+		end    int
+		strict bool
+	}{
+		{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27, true},
+		{"GET / HTTP/1.1\r\nHost: x\r\n\r\nGET", 27, true},
+		{"GET / HTTP/1.1\r\nHost: x\r\n", -1, false},
+		{"GET / HTTP/1.1\nHost: x\n\n", 24, false},
+		{"GET / HTTP/1.1\r\nHost: x\r\n\n", 26, false},
+		{"GET / HTTP/1.1\r\nHost: x\n\r\n", 26, false},
+		{"GET / HTTP/1.1\nHost: x\r\n\r\n", 26, false},
+	} {
+		end, strict := headEnd([]byte(tt.b))
+		if end != tt.end || strict != tt.strict {
+			t.Errorf("%q: %d %v; want %d %v", tt.b, end, strict, tt.end, tt.strict)
+		}
+	}
+}
+
+// A head whose lines end in bare LFs is answered at once, by net/http,
+// not waited on for a CRLF CRLF that will not come.
+func TestBareLFHead(t *testing.T) {
+	l := newLane(t, nil)
+	c, br := l.conn(t)
+	start := time.Now()
+	io.WriteString(c, "GET /k/a HTTP/1.1\nHost: x\n\n")
+	resp, body := read(t, br, "GET")
+	if resp.StatusCode != 200 || body != "body of /k/a" || time.Since(start) > 2*time.Second {
+		t.Fatalf("%d %q after %s", resp.StatusCode, body, time.Since(start))
+	}
+}
