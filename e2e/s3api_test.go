@@ -294,6 +294,16 @@ func TestS3APISDK(t *testing.T) {
 		if got, err := os.ReadFile(filepath.Join(g.dir, "big", "three.bin")); err != nil || !bytes.Equal(got, whole) {
 			t.Fatalf("the multipart file: %d bytes, %v", len(got), err)
 		}
+		if g.srv == nil {
+			// Readable by the folder's other readers, as every file
+			// largo writes: the mode a new file gets (0644 less the
+			// umask), as PutObject's below.
+			mp, _ := os.Stat(filepath.Join(g.dir, "big", "three.bin"))
+			one, _ := os.Stat(filepath.Join(g.dir, "docs", "hello.txt"))
+			if mp == nil || one == nil || mp.Mode().Perm() != one.Mode().Perm() || mp.Mode().Perm()&0o044 == 0 {
+				t.Errorf("the multipart file's mode %v; PutObject's %v", mp.Mode(), one.Mode())
+			}
+		}
 		if got := getObject(t, c, "big/three.bin"); !bytes.Equal(got, whole) {
 			t.Errorf("GetObject of the multipart file: %d bytes", len(got))
 		}

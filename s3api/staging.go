@@ -62,7 +62,10 @@ func (d *diskStaging) begin(_ context.Context, id string, _ *upload) error {
 	if err := d.root.MkdirAll(d.dir(id), 0o700); err != nil {
 		return err
 	}
-	f, err := d.root.OpenFile(d.data(id), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// The mode of every file largo writes (less the umask): the file is
+	// renamed into place as it is. Its folder, 0700, keeps it the
+	// server's meanwhile.
+	f, err := d.root.OpenFile(d.data(id), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		d.root.RemoveAll(d.dir(id))
 		return err
@@ -188,7 +191,7 @@ func (d *diskStaging) settle(id string, up *upload, parts []part, total int64) e
 
 // join copies the parts, in order, into a file of their own, name.
 func (d *diskStaging) join(id string, up *upload, parts []part, name string) error {
-	f, err := d.root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := d.root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644) // as the data file (begin)
 	if err != nil {
 		return err
 	}
