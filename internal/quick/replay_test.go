@@ -171,7 +171,6 @@ func connOf(r *http.Request) net.Conn {
 	return c
 }
 
-
 func TestHeadEnd(t *testing.T) {
 	for _, tt := range []struct {
 		b      string
