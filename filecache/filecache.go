@@ -380,12 +380,8 @@ func (s *Store) oneName(ctx context.Context, name string) bool {
 		return false
 	}
 	defer f.Close()
-	of, ok := f.(largo.OSFile)
-	if !ok {
-		return false
-	}
-	fi, err := of.OSFile().Stat()
-	return err == nil && oneLink(fi)
+	single, err := unchanged(f, f.Info())
+	return err == nil && single
 }
 
 // errChanged is a file that changed while it was read in.

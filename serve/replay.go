@@ -2,7 +2,6 @@ package serve
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -112,10 +111,5 @@ func (a *keptAnswer) Served(method, target, remote string, sent int64, took time
 	if err != nil {
 		l.err = err.Error()
 	}
-	if h.cfg.AccessLog != nil {
-		l.write(h.cfg.AccessLog, &h.lines)
-		return
-	}
-	var attrs [11]slog.Attr
-	h.log.LogAttrs(context.Background(), slog.LevelInfo, "request", l.attrs(attrs[:0])...)
+	h.writeLine(context.Background(), &l)
 }

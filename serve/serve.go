@@ -651,12 +651,18 @@ func (h *Handler) accessLog(r *http.Request, tw *transfer.Response, outcome tran
 	if err := tw.Err(); err != nil && outcome != transfer.Complete {
 		l.err = err.Error()
 	}
+	h.writeLine(r.Context(), &l)
+}
+
+// writeLine writes an access line: to Config.AccessLog, or through the
+// logger.
+func (h *Handler) writeLine(ctx context.Context, l *accessLine) {
 	if h.cfg.AccessLog != nil {
 		l.write(h.cfg.AccessLog, &h.lines) // as through slog: a failed log write fails no request
 		return
 	}
 	var a [11]slog.Attr
-	h.log.LogAttrs(r.Context(), slog.LevelInfo, "request", l.attrs(a[:0])...)
+	h.log.LogAttrs(ctx, slog.LevelInfo, "request", l.attrs(a[:0])...)
 }
 
 // loggedStatus is the status an access line gives: the one answered, or,
